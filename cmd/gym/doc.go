@@ -1,0 +1,46 @@
+// Command gym is the command-line tool of gymlens.
+//
+// Usage:
+//
+//	gym <command> [arguments]
+//	gym help [command ...]
+//
+// Commands are organised as a tree: a top-level command may be a group
+// whose first argument names a subcommand (gym telemetry check). Each
+// command parses its own flags with a flag.FlagSet of its own. Exit status
+// 2 means a usage error: an unknown command, a bad flag or, for the
+// checking commands, a bad configuration.
+//
+// # gym telemetry check
+//
+//	gym telemetry check [--config FILE] [--rank N] [--world-size N]
+//	                    [--server-name NAME] [--server-type TYPE] [--json]
+//
+// check prints the telemetry configuration a Gym process would run with,
+// without setting anything up. It reads the optional telemetry: block of
+// the YAML file given by --config, lays the environment over it
+// (NEMO_GYM_OTEL_<KEY>, falling back to NEMO_LENS_<KEY>, and the standard
+// OTEL_* variables), and shows:
+//
+//   - every setting with its effective value and its source: the variable
+//     that set it ("env NEMO_GYM_OTEL_ENABLED"), the YAML key
+//     ("yaml telemetry.enabled"), or "default";
+//   - keys of the telemetry: block this version does not know, which are
+//     ignored;
+//   - the span groups the SPAN_GROUPS setting resolves to, the exporters
+//     and the enabled signals;
+//   - the service name: OTEL_SERVICE_NAME, followed by "/" and the server
+//     name when SERVICE_NAME_PER_SERVER is on and --server-name is given;
+//   - the verdict: whether a process with this rank would export, and if
+//     not, the one reason why (telemetry disabled, the export strategy rules
+//     the rank out, or the exporter is none).
+//
+// The rank and world size come from --rank and --world-size, else from
+// RANK and WORLD_SIZE; the local rank comes from LOCAL_RANK. With --json
+// the same report is printed as a single JSON object.
+//
+// The exit status is 0 for a valid configuration whether or not it
+// exports, and 2 when the configuration or the flags are bad; each problem
+// is then printed on a line of its own on stderr, naming the variable (or
+// YAML key) and the offending value.
+package main

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses shared by every command.
+const (
+	exitOK    = 0
+	exitUsage = 2 // bad command line or bad configuration
+)
+
+// command is one entry of a command table. run receives the arguments that
+// follow the command's name and returns the process exit status.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// group is a level of the command tree: the top-level gym command, or a
+// command such as "telemetry" whose first argument picks a subcommand.
+// commands is a function rather than a slice so that a table may refer back
+// to a group's run method without an initialisation cycle.
+type group struct {
+	path     string // the words that reach this group, e.g. "gym telemetry"
+	synopsis string // one paragraph printed at the top of the usage text
+	commands func() []command
+}
+
+// gym is the root of the command tree. A new top-level command is added by
+// writing its run function in a file of its own and listing it here.
+var gym = group{
+	path:     "gym",
+	synopsis: "gym is the command-line tool of gymlens, the telemetry layer for NeMo Gym.",
+	commands: func() []command {
+		return []command{
+			telemetryCommand,
+		}
+	},
+}
+
+// run is the whole program apart from process setup, so tests can drive it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return gym.run(ctx, args, stdout, stderr)
+}
+
+func (g group) find(name string) (command, bool) {
+	for _, c := range g.commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// run picks the subcommand named by args[0] and hands it the rest. "help"
+// and -h print the usage on stdout; "help NAME ..." asks that command for
+// its own help. A missing or unknown name is a usage error.
+func (g group) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "%s: missing command\n\n", g.path)
+		g.usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		g.usage(stdout)
+		return exitOK
+	case "help":
+		if len(args) == 1 {
+			g.usage(stdout)
+			return exitOK
+		}
+		c, ok := g.find(args[1])
+		if !ok {
+			return g.unknown(args[1], stderr)
+		}
+		rest := append(append([]string(nil), args[2:]...), "-h")
+		return c.run(ctx, rest, stdout, stderr)
+	}
+	c, ok := g.find(args[0])
+	if !ok {
+		return g.unknown(args[0], stderr)
+	}
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func (g group) unknown(name string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", g.path, name)
+	g.usage(stderr)
+	return exitUsage
+}
+
+func (g group) usage(w io.Writer) {
+	fmt.Fprintf(w, "%s\n\nUsage:\n  %s <command> [arguments]\n\nCommands:\n", g.synopsis, g.path)
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	for _, c := range g.commands() {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nRun \"%s help <command>\" for more about a command.\n", g.path)
+}
+
+// parseFlags parses args with fs, which must use flag.ContinueOnError. It
+// returns done=false when the command should go on. Otherwise it returns the
+// exit status: -h prints the usage on stdout and succeeds; a bad flag prints
+// the error and the usage on stderr and is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK, true
+	case err != nil:
+		_, _ = stderr.Write(msg.Bytes())
+		return exitUsage, true
+	}
+	fs.SetOutput(stderr)
+	return 0, false
+}

@@ -1,0 +1,35 @@
+// Package testenv gives tests a clean, restorable process environment.
+package testenv
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Unset removes each variable for the rest of the test and restores its old
+// value afterwards. Like t.Setenv it cannot be used in parallel tests.
+func Unset(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		t.Setenv(name, "") // registers the restoration
+		if err := os.Unsetenv(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ClearTelemetry unsets every variable gymlens telemetry reads: the
+// NEMO_GYM_OTEL_* and NEMO_LENS_* families, OTEL_*, SLURM_JOB_ID and the
+// rank variables.
+func ClearTelemetry(t testing.TB) {
+	t.Helper()
+	names := []string{"SLURM_JOB_ID", "RANK", "WORLD_SIZE", "LOCAL_RANK"}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "NEMO_GYM_OTEL_") || strings.HasPrefix(name, "NEMO_LENS_") || strings.HasPrefix(name, "OTEL_") {
+			names = append(names, name)
+		}
+	}
+	Unset(t, names...)
+}

@@ -1,0 +1,381 @@
+package lens
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Default variable prefixes. Every lens setting KEY is read from
+// PrimaryPrefix+KEY first and from FallbackPrefix+KEY when the primary
+// variable is unset or empty.
+const (
+	PrimaryPrefix  = "NEMO_GYM_OTEL_"
+	FallbackPrefix = "NEMO_LENS_"
+)
+
+// Exporter names accepted by the EXPORTER setting.
+const (
+	ExporterOTLP       = "otlp"
+	ExporterConsole    = "console"
+	ExporterPrometheus = "prometheus"
+	ExporterFile       = "file"
+	ExporterNone       = "none"
+)
+
+// OTLP transport protocols accepted by OTEL_EXPORTER_OTLP_PROTOCOL.
+const (
+	ProtocolGRPC         = "grpc"
+	ProtocolHTTPProtobuf = "http/protobuf"
+)
+
+// DefaultPrometheusAddr is where the prometheus exporter listens unless
+// PROMETHEUS_ADDR says otherwise: loopback only, so a fleet never exposes its
+// metrics beyond the machine by accident.
+const DefaultPrometheusAddr = "127.0.0.1:9464"
+
+// Setting describes one configuration variable.
+type Setting struct {
+	// Key is the suffix after the prefix (for example "ENABLED"), or the full
+	// variable name when Standard is true.
+	Key string
+	// Standard marks an OpenTelemetry-standard variable read without prefix.
+	Standard bool
+	// Default is the value used when neither environment nor overlay sets it.
+	Default string
+	// Doc is a one-line description.
+	Doc string
+	// EmptyIsValue marks a setting for which an empty value is a real
+	// choice (an empty span-group list enables no group) rather than unset.
+	EmptyIsValue bool
+}
+
+// Setting keys. The prefixed ones are read as PrimaryPrefix+Key, falling back
+// to FallbackPrefix+Key; the OTEL_* ones are read as written.
+const (
+	KeyEnabled              = "ENABLED"
+	KeySpanGroups           = "SPAN_GROUPS"
+	KeyExporter             = "EXPORTER"
+	KeyTracesEnabled        = "TRACES_ENABLED"
+	KeyMetricsEnabled       = "METRICS_ENABLED"
+	KeyLogsEnabled          = "LOGS_ENABLED"
+	KeyExportStrategy       = "EXPORT_STRATEGY"
+	KeyExportRank           = "EXPORT_RANK"
+	KeyExportSampleRate     = "EXPORT_SAMPLE_RATE"
+	KeyRunID                = "RUN_ID"
+	KeyServiceNamePerServer = "SERVICE_NAME_PER_SERVER"
+	KeyFilePath             = "FILE_PATH"
+	KeyPrometheusAddr       = "PROMETHEUS_ADDR"
+	KeyServiceName          = "OTEL_SERVICE_NAME"
+	KeyOTLPEndpoint         = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	KeyOTLPProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	KeyMetricExportInterval = "OTEL_METRIC_EXPORT_INTERVAL"
+)
+
+// Settings lists every variable lens reads, in display order.
+var settings = []Setting{
+	{Key: KeyEnabled, Default: "false", Doc: "master switch; nothing is set up while false"},
+	{Key: KeySpanGroups, Default: "default", EmptyIsValue: true, Doc: "comma-separated presets and span-group names to trace; empty enables none"},
+	{Key: KeyExporter, Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none"},
+	{Key: KeyTracesEnabled, Default: "true", Doc: "export traces"},
+	{Key: KeyMetricsEnabled, Default: "true", Doc: "export metrics"},
+	{Key: KeyLogsEnabled, Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs"},
+	{Key: KeyExportStrategy, Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one"},
+	{Key: KeyExportRank, Default: "-1", Doc: "the exporting rank for single_rank; -1 means the last rank"},
+	{Key: KeyExportSampleRate, Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]"},
+	{Key: KeyRunID, Default: "", Doc: "run id shared by every process of one fleet"},
+	{Key: KeyServiceNamePerServer, Default: "true", Doc: "name each server's service <service name>/<server name>"},
+	{Key: KeyFilePath, Default: "", Doc: "JSON-lines file the file exporter appends to"},
+	{Key: KeyPrometheusAddr, Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint"},
+	{Key: KeyServiceName, Standard: true, Default: "nemo-gym", Doc: "service name (group) of every process"},
+	{Key: KeyOTLPEndpoint, Standard: true, Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
+	{Key: KeyOTLPProtocol, Standard: true, Default: ProtocolGRPC, Doc: "OTLP transport: grpc or http/protobuf"},
+	{Key: KeyMetricExportInterval, Standard: true, Default: "10000", Doc: "milliseconds between metric exports"},
+}
+
+// Settings returns a copy of the table of every variable lens reads, in
+// display order.
+func Settings() []Setting { return slices.Clone(settings) }
+
+// Source says where one effective configuration value came from.
+type Source struct {
+	// Key is the setting key (see Setting.Key).
+	Key string
+	// Value is the raw text that was parsed.
+	Value string
+	// Origin is "env NAME", the overlay's label (for example
+	// "yaml telemetry.enabled"), or "default".
+	Origin string
+}
+
+// Config is the effective, parsed lens configuration.
+type Config struct {
+	Enabled              bool
+	SpanGroups           string
+	Exporters            []string
+	TracesEnabled        bool
+	MetricsEnabled       bool
+	LogsEnabled          bool
+	ExportStrategy       string
+	ExportRank           int
+	ExportSampleRate     float64
+	RunID                string
+	ServiceNamePerServer bool
+	FilePath             string
+	PrometheusAddr       string
+	ServiceName          string
+	OTLPEndpoint         string
+	OTLPProtocol         string
+	MetricExportInterval time.Duration
+
+	// Sources holds one entry per setting, in display order.
+	Sources []Source
+}
+
+// HasExporter reports whether name is among the configured exporters.
+func (c Config) HasExporter(name string) bool { return slices.Contains(c.Exporters, name) }
+
+// Source returns where the setting key got its value.
+func (c Config) Source(key string) (Source, bool) {
+	for _, s := range c.Sources {
+		if s.Key == key {
+			return s, true
+		}
+	}
+	return Source{}, false
+}
+
+// LoadOptions tune LoadConfig. The zero value reads the process environment
+// with the default prefixes.
+type LoadOptions struct {
+	// Prefix and Fallback default to PrimaryPrefix and FallbackPrefix.
+	Prefix, Fallback string
+	// Lookup reads a variable; nil means os.LookupEnv.
+	Lookup func(string) (string, bool)
+	// Overlay holds values that sit between the environment and the
+	// defaults (a YAML block, say), keyed by setting key. The environment
+	// always wins over it.
+	Overlay map[string]string
+	// OverlayOrigin names each overlay value's origin; it receives the key.
+	// Nil means "overlay <key>".
+	OverlayOrigin func(key string) string
+	// Defaults replaces individual built-in defaults, keyed by setting key.
+	Defaults map[string]string
+	// Groups, when set, validates SPAN_GROUPS against this set.
+	Groups *GroupSet
+}
+
+// ConfigError is one bad configuration value.
+type ConfigError struct {
+	// Name is the variable (or overlay origin) that held the value.
+	Name string
+	// Value is the offending text.
+	Value string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%s=%q: %s", e.Name, e.Value, e.Reason)
+}
+
+// LookupVar finds the value of setting key in the environment: the primary
+// prefix first, then the fallback. It returns the variable name that held
+// it. Empty values count as unset, except for settings where empty is a
+// value of its own (SPAN_GROUPS).
+func (o LoadOptions) LookupVar(key string) (name, value string, ok bool) {
+	lookup := o.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	for _, n := range o.varNames(key) {
+		if v, found := lookup(n); found && (strings.TrimSpace(v) != "" || emptyIsValue(key)) {
+			return n, v, true
+		}
+	}
+	return "", "", false
+}
+
+func emptyIsValue(key string) bool {
+	for _, s := range settings {
+		if s.Key == key {
+			return s.EmptyIsValue
+		}
+	}
+	return false
+}
+
+func (o LoadOptions) varNames(key string) []string {
+	if isStandard(key) {
+		return []string{key}
+	}
+	p, f := o.Prefix, o.Fallback
+	if p == "" {
+		p = PrimaryPrefix
+	}
+	if f == "" {
+		f = FallbackPrefix
+	}
+	return []string{p + key, f + key}
+}
+
+func isStandard(key string) bool { return strings.HasPrefix(key, "OTEL_") }
+
+// LoadConfig reads every setting, strictly. Each bad value becomes a
+// *ConfigError; all of them are returned joined, together with a Config whose
+// Enabled field is still meaningful when ENABLED itself parsed.
+func LoadConfig(opts LoadOptions) (Config, error) {
+	var cfg Config
+	var errs []error
+	raw := make(map[string]Source, len(settings))
+	for _, s := range settings {
+		src := Source{Key: s.Key, Value: s.Default, Origin: "default"}
+		if d, ok := opts.Defaults[s.Key]; ok {
+			src.Value = d
+		}
+		if v, ok := opts.Overlay[s.Key]; ok && (strings.TrimSpace(v) != "" || s.EmptyIsValue) {
+			origin := "overlay " + s.Key
+			if opts.OverlayOrigin != nil {
+				origin = opts.OverlayOrigin(s.Key)
+			}
+			src.Value, src.Origin = v, origin
+		}
+		if name, v, ok := opts.LookupVar(s.Key); ok {
+			src.Value, src.Origin = v, "env "+name
+		}
+		raw[s.Key] = src
+		cfg.Sources = append(cfg.Sources, src)
+	}
+	bad := func(key, reason string) {
+		src := raw[key]
+		name := strings.TrimPrefix(src.Origin, "env ")
+		if src.Origin == "default" {
+			name = "default " + key
+		}
+		errs = append(errs, &ConfigError{Name: name, Value: src.Value, Reason: reason})
+	}
+	boolean := func(key string) bool {
+		b, err := ParseBool(raw[key].Value)
+		if err != nil {
+			bad(key, err.Error())
+		}
+		return b
+	}
+	text := func(key string) string { return strings.TrimSpace(raw[key].Value) }
+
+	cfg.Enabled = boolean(KeyEnabled)
+	cfg.TracesEnabled = boolean(KeyTracesEnabled)
+	cfg.MetricsEnabled = boolean(KeyMetricsEnabled)
+	cfg.LogsEnabled = boolean(KeyLogsEnabled)
+	cfg.ServiceNamePerServer = boolean(KeyServiceNamePerServer)
+
+	cfg.SpanGroups = text(KeySpanGroups)
+	if opts.Groups != nil {
+		if _, err := opts.Groups.Resolve(cfg.SpanGroups); err != nil {
+			bad(KeySpanGroups, err.Error())
+		}
+	}
+
+	exps, err := parseExporters(text(KeyExporter))
+	if err != nil {
+		bad(KeyExporter, err.Error())
+	}
+	cfg.Exporters = exps
+
+	cfg.ExportStrategy = strings.ToLower(text(KeyExportStrategy))
+	if _, err := lookupStrategy(cfg.ExportStrategy); err != nil {
+		bad(KeyExportStrategy, err.Error())
+	}
+	if n, err := strconv.Atoi(text(KeyExportRank)); err != nil {
+		bad(KeyExportRank, "not an integer")
+	} else if n < -1 {
+		bad(KeyExportRank, "must be -1 (last rank) or a rank >= 0")
+	} else {
+		cfg.ExportRank = n
+	}
+	if f, err := ParseFloat(text(KeyExportSampleRate)); err != nil {
+		bad(KeyExportSampleRate, err.Error())
+	} else if f < 0 || f > 1 {
+		bad(KeyExportSampleRate, "must be in [0, 1]")
+	} else {
+		cfg.ExportSampleRate = f
+	}
+
+	cfg.RunID = text(KeyRunID)
+	cfg.FilePath = text(KeyFilePath)
+	if cfg.HasExporter(ExporterFile) && cfg.FilePath == "" {
+		bad(KeyExporter, "the file exporter needs "+opts.varNames(KeyFilePath)[0])
+	}
+	cfg.PrometheusAddr = text(KeyPrometheusAddr)
+	cfg.ServiceName = text(KeyServiceName)
+	if cfg.ServiceName == "" {
+		cfg.ServiceName = "nemo-gym"
+	}
+	cfg.OTLPEndpoint = text(KeyOTLPEndpoint)
+	cfg.OTLPProtocol = strings.ToLower(text(KeyOTLPProtocol))
+	if cfg.OTLPProtocol != ProtocolGRPC && cfg.OTLPProtocol != ProtocolHTTPProtobuf {
+		bad(KeyOTLPProtocol, "must be grpc or http/protobuf")
+	}
+	if ms, err := strconv.ParseInt(text(KeyMetricExportInterval), 10, 64); err != nil {
+		bad(KeyMetricExportInterval, "not an integer number of milliseconds")
+	} else if ms <= 0 {
+		bad(KeyMetricExportInterval, "must be a positive number of milliseconds")
+	} else {
+		cfg.MetricExportInterval = time.Duration(ms) * time.Millisecond
+	}
+	return cfg, errors.Join(errs...)
+}
+
+func parseExporters(spec string) ([]string, error) {
+	var out []string
+	for part := range strings.SplitSeq(spec, ",") {
+		name := strings.ToLower(strings.TrimSpace(part))
+		if name == "" {
+			continue
+		}
+		switch name {
+		case ExporterOTLP, ExporterConsole, ExporterPrometheus, ExporterFile, ExporterNone:
+		default:
+			return nil, fmt.Errorf("unknown exporter %q (valid: otlp, console, prometheus, file, none)", name)
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return []string{ExporterNone}, nil
+	}
+	if len(out) > 1 && slices.Contains(out, ExporterNone) {
+		return nil, errors.New("none cannot be combined with other exporters")
+	}
+	return out, nil
+}
+
+// ParseBool accepts 1/true/yes/on and 0/false/no/off in any case, with
+// surrounding spaces ignored. Anything else is an error.
+func ParseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errors.New("not a boolean (use 1/true/yes/on or 0/false/no/off)")
+}
+
+// ParseFloat parses a finite float; NaN and infinities are rejected.
+func ParseFloat(s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, errors.New("not a number")
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, errors.New("not a finite number")
+	}
+	return f, nil
+}

@@ -1,0 +1,205 @@
+package lens
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/gymlens/gymlens/lens/internal/fileexport"
+)
+
+// exporterSet builds the exporters named in the configuration, one signal
+// at a time, sharing the console and file sinks between signals. Everything
+// it opens is registered in closers.
+type exporterSet struct {
+	cfg      Config
+	opts     Options
+	res      *resource.Resource
+	closers  *[]func(context.Context) error
+	console  *fileexport.Sink
+	file     *fileexport.Sink
+	promAddr string
+}
+
+func newExporterSet(cfg Config, opts Options, res *resource.Resource, closers *[]func(context.Context) error) *exporterSet {
+	return &exporterSet{cfg: cfg, opts: opts, res: res, closers: closers}
+}
+
+func (s *exporterSet) consoleSink() *fileexport.Sink {
+	if s.console == nil {
+		w := s.opts.Stdout
+		if w == nil {
+			w = os.Stdout
+		}
+		s.console = fileexport.NewSink(w, s.res)
+	}
+	return s.console
+}
+
+func (s *exporterSet) fileSink() (*fileexport.Sink, error) {
+	if s.file == nil {
+		f, err := fileexport.OpenFile(s.cfg.FilePath, s.res)
+		if err != nil {
+			return nil, fmt.Errorf("lens: file exporter: %w", err)
+		}
+		s.file = f
+		*s.closers = append(*s.closers, func(context.Context) error { return f.Close() })
+	}
+	return s.file, nil
+}
+
+func (s *exporterSet) grpc() bool { return s.cfg.OTLPProtocol != ProtocolHTTPProtobuf }
+
+func (s *exporterSet) spanExporters(ctx context.Context) ([]sdktrace.SpanExporter, error) {
+	if s.opts.SpanExporter != nil {
+		return []sdktrace.SpanExporter{s.opts.SpanExporter}, nil
+	}
+	var out []sdktrace.SpanExporter
+	for _, name := range s.cfg.Exporters {
+		switch name {
+		case ExporterOTLP:
+			var e sdktrace.SpanExporter
+			var err error
+			if s.grpc() {
+				e, err = otlptracegrpc.New(ctx)
+			} else {
+				e, err = otlptracehttp.New(ctx)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("lens: otlp trace exporter: %w", err)
+			}
+			out = append(out, e)
+		case ExporterConsole:
+			out = append(out, s.consoleSink().SpanExporter())
+		case ExporterFile:
+			f, err := s.fileSink()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f.SpanExporter())
+		}
+	}
+	return out, nil
+}
+
+func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, error) {
+	if s.opts.MetricReader != nil {
+		return []sdkmetric.Reader{s.opts.MetricReader}, nil
+	}
+	periodic := func(e sdkmetric.Exporter) sdkmetric.Reader {
+		return sdkmetric.NewPeriodicReader(e, sdkmetric.WithInterval(s.cfg.MetricExportInterval))
+	}
+	var out []sdkmetric.Reader
+	for _, name := range s.cfg.Exporters {
+		switch name {
+		case ExporterOTLP:
+			var e sdkmetric.Exporter
+			var err error
+			if s.grpc() {
+				e, err = otlpmetricgrpc.New(ctx)
+			} else {
+				e, err = otlpmetrichttp.New(ctx)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("lens: otlp metric exporter: %w", err)
+			}
+			out = append(out, periodic(e))
+		case ExporterConsole:
+			out = append(out, periodic(s.consoleSink().MetricExporter()))
+		case ExporterFile:
+			f, err := s.fileSink()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, periodic(f.MetricExporter()))
+		case ExporterPrometheus:
+			r, err := s.prometheus()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *exporterSet) logExporters(ctx context.Context) ([]sdklog.Exporter, error) {
+	if s.opts.LogExporter != nil {
+		return []sdklog.Exporter{s.opts.LogExporter}, nil
+	}
+	var out []sdklog.Exporter
+	for _, name := range s.cfg.Exporters {
+		switch name {
+		case ExporterOTLP:
+			var e sdklog.Exporter
+			var err error
+			if s.grpc() {
+				e, err = otlploggrpc.New(ctx)
+			} else {
+				e, err = otlploghttp.New(ctx)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("lens: otlp log exporter: %w", err)
+			}
+			out = append(out, e)
+		case ExporterConsole:
+			out = append(out, s.consoleSink().LogExporter())
+		case ExporterFile:
+			f, err := s.fileSink()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f.LogExporter())
+		}
+	}
+	return out, nil
+}
+
+// prometheus starts the pull endpoint. It gets its own registry, so the
+// page shows this process's OpenTelemetry metrics and nothing global.
+func (s *exporterSet) prometheus() (sdkmetric.Reader, error) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("lens: prometheus exporter: %w", err)
+	}
+	addr := s.cfg.PrometheusAddr
+	if addr == "" {
+		addr = DefaultPrometheusAddr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("lens: prometheus endpoint %s: %w", addr, err)
+	}
+	s.promAddr = ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	*s.closers = append(*s.closers, func(ctx context.Context) error {
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = srv.Close()
+			return fmt.Errorf("lens: prometheus endpoint: %w", err)
+		}
+		return nil
+	})
+	return exp, nil
+}

@@ -1,0 +1,440 @@
+package lens
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/contrib/bridges/otelslog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
+	logglobal "go.opentelemetry.io/otel/log/global"
+	lognoop "go.opentelemetry.io/otel/log/noop"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// ScopeName is the instrumentation scope of the tracer, meter and logger a
+// Handle hands out.
+const ScopeName = "github.com/gymlens/gymlens"
+
+// ErrAlreadySetUp is returned by Setup when an enabled set-up already
+// happened in this process (see ResetForTesting).
+var ErrAlreadySetUp = errors.New("lens: telemetry already set up in this process")
+
+// Options carry what Setup needs beyond the configuration.
+type Options struct {
+	// Groups resolves SPAN_GROUPS; nil means NewGroupSet().
+	Groups *GroupSet
+	// ServiceName overrides cfg.ServiceName as the service.name resource
+	// attribute (the caller applies per-server naming).
+	ServiceName string
+	// Attributes are added to the resource of every signal.
+	Attributes []attribute.KeyValue
+	// Rank, WorldSize and LocalRank feed the export strategy. WorldSize 0
+	// means a single process.
+	Rank, WorldSize, LocalRank int
+	// MetricReader, when set, replaces the configured metric exporters.
+	MetricReader sdkmetric.Reader
+	// SpanExporter, when set, replaces the configured span exporters.
+	SpanExporter sdktrace.SpanExporter
+	// LogExporter, when set, replaces the configured log exporters.
+	LogExporter sdklog.Exporter
+	// Stdout receives the console exporter's lines; nil means os.Stdout.
+	Stdout io.Writer
+	// Logger receives lens's own warnings; nil means slog.Default() as it
+	// was before Setup.
+	Logger *slog.Logger
+}
+
+// Handle is one process's telemetry. A nil *Handle is valid and behaves as a
+// disabled one: no-op tracer and meter, not exporting.
+type Handle struct {
+	cfg       Config
+	exporting bool
+	groups    GroupMask
+	groupSet  *GroupSet
+	res       *resource.Resource
+
+	tp     *sdktrace.TracerProvider
+	mp     *sdkmetric.MeterProvider
+	lp     *sdklog.LoggerProvider
+	tracer trace.Tracer
+	meter  metric.Meter
+
+	promAddr string
+	closers  []func(context.Context) error
+
+	prevSlog *slog.Logger
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+var (
+	noopTracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
+	noopMeter  = metricnoop.NewMeterProvider().Meter(ScopeName)
+)
+
+// Tracer returns the process tracer (a no-op one when not exporting traces).
+func (h *Handle) Tracer() trace.Tracer {
+	if h == nil || h.tracer == nil {
+		return noopTracer
+	}
+	return h.tracer
+}
+
+// Meter returns the process meter (a no-op one when not exporting metrics).
+func (h *Handle) Meter() metric.Meter {
+	if h == nil || h.meter == nil {
+		return noopMeter
+	}
+	return h.meter
+}
+
+// IsExporting reports whether this process exports telemetry at all.
+func (h *Handle) IsExporting() bool { return h != nil && h.exporting }
+
+// MetricsExporting reports whether this process exports metrics.
+func (h *Handle) MetricsExporting() bool { return h != nil && h.exporting && h.mp != nil }
+
+// TracesExporting reports whether this process exports traces.
+func (h *Handle) TracesExporting() bool { return h != nil && h.exporting && h.tp != nil }
+
+// Config returns the configuration the handle was built from.
+func (h *Handle) Config() Config {
+	if h == nil {
+		return Config{}
+	}
+	return h.cfg
+}
+
+// SpanGroups returns the sorted names of the groups this handle enabled.
+func (h *Handle) SpanGroups() []string {
+	if h == nil || h.groupSet == nil {
+		return nil
+	}
+	return h.groupSet.Names(h.groups)
+}
+
+// Resource returns the resource shared by every signal, or nil.
+func (h *Handle) Resource() *resource.Resource {
+	if h == nil {
+		return nil
+	}
+	return h.res
+}
+
+// PrometheusAddr returns the address the prometheus endpoint listens on, or
+// "" when that exporter is not in use.
+func (h *Handle) PrometheusAddr() string {
+	if h == nil {
+		return ""
+	}
+	return h.promAddr
+}
+
+// ForceFlush exports everything buffered so far, bounded by ctx.
+func (h *Handle) ForceFlush(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	var errs []error
+	if h.tp != nil {
+		errs = append(errs, h.tp.ForceFlush(ctx))
+	}
+	if h.mp != nil {
+		errs = append(errs, h.mp.ForceFlush(ctx))
+	}
+	if h.lp != nil {
+		errs = append(errs, h.lp.ForceFlush(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown closes the gate, flushes and stops every provider and exporter,
+// and restores the global providers. It is idempotent (later calls return
+// the first result) and bounded by ctx.
+func (h *Handle) Shutdown(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	h.shutdownOnce.Do(func() {
+		h.shutdownErr = h.shutdown(ctx)
+	})
+	return h.shutdownErr
+}
+
+func (h *Handle) shutdown(ctx context.Context) error {
+	proc.Lock()
+	if live.Load() == h {
+		gate.Store(0)
+		live.Store(nil)
+	}
+	proc.Unlock()
+	if !h.exporting {
+		return nil
+	}
+	if h.prevSlog != nil {
+		slog.SetDefault(h.prevSlog)
+	}
+	otel.SetTracerProvider(tracenoop.NewTracerProvider())
+	otel.SetMeterProvider(metricnoop.NewMeterProvider())
+	logglobal.SetLoggerProvider(lognoop.NewLoggerProvider())
+	var errs []error
+	if h.tp != nil {
+		errs = append(errs, wrap("traces", h.tp.Shutdown(ctx)))
+	}
+	if h.mp != nil {
+		errs = append(errs, wrap("metrics", h.mp.Shutdown(ctx)))
+	}
+	if h.lp != nil {
+		errs = append(errs, wrap("logs", h.lp.Shutdown(ctx)))
+	}
+	// Closers run in reverse order of creation: the prometheus server and
+	// file sinks go last, after the providers have flushed into them.
+	for i := len(h.closers) - 1; i >= 0; i-- {
+		errs = append(errs, h.closers[i](ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("lens: shut down %s: %w", what, err)
+}
+
+// proc serialises set-up and shutdown and remembers whether an enabled
+// set-up has happened; live is the handle in use, read lock-free by the span
+// helpers. Together with the gate they are the per-process telemetry state.
+var (
+	proc struct {
+		sync.Mutex
+		setUp bool
+	}
+	live atomic.Pointer[Handle]
+)
+
+// Current returns the handle of the live set-up, or nil.
+func Current() *Handle { return live.Load() }
+
+// ResetForTesting shuts down the live handle, if any, closes the gate and
+// lets Setup run again. Tests only.
+func ResetForTesting() {
+	if h := live.Load(); h != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = h.Shutdown(ctx)
+		cancel()
+	}
+	proc.Lock()
+	live.Store(nil)
+	proc.setUp = false
+	gate.Store(0)
+	proc.Unlock()
+}
+
+// Setup builds the process telemetry from cfg. A disabled configuration, or
+// an export strategy that rules this process out, yields a non-exporting
+// handle with no-op providers and every span group off. Only one enabled
+// Setup may run per process; a second one fails with ErrAlreadySetUp.
+func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
+	groups := opts.Groups
+	if groups == nil {
+		groups = NewGroupSet()
+	}
+	h := &Handle{cfg: cfg, groupSet: groups}
+	if !cfg.Enabled {
+		return h, nil
+	}
+	mask, err := groups.Resolve(cfg.SpanGroups)
+	if err != nil {
+		return nil, fmt.Errorf("lens: %s: %w", KeySpanGroups, err)
+	}
+	exporting, err := shouldExportSafely(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	proc.Lock()
+	defer proc.Unlock()
+	if proc.setUp {
+		return nil, ErrAlreadySetUp
+	}
+	// Propagation must work even in a process that does not export, so a
+	// trace passing through it stays one trace.
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
+		propagation.TraceContext{}, propagation.Baggage{}))
+	proc.setUp = true
+	if !exporting || cfg.HasExporter(ExporterNone) && opts.MetricReader == nil && opts.SpanExporter == nil {
+		live.Store(h)
+		return h, nil
+	}
+	if err := h.build(ctx, opts); err != nil {
+		proc.setUp = false
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for i := len(h.closers) - 1; i >= 0; i-- {
+			_ = h.closers[i](cctx)
+		}
+		return nil, err
+	}
+	h.exporting = true
+	h.groups = mask
+	live.Store(h)
+	gate.Store(uint64(mask))
+	return h, nil
+}
+
+func shouldExportSafely(cfg Config, opts Options) (ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok, err = false, fmt.Errorf("lens: export strategy %q panicked: %v", cfg.ExportStrategy, r)
+		}
+	}()
+	local := opts.LocalRank
+	if v, found := os.LookupEnv("LOCAL_RANK"); found && local == 0 {
+		if n, perr := strconv.Atoi(v); perr == nil {
+			local = n
+		}
+	}
+	return ShouldExport(cfg, opts.Rank, opts.WorldSize, local)
+}
+
+func (h *Handle) build(ctx context.Context, opts Options) error {
+	cfg := h.cfg
+	warn := opts.Logger
+	if warn == nil {
+		warn = slog.Default()
+	}
+	otel.SetErrorHandler(newRateLimitedErrorHandler(warn, 30*time.Second))
+
+	serviceName := opts.ServiceName
+	if serviceName == "" {
+		serviceName = cfg.ServiceName
+	}
+	attrs := append([]attribute.KeyValue{
+		semconv.ServiceName(serviceName),
+		semconv.ServiceInstanceID(newInstanceID()),
+		semconv.ProcessPID(os.Getpid()),
+	}, opts.Attributes...)
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attrs...))
+	if err != nil {
+		// A schema URL clash still yields a usable merged resource.
+		if res == nil {
+			res = resource.NewSchemaless(attrs...)
+		}
+	}
+	h.res = res
+
+	sinks := newExporterSet(cfg, opts, res, &h.closers)
+	if cfg.TracesEnabled {
+		exps, err := sinks.spanExporters(ctx)
+		if err != nil {
+			return err
+		}
+		tpOpts := []sdktrace.TracerProviderOption{
+			sdktrace.WithResource(res),
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+		}
+		for _, e := range exps {
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(e)))
+		}
+		h.tp = sdktrace.NewTracerProvider(tpOpts...)
+		h.tracer = h.tp.Tracer(ScopeName)
+		otel.SetTracerProvider(h.tp)
+	}
+	if cfg.MetricsEnabled {
+		readers, err := sinks.metricReaders(ctx)
+		if err != nil {
+			return err
+		}
+		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+		for _, r := range readers {
+			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
+		}
+		h.mp = sdkmetric.NewMeterProvider(mpOpts...)
+		h.meter = h.mp.Meter(ScopeName)
+		otel.SetMeterProvider(h.mp)
+		h.promAddr = sinks.promAddr
+	}
+	if cfg.LogsEnabled {
+		exps, err := sinks.logExporters(ctx)
+		if err != nil {
+			return err
+		}
+		lpOpts := []sdklog.LoggerProviderOption{sdklog.WithResource(res)}
+		for _, e := range exps {
+			lpOpts = append(lpOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(e)))
+		}
+		h.lp = sdklog.NewLoggerProvider(lpOpts...)
+		logglobal.SetLoggerProvider(h.lp)
+		h.prevSlog = slog.Default()
+		bridge := otelslog.NewHandler(ScopeName, otelslog.WithLoggerProvider(h.lp))
+		slog.SetDefault(slog.New(slog.NewMultiHandler(h.prevSlog.Handler(), bridge)))
+	}
+	return nil
+}
+
+// LoggerProvider returns the OTel logger provider, or a no-op one when logs
+// are off.
+func (h *Handle) LoggerProvider() otellog.LoggerProvider {
+	if h == nil || h.lp == nil {
+		return lognoop.NewLoggerProvider()
+	}
+	return h.lp
+}
+
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// rateLimitedErrorHandler turns the SDK's export errors into at most one
+// warning per interval, with a count of the ones it held back.
+type rateLimitedErrorHandler struct {
+	log        *slog.Logger
+	every      time.Duration
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func newRateLimitedErrorHandler(log *slog.Logger, every time.Duration) *rateLimitedErrorHandler {
+	return &rateLimitedErrorHandler{log: log, every: every}
+}
+
+func (r *rateLimitedErrorHandler) Handle(err error) {
+	r.mu.Lock()
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < r.every {
+		r.suppressed++
+		r.mu.Unlock()
+		return
+	}
+	n := r.suppressed
+	r.suppressed = 0
+	r.last = now
+	r.mu.Unlock()
+	r.log.Warn("telemetry export error", "err", err, "suppressed_since_last", n)
+}

@@ -1,0 +1,226 @@
+package telemetry
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gymlens/gymlens/lens"
+)
+
+// Config is the `telemetry:` block of a Gym YAML configuration.
+type Config struct {
+	// Present is true when the document had a telemetry block.
+	Present bool
+	// Values maps lens setting keys (lens.KeyEnabled, ...) to the raw text
+	// the block gave them.
+	Values map[string]string
+	// Extra keeps keys this version does not know, with their values; they
+	// are reported, not fatal.
+	Extra map[string]any
+}
+
+// yamlKeys maps each YAML key of the telemetry block to its lens setting.
+var yamlKeys = func() map[string]string {
+	m := map[string]string{
+		"service_name":              lens.KeyServiceName,
+		"otlp_endpoint":             lens.KeyOTLPEndpoint,
+		"otlp_protocol":             lens.KeyOTLPProtocol,
+		"metric_export_interval_ms": lens.KeyMetricExportInterval,
+	}
+	for _, s := range lens.Settings() {
+		if !s.Standard {
+			m[strings.ToLower(s.Key)] = s.Key
+		}
+	}
+	return m
+}()
+
+// YAMLKey returns the telemetry-block key for a lens setting key.
+func YAMLKey(settingKey string) string {
+	for y, k := range yamlKeys {
+		if k == settingKey {
+			return y
+		}
+	}
+	return ""
+}
+
+// YAMLKeys returns every key the telemetry block understands, sorted.
+func YAMLKeys() []string {
+	out := make([]string, 0, len(yamlKeys))
+	for k := range yamlKeys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ConfigFromYAML reads the top-level `telemetry:` block of a Gym YAML
+// document. A missing block yields the defaults (telemetry disabled). Lists
+// are accepted where the setting is a comma list (span_groups, exporter).
+// Every value is validated; unknown keys are kept in Extra.
+func ConfigFromYAML(doc []byte) (Config, error) {
+	var top struct {
+		Telemetry yaml.Node `yaml:"telemetry"`
+	}
+	if err := yaml.Unmarshal(doc, &top); err != nil {
+		return Config{}, fmt.Errorf("telemetry: parse YAML: %w", err)
+	}
+	cfg := Config{Values: map[string]string{}, Extra: map[string]any{}}
+	n := &top.Telemetry
+	if n.Kind == 0 || n.Tag == "!!null" {
+		return cfg, nil
+	}
+	cfg.Present = true
+	if n.Kind != yaml.MappingNode {
+		return Config{}, fmt.Errorf("telemetry: line %d: the telemetry block must be a mapping", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := strings.ToLower(strings.TrimSpace(k.Value))
+		setting, known := yamlKeys[key]
+		if !known {
+			var x any
+			if err := v.Decode(&x); err != nil {
+				return Config{}, fmt.Errorf("telemetry: line %d: %s: %w", v.Line, key, err)
+			}
+			cfg.Extra[key] = x
+			continue
+		}
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			continue // "key:" with no value: as if absent
+		}
+		text, err := scalarText(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("telemetry: line %d: telemetry.%s: %w", v.Line, key, err)
+		}
+		cfg.Values[setting] = text
+	}
+	// Validate the block on its own: the environment plays no part here.
+	if _, err := cfg.load(func(string) (string, bool) { return "", false }); err != nil {
+		return Config{}, fmt.Errorf("telemetry: %w", err)
+	}
+	return cfg, nil
+}
+
+func scalarText(v *yaml.Node) (string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		if v.Tag == "!!null" {
+			return "", nil
+		}
+		return v.Value, nil
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(v.Content))
+		for _, c := range v.Content {
+			if c.Kind != yaml.ScalarNode {
+				return "", errors.New("list items must be plain values")
+			}
+			parts = append(parts, c.Value)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", errors.New("must be a plain value or a list")
+}
+
+// UnknownKeys returns the sorted keys kept in Extra.
+func (c Config) UnknownKeys() []string {
+	out := make([]string, 0, len(c.Extra))
+	for k := range c.Extra {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// load resolves the effective lens configuration: environment (through
+// lookup) over this block over the defaults.
+func (c Config) load(lookup func(string) (string, bool)) (lens.Config, error) {
+	return lens.LoadConfig(c.loadOptions(lookup))
+}
+
+func (c Config) loadOptions(lookup func(string) (string, bool)) lens.LoadOptions {
+	return lens.LoadOptions{
+		Lookup:        lookup,
+		Overlay:       c.Values,
+		OverlayOrigin: func(key string) string { return "yaml telemetry." + YAMLKey(key) },
+		Groups:        GroupSet(),
+	}
+}
+
+// Effective returns the configuration a process would run with given this
+// block and the current environment, with the source of every value.
+func (c Config) Effective() (lens.Config, error) { return c.load(os.LookupEnv) }
+
+// ConfigureEnv is the orchestrator's step before it spawns servers: it
+// validates the block together with the environment, and when telemetry is
+// enabled (by the block or by the environment) it writes each configured
+// value to NEMO_GYM_OTEL_* (or its OTEL_* name) where neither that variable
+// nor its NEMO_LENS_* fallback is set, so the user's environment always
+// wins. It mints one run id (RUN_ID from env or block, else SLURM_JOB_ID,
+// else 12 random hex characters), exports it and returns it. When telemetry
+// is disabled it writes nothing and returns "". On error nothing is written.
+func ConfigureEnv(cfg Config) (runID string, err error) {
+	eff, err := cfg.Effective()
+	if err != nil {
+		return "", fmt.Errorf("telemetry: %w", err)
+	}
+	if !eff.Enabled {
+		return "", nil
+	}
+	opts := cfg.loadOptions(os.LookupEnv)
+	type write struct{ name, value string }
+	var writes []write
+	setIfUnset := func(key, value string) {
+		if _, _, set := opts.LookupVar(key); set {
+			return
+		}
+		name := key
+		if !strings.HasPrefix(key, "OTEL_") {
+			name = lens.PrimaryPrefix + key
+		}
+		writes = append(writes, write{name, value})
+	}
+	keys := make([]string, 0, len(cfg.Values))
+	for k := range cfg.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == lens.KeyRunID || (strings.TrimSpace(cfg.Values[k]) == "" && k != lens.KeySpanGroups) {
+			continue
+		}
+		setIfUnset(k, cfg.Values[k])
+	}
+	setIfUnset(lens.KeyEnabled, "1")
+
+	runID = eff.RunID // env first, then the block
+	if runID == "" {
+		runID = strings.TrimSpace(os.Getenv("SLURM_JOB_ID"))
+	}
+	if runID == "" {
+		runID = NewRunID()
+	}
+	setIfUnset(lens.KeyRunID, runID)
+
+	for _, w := range writes {
+		if err := os.Setenv(w.name, w.value); err != nil {
+			return "", fmt.Errorf("telemetry: set %s: %w", w.name, err)
+		}
+	}
+	return runID, nil
+}
+
+// NewRunID returns 12 random lowercase hex characters.
+func NewRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

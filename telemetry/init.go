@@ -1,0 +1,232 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/lens/instruments/gym"
+)
+
+// Version is the gymlens version reported as nemo.gym.version.
+const Version = "0.1.0"
+
+// Server types, as NeMo Gym names them. The type a process passes to Init
+// is its role.
+const (
+	ServerTypeResources    = "resources_servers"
+	ServerTypeAgent        = "responses_api_agents"
+	ServerTypeModel        = "responses_api_models"
+	ServerTypeOrchestrator = "orchestrator"
+)
+
+// Resource attribute keys Gym adds to every signal.
+const (
+	AttrServiceGroup = "nemo.gym.service_group"
+	AttrServerName   = "nemo.gym.server.name"
+	AttrServerType   = "nemo.gym.server.type"
+	AttrVersion      = "nemo.gym.version"
+	AttrRunID        = "nemo.run.id"
+	AttrRolloutID    = "nemo.gym.rollout.id"
+)
+
+// InitOptions describe the calling process.
+type InitOptions struct {
+	// ServerName is this server's name in the fleet config (for example
+	// "arithmetic").
+	ServerName string
+	// ServerType is one of the ServerType constants, or "" for a process
+	// outside the fleet.
+	ServerType string
+	// ResourceAttributes are added to every signal's resource.
+	ResourceAttributes map[string]string
+	// Rank and WorldSize feed the export strategy; WorldSize 0 reads RANK
+	// and WORLD_SIZE from the environment, defaulting to a single process.
+	Rank, WorldSize int
+	// MetricReader, when set, replaces the configured metric exporters.
+	MetricReader sdkmetric.Reader
+	// SpanExporter, when set, replaces the configured span exporters.
+	SpanExporter sdktrace.SpanExporter
+}
+
+// state is the per-process telemetry: the handle, the gym instruments (nil
+// unless metrics are exported) and the role. It is replaced as a whole.
+type state struct {
+	handle       *lens.Handle
+	instruments  *gym.Instruments
+	role         string
+	orchestrator bool
+	err          error
+}
+
+var (
+	current atomic.Pointer[state]
+	initMu  sync.Mutex
+)
+
+// Init sets up this process's telemetry from the environment. It runs once:
+// later calls return the first result. It returns (nil, nil) when telemetry
+// is disabled, and (nil, err) for a bad configuration, after one warning;
+// telemetry is then off and the process carries on. It never panics.
+func Init(opts InitOptions) (h *lens.Handle, err error) {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if s := current.Load(); s != nil {
+		return s.handle, s.err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h, err = nil, fmt.Errorf("telemetry: init panicked: %v", r)
+			current.Store(&state{role: opts.ServerType, orchestrator: opts.ServerType == ServerTypeOrchestrator, err: err})
+		}
+	}()
+	s := &state{role: opts.ServerType, orchestrator: opts.ServerType == ServerTypeOrchestrator}
+	s.handle, s.instruments, s.err = setup(opts)
+	if s.err != nil {
+		slog.Warn("telemetry disabled: bad configuration", "err", s.err)
+	}
+	current.Store(s)
+	return s.handle, s.err
+}
+
+func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
+	switch opts.ServerType {
+	case "", ServerTypeResources, ServerTypeAgent, ServerTypeModel, ServerTypeOrchestrator:
+	default:
+		return nil, nil, fmt.Errorf("telemetry: unknown server type %q", opts.ServerType)
+	}
+	cfg, err := lens.LoadConfig(lens.LoadOptions{Groups: GroupSet()})
+	if _, enErr := lens.ParseBool(sourceValue(cfg, lens.KeyEnabled)); enErr == nil && !cfg.Enabled {
+		return nil, nil, nil // disabled: the other settings do not matter
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: %w", err)
+	}
+
+	serviceName := cfg.ServiceName
+	if cfg.ServiceNamePerServer && opts.ServerName != "" {
+		serviceName += "/" + opts.ServerName
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String(AttrServiceGroup, cfg.ServiceName),
+		attribute.String(AttrVersion, Version),
+	}
+	if opts.ServerName != "" {
+		attrs = append(attrs, attribute.String(AttrServerName, opts.ServerName))
+	}
+	if opts.ServerType != "" {
+		attrs = append(attrs, attribute.String(AttrServerType, opts.ServerType))
+	}
+	if cfg.RunID != "" {
+		attrs = append(attrs, attribute.String(AttrRunID, cfg.RunID))
+	}
+	for k, v := range opts.ResourceAttributes {
+		attrs = append(attrs, attribute.String(k, v))
+	}
+	rank, world := opts.Rank, opts.WorldSize
+	if world == 0 {
+		rank, world = envInt("RANK", 0), envInt("WORLD_SIZE", 1)
+	}
+	h, err := lens.Setup(context.Background(), cfg, lens.Options{
+		Groups:       GroupSet(),
+		ServiceName:  serviceName,
+		Attributes:   attrs,
+		Rank:         rank,
+		WorldSize:    world,
+		MetricReader: opts.MetricReader,
+		SpanExporter: opts.SpanExporter,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: %w", err)
+	}
+	var ins *gym.Instruments
+	if h.MetricsExporting() {
+		if ins, err = gym.New(h.Meter()); err != nil {
+			_ = h.Shutdown(context.Background())
+			return nil, nil, fmt.Errorf("telemetry: %w", err)
+		}
+	}
+	return h, ins, nil
+}
+
+func sourceValue(cfg lens.Config, key string) string {
+	s, _ := cfg.Source(key)
+	return s.Value
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// Get returns the handle Init built, or nil when telemetry is off or Init
+// has not run. A nil handle is safe to use.
+func Get() *lens.Handle {
+	if s := current.Load(); s != nil {
+		return s.handle
+	}
+	return nil
+}
+
+// Instruments returns the gym instruments, or nil unless this process was
+// initialised and exports metrics. Recorders check it and nothing else.
+func Instruments() *gym.Instruments {
+	if s := current.Load(); s != nil {
+		return s.instruments
+	}
+	return nil
+}
+
+// Role returns the server type Init was given, or "" before Init.
+func Role() string {
+	if s := current.Load(); s != nil {
+		return s.role
+	}
+	return ""
+}
+
+// IsOrchestrator reports whether Init ran with ServerTypeOrchestrator.
+func IsOrchestrator() bool {
+	s := current.Load()
+	return s != nil && s.orchestrator
+}
+
+// Shutdown flushes and stops this process's telemetry, bounded by ctx. It is
+// idempotent and fine to call without Init. The role stays known, so the
+// orchestrator can still be told apart after shutdown.
+func Shutdown(ctx context.Context) error {
+	initMu.Lock()
+	defer initMu.Unlock()
+	s := current.Load()
+	if s == nil || s.handle == nil {
+		return nil
+	}
+	// Record nothing more; keep the role.
+	current.Store(&state{role: s.role, orchestrator: s.orchestrator})
+	return errors.Join(s.instruments.Close(), s.handle.Shutdown(ctx))
+}
+
+// ResetForTesting shuts telemetry down and forgets Init, so a test can
+// initialise again with another configuration.
+func ResetForTesting() {
+	initMu.Lock()
+	s := current.Load()
+	current.Store(nil)
+	initMu.Unlock()
+	if s != nil {
+		_ = s.instruments.Close()
+	}
+	lens.ResetForTesting()
+}
