@@ -63,9 +63,13 @@ type GroupSet struct {
 	presets map[string][]string
 }
 
+// PresetDefault is the preset SPAN_GROUPS names when unset. In a bare
+// GroupSet it holds the job group; applications redefine it.
+const PresetDefault = "default"
+
 // NewGroupSet returns a set holding the generic lens groups (job, checkpoint,
-// evaluate, model_init, load_checkpoint, step, forward_backward, optimizer)
-// and the implicit "all" preset.
+// evaluate, model_init, load_checkpoint, step, forward_backward, optimizer),
+// the "default" preset (job) and the implicit "all" preset.
 func NewGroupSet() *GroupSet {
 	s := &GroupSet{byName: map[string]SpanGroup{}, presets: map[string][]string{}}
 	for g, name := range []string{"job", "checkpoint", "evaluate", "model_init",
@@ -74,6 +78,7 @@ func NewGroupSet() *GroupSet {
 			panic(err) // unreachable: the built-in names are distinct
 		}
 	}
+	s.presets[PresetDefault] = []string{"job"}
 	return s
 }
 
@@ -98,14 +103,15 @@ func (s *GroupSet) Define(name string, g SpanGroup) error {
 }
 
 // DefinePreset names a preset: a shorthand for several groups (or other
-// presets defined earlier).
+// presets defined earlier). Defining an existing preset replaces it; "all"
+// and group names cannot be used.
 func (s *GroupSet) DefinePreset(name string, members ...string) error {
 	name = normalize(name)
-	if name == "" || s.has(name) || name == PresetAll {
-		return fmt.Errorf("lens: preset %q is empty or already defined", name)
+	if _, isGroup := s.byName[name]; name == "" || isGroup || name == PresetAll {
+		return fmt.Errorf("lens: preset name %q is empty, a group, or reserved", name)
 	}
 	for _, m := range members {
-		if !s.has(normalize(m)) {
+		if normalize(m) == name || !s.has(normalize(m)) {
 			return fmt.Errorf("lens: preset %q: unknown member %q", name, m)
 		}
 	}
@@ -143,7 +149,7 @@ func (s *GroupSet) Resolve(spec string) (GroupMask, error) {
 		if name == "" {
 			continue
 		}
-		pm, err := s.resolveName(name, 0)
+		pm, err := s.resolveName(name)
 		if err != nil {
 			return 0, err
 		}
@@ -152,7 +158,9 @@ func (s *GroupSet) Resolve(spec string) (GroupMask, error) {
 	return m, nil
 }
 
-func (s *GroupSet) resolveName(name string, depth int) (GroupMask, error) {
+// resolveName expands one name. Presets can only name groups or presets
+// defined before them, so the recursion always ends.
+func (s *GroupSet) resolveName(name string) (GroupMask, error) {
 	if g, ok := s.byName[name]; ok {
 		return 1 << g, nil
 	}
@@ -160,12 +168,12 @@ func (s *GroupSet) resolveName(name string, depth int) (GroupMask, error) {
 		return s.defined, nil
 	}
 	members, ok := s.presets[name]
-	if !ok || depth > 8 {
+	if !ok {
 		return 0, fmt.Errorf("unknown span group %q (valid: %s)", name, strings.Join(s.ValidNames(), ", "))
 	}
 	var m GroupMask
 	for _, mem := range members {
-		mm, err := s.resolveName(normalize(mem), depth+1)
+		mm, err := s.resolveName(normalize(mem))
 		if err != nil {
 			return 0, err
 		}

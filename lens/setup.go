@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"strconv"
@@ -83,7 +84,9 @@ type Handle struct {
 	promAddr string
 	closers  []func(context.Context) error
 
-	prevSlog *slog.Logger
+	prevSlog     *slog.Logger
+	prevLogOut   io.Writer
+	prevLogFlags int
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -193,8 +196,17 @@ func (h *Handle) shutdown(ctx context.Context) error {
 	if !h.exporting {
 		return nil
 	}
+	return h.release(ctx)
+}
+
+// release undoes build: it restores the log and slog defaults, puts no-op
+// providers in the globals, then shuts down the providers (flushing them)
+// and finally the sinks they flushed into.
+func (h *Handle) release(ctx context.Context) error {
 	if h.prevSlog != nil {
 		slog.SetDefault(h.prevSlog)
+		log.SetOutput(h.prevLogOut)
+		log.SetFlags(h.prevLogFlags)
 	}
 	otel.SetTracerProvider(tracenoop.NewTracerProvider())
 	otel.SetMeterProvider(metricnoop.NewMeterProvider())
@@ -293,9 +305,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
 		proc.setUp = false
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		for i := len(h.closers) - 1; i >= 0; i-- {
-			_ = h.closers[i](cctx)
-		}
+		_ = h.release(cctx)
 		return nil, err
 	}
 	h.exporting = true
@@ -348,51 +358,89 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 
 	sinks := newExporterSet(cfg, opts, res, &h.closers)
 	if cfg.TracesEnabled {
-		exps, err := sinks.spanExporters(ctx)
-		if err != nil {
+		if err := h.buildTraces(ctx, sinks); err != nil {
 			return err
 		}
-		tpOpts := []sdktrace.TracerProviderOption{
-			sdktrace.WithResource(res),
-			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
-		}
-		for _, e := range exps {
-			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(e)))
-		}
-		h.tp = sdktrace.NewTracerProvider(tpOpts...)
-		h.tracer = h.tp.Tracer(ScopeName)
-		otel.SetTracerProvider(h.tp)
 	}
 	if cfg.MetricsEnabled {
-		readers, err := sinks.metricReaders(ctx)
-		if err != nil {
+		if err := h.buildMetrics(ctx, sinks); err != nil {
 			return err
 		}
-		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-		for _, r := range readers {
-			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
-		}
-		h.mp = sdkmetric.NewMeterProvider(mpOpts...)
-		h.meter = h.mp.Meter(ScopeName)
-		otel.SetMeterProvider(h.mp)
-		h.promAddr = sinks.promAddr
 	}
 	if cfg.LogsEnabled {
-		exps, err := sinks.logExporters(ctx)
-		if err != nil {
+		if err := h.buildLogs(ctx, sinks); err != nil {
 			return err
 		}
-		lpOpts := []sdklog.LoggerProviderOption{sdklog.WithResource(res)}
-		for _, e := range exps {
-			lpOpts = append(lpOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(e)))
-		}
-		h.lp = sdklog.NewLoggerProvider(lpOpts...)
-		logglobal.SetLoggerProvider(h.lp)
-		h.prevSlog = slog.Default()
-		bridge := otelslog.NewHandler(ScopeName, otelslog.WithLoggerProvider(h.lp))
-		slog.SetDefault(slog.New(slog.NewMultiHandler(h.prevSlog.Handler(), bridge)))
 	}
 	return nil
+}
+
+// buildTraces installs a tracer provider, unless no configured exporter
+// takes spans (prometheus alone): then spans are not recorded at all.
+func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet) error {
+	exps, err := sinks.spanExporters(ctx)
+	if err != nil || len(exps) == 0 {
+		return err
+	}
+	tpOpts := []sdktrace.TracerProviderOption{
+		sdktrace.WithResource(h.res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+	}
+	for _, e := range exps {
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(e)))
+	}
+	h.tp = sdktrace.NewTracerProvider(tpOpts...)
+	h.tracer = h.tp.Tracer(ScopeName)
+	otel.SetTracerProvider(h.tp)
+	return nil
+}
+
+func (h *Handle) buildMetrics(ctx context.Context, sinks *exporterSet) error {
+	readers, err := sinks.metricReaders(ctx)
+	if err != nil || len(readers) == 0 {
+		return err
+	}
+	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(h.res)}
+	for _, r := range readers {
+		mpOpts = append(mpOpts, sdkmetric.WithReader(r))
+	}
+	h.mp = sdkmetric.NewMeterProvider(mpOpts...)
+	h.meter = h.mp.Meter(ScopeName)
+	otel.SetMeterProvider(h.mp)
+	h.promAddr = sinks.promAddr
+	return nil
+}
+
+// buildLogs bridges log/slog into OpenTelemetry logs: the default logger
+// becomes a fan-out to the handler it had before and to the bridge.
+func (h *Handle) buildLogs(ctx context.Context, sinks *exporterSet) error {
+	exps, err := sinks.logExporters(ctx)
+	if err != nil || len(exps) == 0 {
+		return err
+	}
+	lpOpts := []sdklog.LoggerProviderOption{sdklog.WithResource(h.res)}
+	for _, e := range exps {
+		lpOpts = append(lpOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(e)))
+	}
+	h.lp = sdklog.NewLoggerProvider(lpOpts...)
+	logglobal.SetLoggerProvider(h.lp)
+	h.prevSlog = slog.Default()
+	h.prevLogOut, h.prevLogFlags = log.Writer(), log.Flags()
+	prev := h.prevSlog.Handler()
+	if isStdlibDefault(prev) {
+		// The standard default handler writes through package log, which
+		// SetDefault points back at slog: keeping it would recurse. Write
+		// to where package log wrote instead.
+		prev = slog.NewTextHandler(h.prevLogOut, nil)
+	}
+	bridge := otelslog.NewHandler(ScopeName, otelslog.WithLoggerProvider(h.lp))
+	slog.SetDefault(slog.New(slog.NewMultiHandler(prev, bridge)))
+	return nil
+}
+
+// isStdlibDefault reports whether h is log/slog's built-in default handler.
+func isStdlibDefault(h slog.Handler) bool {
+	return fmt.Sprintf("%T", h) == "*slog.defaultHandler"
 }
 
 // LoggerProvider returns the OTel logger provider, or a no-op one when logs

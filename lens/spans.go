@@ -18,18 +18,16 @@ const Redacted = "[REDACTED]"
 var sensitiveWords = []string{"prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"}
 
 // IsSensitiveKey reports whether an attribute key names content that must
-// never reach a span: its last dot-separated segment is one of prompt,
+// never reach a span: one of its dot-separated segments is prompt,
 // input_text, output_text, text, password, token, secret or key, or ends in
-// "_" followed by one of them (api_key, access_token, ...). Case is ignored.
+// "_" followed by one of them (api_key, access_token, ...), so
+// gen_ai.prompt.0.content counts too. Case is ignored.
 func IsSensitiveKey(key string) bool {
-	last := key
-	if i := strings.LastIndexByte(key, '.'); i >= 0 {
-		last = key[i+1:]
-	}
-	last = strings.ToLower(last)
-	for _, w := range sensitiveWords {
-		if last == w || strings.HasSuffix(last, "_"+w) {
-			return true
+	for seg := range strings.SplitSeq(strings.ToLower(key), ".") {
+		for _, w := range sensitiveWords {
+			if seg == w || strings.HasSuffix(seg, "_"+w) {
+				return true
+			}
 		}
 	}
 	return false
@@ -109,8 +107,8 @@ func SafeURL(u *url.URL) string {
 	return c.String()
 }
 
-// nonRecording is returned when a group is off; it keeps whatever span
-// context ctx already carried so propagation is unaffected.
+// nonRecording is returned when a group is off. The ctx returned with it is
+// the caller's own, so the trace context it carries flows on unchanged.
 // It is stored boxed once, so returning it allocates nothing.
 var nonRecording trace.Span = tracenoop.Span{}
 

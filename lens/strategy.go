@@ -2,9 +2,7 @@ package lens
 
 import (
 	"fmt"
-	"hash/fnv"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -56,10 +54,14 @@ func sampled(c ExportContext) bool {
 	return rankPoint(c.Rank) < c.SampleRate
 }
 
+// rankPoint mixes the rank with the splitmix64 finaliser, whose output bits
+// are well spread even for consecutive small inputs.
 func rankPoint(rank int) float64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(strconv.Itoa(rank)))
-	return float64(h.Sum64()>>11) / float64(1<<53)
+	x := uint64(rank) + 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / float64(1<<53)
 }
 
 // strategies holds custom strategies registered by the application. It is

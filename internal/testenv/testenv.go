@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/gymlens/gymlens/lens"
 )
 
 // Unset removes each variable for the rest of the test and restores its old
@@ -21,10 +23,18 @@ func Unset(t testing.TB, names ...string) {
 
 // ClearTelemetry unsets every variable gymlens telemetry reads: the
 // NEMO_GYM_OTEL_* and NEMO_LENS_* families, OTEL_*, SLURM_JOB_ID and the
-// rank variables.
+// rank variables. Every setting's variables are registered even when unset,
+// so whatever the test (or code under test) writes to them is undone.
 func ClearTelemetry(t testing.TB) {
 	t.Helper()
 	names := []string{"SLURM_JOB_ID", "RANK", "WORLD_SIZE", "LOCAL_RANK"}
+	for _, s := range lens.Settings() {
+		if s.Standard {
+			names = append(names, s.Key)
+		} else {
+			names = append(names, lens.PrimaryPrefix+s.Key, lens.FallbackPrefix+s.Key)
+		}
+	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "NEMO_GYM_OTEL_") || strings.HasPrefix(name, "NEMO_LENS_") || strings.HasPrefix(name, "OTEL_") {
