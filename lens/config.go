@@ -308,9 +308,6 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 
 	cfg.RunID = text(KeyRunID)
 	cfg.FilePath = text(KeyFilePath)
-	if cfg.HasExporter(ExporterFile) && cfg.FilePath == "" {
-		bad(KeyExporter, "the file exporter needs "+opts.varNames(KeyFilePath)[0])
-	}
 	cfg.PrometheusAddr = text(KeyPrometheusAddr)
 	cfg.ServiceName = text(KeyServiceName)
 	if cfg.ServiceName == "" {

@@ -263,8 +263,6 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 		{"protocol http/json", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", nil, "grpc or http/protobuf"},
 		{"unknown exporter", "NEMO_GYM_OTEL_EXPORTER", "otlp,jaeger", nil, "jaeger"},
 		{"none with otlp", "NEMO_GYM_OTEL_EXPORTER", "none, otlp", nil, "none"},
-		{"file without path", "NEMO_GYM_OTEL_EXPORTER", "file", nil, "NEMO_GYM_OTEL_FILE_PATH"},
-		{"file blank path", "NEMO_GYM_OTEL_EXPORTER", "console,file", map[string]string{"NEMO_GYM_OTEL_FILE_PATH": "  "}, "FILE_PATH"},
 		{"unknown strategy", "NEMO_GYM_OTEL_EXPORT_STRATEGY", "every_third", nil, "every_third"},
 	}
 	for _, c := range cases {

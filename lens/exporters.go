@@ -56,6 +56,9 @@ func (s *exporterSet) consoleSink() *fileexport.Sink {
 
 func (s *exporterSet) fileSink() (*fileexport.Sink, error) {
 	if s.file == nil {
+		if s.cfg.FilePath == "" {
+			return nil, fmt.Errorf("lens: the file exporter needs %s%s (the orchestrator sets it per process)", PrimaryPrefix, KeyFilePath)
+		}
 		f, err := fileexport.OpenFile(s.cfg.FilePath, s.res)
 		if err != nil {
 			return nil, fmt.Errorf("lens: file exporter: %w", err)

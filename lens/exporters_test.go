@@ -391,3 +391,18 @@ func TestLogsBridgeCarriesTraceContext(t *testing.T) {
 		t.Error("a record logged after Shutdown reached the console exporter")
 	}
 }
+
+func TestFileExporterWithoutPathFailsSetupClearly(t *testing.T) {
+	isolateTelemetry(t)
+	cfg := mustLoad(t, map[string]string{
+		"NEMO_GYM_OTEL_ENABLED":  "1",
+		"NEMO_GYM_OTEL_EXPORTER": "file",
+	})
+	h, err := lens.Setup(context.Background(), cfg, lens.Options{})
+	if err == nil || h != nil || !strings.Contains(err.Error(), "NEMO_GYM_OTEL_FILE_PATH") {
+		t.Fatalf("Setup = %v, %v; want an error naming NEMO_GYM_OTEL_FILE_PATH", h, err)
+	}
+	if lens.EnabledGroups() != 0 || lens.Current() != nil {
+		t.Error("failed Setup left state behind")
+	}
+}

@@ -309,9 +309,13 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
 		return nil, err
 	}
 	h.exporting = true
-	h.groups = mask
 	live.Store(h)
-	gate.Store(uint64(mask))
+	// Span groups only matter where spans are recorded: with traces off (or
+	// no exporter that takes spans) every site stays a bare gate check.
+	if h.tp != nil {
+		h.groups = mask
+		gate.Store(uint64(mask))
+	}
 	return h, nil
 }
 

@@ -21,9 +21,11 @@ var sensitiveWords = []string{"prompt", "input_text", "output_text", "text", "pa
 // never reach a span: one of its dot-separated segments is prompt,
 // input_text, output_text, text, password, token, secret or key, or ends in
 // "_" followed by one of them (api_key, access_token, ...), so
-// gen_ai.prompt.0.content counts too. Case is ignored.
+// gen_ai.prompt.0.content counts too. Case is ignored and '-' counts as '_'
+// (x-api-key).
 func IsSensitiveKey(key string) bool {
-	for seg := range strings.SplitSeq(strings.ToLower(key), ".") {
+	key = strings.ReplaceAll(strings.ToLower(key), "-", "_")
+	for seg := range strings.SplitSeq(key, ".") {
 		for _, w := range sensitiveWords {
 			if seg == w || strings.HasSuffix(seg, "_"+w) {
 				return true

@@ -215,7 +215,9 @@ func Shutdown(ctx context.Context) error {
 	}
 	// Record nothing more; keep the role.
 	current.Store(&state{role: s.role, orchestrator: s.orchestrator})
-	return errors.Join(s.instruments.Close(), s.handle.Shutdown(ctx))
+	// The handle first: its final collection still reads the tallies.
+	err := s.handle.Shutdown(ctx)
+	return errors.Join(err, s.instruments.Close())
 }
 
 // ResetForTesting shuts telemetry down and forgets Init, so a test can

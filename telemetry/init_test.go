@@ -198,7 +198,8 @@ func TestResourceAttributes(t *testing.T) {
 func TestDefaultPresetGatesAndMetricsIndependentOfGroups(t *testing.T) {
 	enable(t, nil)
 	reader := sdkmetric.NewManualReader()
-	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, MetricReader: reader}); err != nil {
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, MetricReader: reader,
+		SpanExporter: tracetest.NewInMemoryExporter()}); err != nil {
 		t.Fatal(err)
 	}
 	// SPAN_GROUPS unset: the default preset applies. verify is not in it,
@@ -224,5 +225,16 @@ func TestDefaultPresetGatesAndMetricsIndependentOfGroups(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("verify metrics missing under the default preset")
+	}
+}
+
+func TestGateStaysClosedWithoutTraces(t *testing.T) {
+	enable(t, map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "all", "NEMO_GYM_OTEL_TRACES_ENABLED": "0"})
+	h, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, MetricReader: sdkmetric.NewManualReader()})
+	if err != nil || !h.MetricsExporting() {
+		t.Fatalf("%v %v", h, err)
+	}
+	if lens.EnabledGroups() != 0 {
+		t.Fatalf("gate open (%b) in a process that records no spans", lens.EnabledGroups())
 	}
 }

@@ -51,6 +51,10 @@ var gym = group{
 	synopsis: "gym is the command-line tool of gymlens, the telemetry layer for NeMo Gym.",
 	commands: func() []command {
 		return []command{
+			runCommand,
+			envCommand,
+			serveCommand,
+			rolloutsCommand,
 			telemetryCommand,
 		}
 	},

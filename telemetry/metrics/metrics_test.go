@@ -19,6 +19,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/gymlens/gymlens/internal/telfile"
 	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
@@ -399,3 +400,37 @@ func keys(m map[string]metricdata.Metrics) []string {
 }
 
 func attributeKey(k string) attribute.Key { return attribute.Key(k) }
+
+// The last export, made at shutdown, still carries the tallies: a short
+// process must not lose its verify counts.
+func TestFinalExportAtShutdownCarriesTallies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
+	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "file")
+	t.Setenv("NEMO_GYM_OTEL_FILE_PATH", path)
+	telemetry.ResetForTesting()
+	t.Cleanup(telemetry.ResetForTesting)
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources}); err != nil {
+		t.Fatal(err)
+	}
+	metrics.RecordVerify(time.Millisecond, true)
+	metrics.RecordVerify(time.Millisecond, false)
+	if err := telemetry.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	err := telfile.ReadFile(path, func(r telfile.Record) error {
+		if r.Metric != nil {
+			found[r.Metric.Name] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{gym.VerifyCallsName, gym.VerifySuccessRateName, gym.VerifyDurationName} {
+		if !found[name] {
+			t.Errorf("%s missing from the export made at shutdown (have %v)", name, found)
+		}
+	}
+}

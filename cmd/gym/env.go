@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+var envCommand = command{
+	name:    "env",
+	summary: "manage a fleet of servers (env start)",
+	run: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return envGroup.run(ctx, args, stdout, stderr)
+	},
+}
+
+var envGroup = group{
+	path:     "gym env",
+	synopsis: "gym env manages a fleet: an orchestrator process and one child process per server.",
+	commands: func() []command {
+		return []command{{name: "start", summary: "start a fleet and run it until Ctrl-C", run: runEnvStart}}
+	},
+}
+
+func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gym env start", flag.ContinueOnError)
+	configPath := fs.String("config", "", "fleet YAML (servers and telemetry); default: the built-in three-server fleet")
+	runsDir := fs.String("runs-dir", "runs", "parent directory of run directories")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: gym env start [--config FILE] [--runs-dir DIR]\n\n"+
+			"Starts every server of the fleet as a child process, waits until each is\n"+
+			"healthy and runs until SIGINT/SIGTERM; then stops the servers (SIGTERM,\n"+
+			"SIGKILL after a deadline). Exits non-zero if any server failed.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
+	}
+	cfg, err := loadFleetConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		return exitUsage
+	}
+	sess, err := openSession(cfg, *runsDir, false, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		return exitUsage
+	}
+	defer sess.close()
+	fleet, err := sess.start(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "run %s (%s)\n", sess.runID, sess.runDir)
+	for _, s := range fleet.Servers() {
+		fmt.Fprintf(stdout, "  %-16s %-22s %s  pid %d\n", s.Spec.Name, s.Spec.Type, s.URL, s.PID)
+	}
+	failed := false
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			running = false
+		case ex := <-fleet.Exits():
+			failed = true
+			fmt.Fprintf(stderr, "gym env start: server %s (pid %d) died: %v; %d still running\n", ex.Name, ex.PID, ex.Err, fleet.Active())
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := fleet.Stop(stopCtx); err != nil {
+		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		failed = true
+	}
+	if failed {
+		return 1
+	}
+	return exitOK
+}

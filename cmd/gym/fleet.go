@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/orchestrator"
+	"github.com/gymlens/gymlens/telemetry"
+)
+
+// fleetSession is an orchestrator process's set-up: configuration applied
+// to the environment, a run directory, and the orchestrator's own telemetry.
+type fleetSession struct {
+	cfg    orchestrator.Config
+	runID  string
+	runDir string
+	log    *slog.Logger
+}
+
+// telemetryDefaults are applied when the fleet config has no telemetry
+// block: export to the run directory, or over OTLP when the user points
+// OTEL_EXPORTER_OTLP_ENDPOINT at a collector.
+func telemetryDefaults(enabled bool) map[string]string {
+	exporter := lens.ExporterFile
+	if strings.TrimSpace(os.Getenv(lens.KeyOTLPEndpoint)) != "" {
+		exporter = lens.ExporterOTLP
+	}
+	d := map[string]string{lens.KeyExporter: exporter}
+	if enabled {
+		d[lens.KeyEnabled] = "1"
+	}
+	return d
+}
+
+// openSession writes the telemetry settings into the environment (user
+// variables win), creates runs/<run id>/ and initialises the orchestrator's
+// telemetry there.
+func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr io.Writer) (*fleetSession, error) {
+	if !cfg.Telemetry.Present {
+		cfg.Telemetry.Values = telemetryDefaults(defaultOn)
+	} else if _, ok := cfg.Telemetry.Values[lens.KeyExporter]; !ok {
+		cfg.Telemetry.Values[lens.KeyExporter] = telemetryDefaults(false)[lens.KeyExporter]
+	}
+	runID, err := telemetry.ConfigureEnv(cfg.Telemetry)
+	if err != nil {
+		return nil, err
+	}
+	if runID == "" { // telemetry off: the run still needs a directory
+		runID = telemetry.NewRunID()
+	}
+	runDir := filepath.Join(runsDir, runID)
+	if err := os.MkdirAll(filepath.Join(runDir, "telemetry"), 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	// The orchestrator's own file; every server gets one of its own.
+	if err := os.Setenv(lens.PrimaryPrefix+lens.KeyFilePath, filepath.Join(runDir, "telemetry", "orchestrator.jsonl")); err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", "orchestrator")
+	slog.SetDefault(log)
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "orchestrator", ServerType: telemetry.ServerTypeOrchestrator}); err != nil {
+		log.Warn("telemetry is off", "err", err)
+	}
+	s := &fleetSession{cfg: cfg, runID: runID, runDir: runDir, log: log}
+	if err := s.writeEffectiveConfig(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// writeEffectiveConfig records what this run actually used.
+func (s *fleetSession) writeEffectiveConfig() error {
+	eff, _ := lens.LoadConfig(lens.LoadOptions{Groups: telemetry.GroupSet()})
+	tel := map[string]any{}
+	sources := map[string]string{}
+	for _, src := range eff.Sources {
+		key := telemetry.YAMLKey(src.Key)
+		if key == "" {
+			key = strings.ToLower(src.Key)
+		}
+		tel[key] = src.Value
+		sources[key] = src.Origin
+	}
+	servers := make([]orchestrator.ServerSpec, len(s.cfg.Servers))
+	for i, spec := range s.cfg.Servers {
+		spec.Config = redact(spec.Config)
+		servers[i] = spec
+	}
+	doc := map[string]any{
+		"run_id":            s.runID,
+		"servers":           servers,
+		"telemetry":         tel,
+		"telemetry_sources": sources,
+	}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.runDir, "config.yaml"), b, 0o644)
+}
+
+func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {
+	return orchestrator.Start(ctx, s.cfg, orchestrator.Options{RunDir: s.runDir, Logger: s.log})
+}
+
+// close flushes the orchestrator's telemetry.
+func (s *fleetSession) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	defer cancel()
+	if err := telemetry.Shutdown(ctx); err != nil {
+		s.log.Warn("telemetry flush", "err", err)
+	}
+}
+
+func loadFleetConfig(path string) (orchestrator.Config, error) {
+	if path == "" {
+		cfg := orchestrator.DefaultConfig()
+		return cfg, cfg.Validate()
+	}
+	return orchestrator.LoadConfig(path)
+}
+
+// redact copies a server config with every sensitive string value (API
+// keys, tokens, passwords) replaced, at any depth.
+func redact(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch x := v.(type) {
+		case map[string]any:
+			out[k] = redact(x)
+		case string:
+			if lens.IsSensitiveKey(k) {
+				x = lens.Redacted
+			}
+			out[k] = x
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gymlens/gymlens/dataset"
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/report"
+	"github.com/gymlens/gymlens/rollout"
+	"github.com/gymlens/gymlens/telemetry"
+)
+
+var runCommand = command{
+	name:    "run",
+	summary: "start the built-in fleet, collect rollouts, stop, summarise (the main job)",
+	run:     runRun,
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gym run", flag.ContinueOnError)
+	n := fs.Int("rollouts", 100, "number of rollouts (tasks of the built-in arithmetic dataset)")
+	concurrency := fs.Int("concurrency", 16, "rollouts in flight at once")
+	seed := fs.Int64("seed", 1, "seed of the dataset and of the built-in policy")
+	configPath := fs.String("config", "", "fleet YAML (servers and telemetry); default: the built-in three-server fleet")
+	runsDir := fs.String("runs-dir", "runs", "parent directory of run directories")
+	latency := fs.Float64("model-latency-ms", -1, "built-in policy latency per call in ms (default: the model config's, 0)")
+	correct := fs.Float64("correct-probability", -1, "built-in policy's chance of a right answer (default: the model config's, 0.8)")
+	noTelemetry := fs.Bool("no-telemetry", false, "turn telemetry off (same as NEMO_GYM_OTEL_ENABLED=0)")
+	quiet := fs.Bool("quiet", false, "no progress output")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: gym run [--rollouts N] [flags]\n\n"+
+			"Starts the fleet (telemetry on, exported to runs/<run id>/), runs N rollouts\n"+
+			"of a seeded arithmetic dataset, stops the fleet cleanly and prints a summary.\n"+
+			"OTEL_EXPORTER_OTLP_ENDPOINT switches export to OTLP; every NEMO_GYM_OTEL_*\n"+
+			"variable works as in NeMo Gym and beats the config file.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
+	}
+	if *n < 1 || *concurrency < 1 {
+		fmt.Fprintln(stderr, "gym run: --rollouts and --concurrency must be at least 1")
+		return exitUsage
+	}
+	cfg, err := loadFleetConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		return exitUsage
+	}
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		if s.Type != telemetry.ServerTypeModel {
+			continue
+		}
+		if s.Config == nil {
+			s.Config = map[string]any{}
+		}
+		if _, ok := s.Config["seed"]; !ok {
+			s.Config["seed"] = *seed
+		}
+		if *latency >= 0 {
+			s.Config["latency_ms"] = *latency
+		}
+		if *correct >= 0 {
+			s.Config["correct_probability"] = *correct
+		}
+	}
+	if *noTelemetry {
+		os.Setenv(lens.PrimaryPrefix+lens.KeyEnabled, "0")
+	}
+	sess, err := openSession(cfg, *runsDir, true, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		return exitUsage
+	}
+	closed := false
+	closeSession := func() {
+		if !closed {
+			closed = true
+			sess.close()
+		}
+	}
+	defer closeSession()
+
+	tasks := dataset.Arithmetic(*n, *seed)
+	if err := writeTasks(filepath.Join(sess.runDir, "tasks.jsonl"), tasks); err != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		return 1
+	}
+	started := time.Now()
+	fleet, err := sess.start(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		return 1
+	}
+	var progress io.Writer = stderr
+	if *quiet {
+		progress = nil
+	}
+	sum, collectErr := rollout.Collect(ctx, tasks, filepath.Join(sess.runDir, "rollouts.jsonl"), rollout.Options{
+		AgentURL:    fleet.AgentURL(),
+		Concurrency: *concurrency,
+		Progress:    progress,
+		ProgressTTY: isTerminal(stderr),
+	})
+	collectElapsed := time.Since(started)
+
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stopErr := fleet.Stop(stopCtx)
+	closeSession()
+
+	code := exitOK
+	if collectErr != nil {
+		if errors.Is(collectErr, context.Canceled) {
+			fmt.Fprintln(stderr, "gym run: interrupted; the fleet was stopped cleanly and the partial run is kept")
+		} else {
+			fmt.Fprintf(stderr, "gym run: collect: %v\n", collectErr)
+		}
+		code = 1
+	}
+	if stopErr != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", stopErr)
+		code = 1
+	}
+	rep, err := report.Summarize(sess.runDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym run: read run back: %v\n", err)
+		return 1
+	}
+	printSummary(stdout, sess.runID, sess.runDir, rep, sum, collectElapsed)
+	return code
+}
+
+func writeTasks(path string, tasks []protocol.Task) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := dataset.WriteJSONL(f, tasks); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rollout.Summary, elapsed time.Duration) {
+	fmt.Fprintf(w, "\nrun %s  (%s)\n", runID, runDir)
+	fmt.Fprintf(w, "  rollouts        %d (%d failed), %.1f/s over %s\n", rep.Rollouts, rep.Failed,
+		float64(sum.Total-sum.Skipped)/max(sum.Elapsed.Seconds(), 1e-9), sum.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  success         %.3f (%d of %d rewarded)\n", rep.SuccessFraction(), rep.Correct, rep.Rollouts)
+	d := slices.Clone(rep.DurationsMS)
+	fmt.Fprintf(w, "  rollout time    p50 %.1f ms   p95 %.1f ms\n", rollout.Percentile(d, 50), rollout.Percentile(d, 95))
+	if len(rep.Processes) == 0 {
+		fmt.Fprintf(w, "  telemetry       off (nothing exported)\n")
+	} else {
+		fmt.Fprintf(w, "  servers seen    %d:", len(rep.Processes))
+		for _, p := range rep.Processes {
+			fmt.Fprintf(w, " %s", p.ServiceName)
+		}
+		fmt.Fprintf(w, "\n  traces found    %d (%d spans)\n", rep.Traces, rep.Spans)
+	}
+	for _, note := range rep.Notes {
+		fmt.Fprintf(w, "  note: %s\n", note)
+	}
+	_ = elapsed
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,383 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gymlens/gymlens/internal/telfile"
+)
+
+// failingFleet makes the resources server panic on the first nine tasks of
+// the built-in dataset, so some verifications (and their rollouts) fail.
+const failingFleet = `
+servers:
+  - name: arithmetic
+    type: resources_servers
+    config: {panic_on_task_prefix: "arith-00000"}
+  - name: policy_model
+    type: responses_api_models
+    config: {correct_probability: 0.7}
+  - name: simple_agent
+    type: responses_api_agents
+telemetry:
+  enabled: true
+  exporter: file
+  span_groups: all
+`
+
+func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), failingFleet)
+	runs := filepath.Join(dir, "runs")
+	const n = 30
+	res := runGym(t, 3*time.Minute, gymEnv(), "run", "--rollouts", "30", "--concurrency", "4",
+		"--config", cfg, "--runs-dir", runs, "--quiet")
+	if res.err != nil {
+		t.Fatalf("gym run: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, res.stderr)
+	}
+	for _, want := range []string{"rollouts        30 (9 failed)", "servers seen    4", "traces found"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	run := runDir(t, runs)
+	procs := readRun(t, run)
+	for _, name := range []string{"orchestrator", "arithmetic", "policy_model", "simple_agent"} {
+		if procs[name] == nil {
+			t.Fatalf("no telemetry from %s; files: %v", name, names(procs))
+		}
+	}
+	agent, model, res2 := procs["simple_agent"], procs["policy_model"], procs["arithmetic"]
+
+	// Index every span by id, with the process that exported it.
+	type owned struct {
+		span *telfile.Span
+		proc string
+	}
+	byID := map[string]owned{}
+	for name, p := range procs {
+		for _, s := range p.spans {
+			byID[s.SpanID] = owned{s, name}
+		}
+	}
+
+	// One trace per rollout, holding spans from all three servers.
+	rolloutTraces := map[string]string{} // rollout id -> trace id
+	for _, s := range agent.spans {
+		if s.Name == "gym.rollout" {
+			id, _ := s.Attributes["nemo.gym.rollout.id"].(string)
+			if id == "" {
+				t.Fatalf("gym.rollout span without nemo.gym.rollout.id: %+v", s)
+			}
+			rolloutTraces[id] = s.TraceID
+		}
+	}
+	if len(rolloutTraces) != n {
+		t.Fatalf("%d gym.rollout spans, want %d", len(rolloutTraces), n)
+	}
+	distinct := map[string]bool{}
+	for _, tr := range rolloutTraces {
+		distinct[tr] = true
+	}
+	if len(distinct) != n {
+		t.Fatalf("%d rollouts share %d traces; want one trace each", n, len(distinct))
+	}
+	procsInTrace := map[string]map[string]bool{}
+	for name, p := range procs {
+		for _, s := range p.spans {
+			if procsInTrace[s.TraceID] == nil {
+				procsInTrace[s.TraceID] = map[string]bool{}
+			}
+			procsInTrace[s.TraceID][name] = true
+		}
+	}
+	for id, trace := range rolloutTraces {
+		for _, want := range []string{"simple_agent", "policy_model", "arithmetic"} {
+			if !procsInTrace[trace][want] {
+				t.Errorf("rollout %s: trace %s has no span from %s (has %v)", id, trace, want, procsInTrace[trace])
+			}
+		}
+	}
+
+	// Every SERVER span of the model and resources servers hangs off the
+	// agent's CLIENT span for that call.
+	checked := 0
+	for _, p := range []*procData{model, res2} {
+		for _, s := range p.spans {
+			if s.Kind != telfile.KindServer {
+				continue
+			}
+			parent, ok := byID[s.ParentSpanID]
+			if !ok {
+				t.Errorf("%s SERVER span %s: parent %s never exported", p.serverType(), s.Name, s.ParentSpanID)
+				continue
+			}
+			if parent.span.Kind != telfile.KindClient || parent.proc != "simple_agent" || parent.span.TraceID != s.TraceID || !s.ParentRemote {
+				t.Errorf("SERVER span %s: parent is %s span %q in %s", s.Name, parent.span.Kind, parent.span.Name, parent.proc)
+			}
+			checked++
+		}
+	}
+	if checked < 2*n {
+		t.Errorf("checked %d SERVER spans, want at least %d", checked, 2*n)
+	}
+
+	// gym.servers.active: only the orchestrator writes it, and it shows
+	// the three servers once started and 0 after shutdown.
+	for name, p := range procs {
+		if vals := p.metricValues("gym.servers.active"); len(vals) > 0 && name != "orchestrator" {
+			t.Errorf("%s exported gym.servers.active %v", name, vals)
+		}
+	}
+	vals := procs["orchestrator"].metricValues("gym.servers.active")
+	if len(vals) < 2 || vals[0] != 3 || vals[len(vals)-1] != 0 {
+		t.Errorf("orchestrator gym.servers.active over time = %v, want 3 first and 0 last", vals)
+	}
+
+	// Verify counts match the rollouts: 9 panicking verifications, 21 that
+	// completed (right or wrong answers alike).
+	calls := res2.counterByOutcome("gym.verify.calls", "nemo.gym.verify.outcome")
+	if calls["success"] != n-9 || calls["failure"] != 9 {
+		t.Errorf("gym.verify.calls = %v, want success %d failure 9", calls, n-9)
+	}
+	if got := res2.histogramCount("gym.verify.duration_ms"); got != n {
+		t.Errorf("gym.verify.duration_ms count %d, want %d", got, n)
+	}
+	// Rollouts whose verification failed still have their duration.
+	if got := agent.histogramCount("gym.rollout.duration_ms"); got != n {
+		t.Errorf("gym.rollout.duration_ms count %d, want %d", got, n)
+	}
+	rcalls := agent.counterByOutcome("gym.rollout.calls", "nemo.gym.rollout.outcome")
+	if rcalls["failure"] != 9 || rcalls["success"] != n-9 {
+		t.Errorf("gym.rollout.calls = %v", rcalls)
+	}
+	// http.server.request.duration carries the route pattern.
+	routes := map[string]bool{}
+	for _, p := range procs {
+		if m := p.lastMetric("http.server.request.duration"); m != nil {
+			for _, pt := range m.Points {
+				routes[pt.Attributes["http.route"].(string)] = true
+			}
+		}
+	}
+	for _, r := range []string{"/run", "/verify", "/v1/responses"} {
+		if !routes[r] {
+			t.Errorf("no http.server.request.duration for route %s (have %v)", r, routes)
+		}
+	}
+
+	// rollouts.jsonl has one line per task, the failures with their error.
+	lines := readLines(t, filepath.Join(run, "rollouts.jsonl"))
+	failed := 0
+	for _, l := range lines {
+		var r struct{ Error string }
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Error != "" {
+			failed++
+		}
+	}
+	if len(lines) != n || failed != 9 {
+		t.Errorf("rollouts.jsonl: %d lines, %d failed; want %d and 9", len(lines), failed, n)
+	}
+	if _, err := os.Stat(filepath.Join(run, "config.yaml")); err != nil {
+		t.Errorf("effective config not written: %v", err)
+	}
+}
+
+func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	cmd := exec.Command(gymBin, "run", "--rollouts", "100000", "--concurrency", "8",
+		"--model-latency-ms", "5", "--runs-dir", runs)
+	cmd.Env = gymEnv("OTEL_METRIC_EXPORT_INTERVAL=200")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	// Wait for the first progress line: rollouts are then in flight.
+	progress := make(chan struct{})
+	var errLog bytes.Buffer
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		signalled := false
+		for sc.Scan() {
+			errLog.WriteString(sc.Text() + "\n")
+			if !signalled && strings.Contains(sc.Text(), "fleet started") {
+				signalled = true
+				close(progress)
+			}
+		}
+	}()
+	select {
+	case <-progress:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("fleet never started")
+	}
+	time.Sleep(2 * time.Second) // let rollouts run; not a timing assertion
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("gym run did not stop after SIGINT")
+	}
+	if err == nil {
+		t.Fatalf("interrupted run exited 0\n%s", out.String())
+	}
+	run := runDir(t, runs)
+	procs := readRun(t, run) // fails on any truncated or corrupt line
+	if len(procs) != 4 {
+		t.Fatalf("telemetry from %v, want 4 processes", names(procs))
+	}
+	lines := readLines(t, filepath.Join(run, "rollouts.jsonl"))
+	if len(lines) == 0 || len(lines) >= 100000 {
+		t.Fatalf("%d rollouts written", len(lines))
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("partial rollout line %q", l)
+		}
+	}
+	// Each completed rollout's spans were flushed: the agent exported at
+	// least one gym.rollout span per written rollout.
+	rolloutSpans := 0
+	for _, s := range procs["simple_agent"].spans {
+		if s.Name == "POST /run" {
+			rolloutSpans++
+		}
+	}
+	if rolloutSpans < len(lines) {
+		t.Errorf("%d /run SERVER spans for %d written rollouts", rolloutSpans, len(lines))
+	}
+	if !strings.Contains(out.String(), "rollouts") {
+		t.Errorf("no summary after interrupt:\n%s", out.String())
+	}
+}
+
+func TestEnvStartMalformedBodiesAre400AndNotCounted(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	cmd := exec.Command(gymBin, "env", "start", "--runs-dir", runs)
+	cmd.Env = gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_SPAN_GROUPS=all")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errLog bytes.Buffer
+	cmd.Stderr = &errLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	urls := map[string]string{}
+	urlRe := regexp.MustCompile(`^\s+(\S+)\s+\S+\s+(http://\S+)`)
+	sc := bufio.NewScanner(stdout)
+	deadline := time.AfterFunc(2*time.Minute, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	for len(urls) < 3 && sc.Scan() {
+		if m := urlRe.FindStringSubmatch(sc.Text()); m != nil {
+			urls[m[1]] = m[2]
+		}
+	}
+	deadline.Stop()
+	if len(urls) < 3 {
+		t.Fatalf("fleet did not report its servers; stderr:\n%s", errLog.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+	post := func(url, body string) (int, string) {
+		res, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for body, want := range map[string]string{
+		`{"task": {"id": "x", "question": "q"`:                                 "malformed JSON",
+		`{"task": {"id": 7, "question": "q", "expected": "1"}}`:                "task.id",
+		`{"task": {"id": "x", "question": "q", "expected": "1"}, "answer": 3}`: "answer",
+		`{"task": {"question": "q", "expected": "1"}, "answer": "1"}`:          "task.id",
+		``: "empty",
+	} {
+		code, got := post(urls["arithmetic"]+"/verify", body)
+		if code != http.StatusBadRequest || !strings.Contains(got, want) {
+			t.Errorf("POST /verify %q -> %d %s; want 400 naming %q", body, code, got, want)
+		}
+	}
+	code, got := post(urls["arithmetic"]+"/verify", `{"task": {"id": "ok", "question": "What is 1 + 1?", "expected": "2"}, "answer": "2"}`)
+	if code != http.StatusOK {
+		t.Fatalf("good /verify -> %d %s", code, got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("gym env start did not stop on SIGTERM")
+	}
+	if err != nil {
+		t.Fatalf("env start exited with %v\n%s", err, errLog.String())
+	}
+	procs := readRun(t, runDir(t, runs))
+	calls := procs["arithmetic"].counterByOutcome("gym.verify.calls", "nemo.gym.verify.outcome")
+	if calls["success"] != 1 || calls["failure"] != 0 {
+		t.Errorf("gym.verify.calls = %v after 5 malformed and 1 good request; want success 1, failure 0", calls)
+	}
+	statuses := map[string]int{}
+	if m := procs["arithmetic"].lastMetric("http.server.request.duration"); m != nil {
+		for _, pt := range m.Points {
+			statuses[jsonString(pt.Attributes["http.response.status_code"])] += int(pt.Count)
+		}
+	}
+	if statuses["400"] != 5 || statuses["200"] != 1 {
+		t.Errorf("request durations by status %v, want 5x400 and 1x200", statuses)
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
+}

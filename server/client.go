@@ -1,0 +1,226 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/telemetry"
+)
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// Timeout bounds one logical call, retries included; 0 means 60 s.
+	Timeout time.Duration
+	// Retries is how many times a call is retried after a connection
+	// error; 0 means 3, negative means none.
+	Retries int
+	// Backoff is the first wait between attempts, doubled each time; 0
+	// means 50 ms.
+	Backoff time.Duration
+	// MaxConnsPerHost caps connections to one peer; 0 means 512.
+	MaxConnsPerHost int
+}
+
+// Client makes the server-to-server calls of a fleet. Every call is one
+// CLIENT span (when the http_client group is on) around all its attempts,
+// and carries the W3C trace context of ctx. Only connection errors are
+// retried: once a peer has the request, sending it again could repeat work.
+type Client struct {
+	http    *http.Client
+	retries int
+	backoff time.Duration
+	timeout time.Duration
+}
+
+// NewClient returns a client with its own connection pool.
+func NewClient(opts ClientOptions) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 3
+	} else if opts.Retries < 0 {
+		opts.Retries = 0
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 50 * time.Millisecond
+	}
+	if opts.MaxConnsPerHost <= 0 {
+		opts.MaxConnsPerHost = 512
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // fleet peers are addressed directly
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        opts.MaxConnsPerHost,
+		MaxIdleConnsPerHost: opts.MaxConnsPerHost,
+		MaxConnsPerHost:     opts.MaxConnsPerHost,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Client{http: &http.Client{Transport: tr}, retries: opts.Retries, backoff: opts.Backoff, timeout: opts.Timeout}
+}
+
+// CloseIdleConnections closes pooled connections.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
+// PostJSON sends req as JSON to rawURL and decodes a 2xx answer into resp
+// (which may be nil). A non-2xx answer is a *StatusError.
+func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("client: bad URL: %w", err)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("client: encode request: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	var span trace.Span
+	if lens.Enabled(telemetry.GroupHTTPClient) {
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, http.MethodPost+" "+u.Path,
+			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(clientAttrs(u)...),
+			trace.WithLinks(linksFrom(ctx)...))
+		defer func() {
+			if status := StatusOf(err); status != 0 {
+				span.SetAttributes(attribute.Int("http.response.status_code", status))
+			}
+			if err != nil {
+				span.SetAttributes(attribute.String("error.type", errorClass(err)))
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
+
+	var attempt int
+	for {
+		err = c.once(ctx, u, body, resp)
+		if err == nil || !retryable(err) || attempt >= c.retries || ctx.Err() != nil {
+			break
+		}
+		wait := c.backoff << attempt
+		attempt++
+		if span != nil {
+			span.AddEvent("retry", trace.WithAttributes(attribute.Int("http.request.resend_count", attempt)))
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("client: POST %s: %w (after %d attempts)", lens.SafeURL(u), err, attempt)
+		}
+	}
+	if span != nil && attempt > 0 {
+		span.SetAttributes(attribute.Int("http.request.resend_count", attempt))
+	}
+	if err != nil {
+		return fmt.Errorf("client: POST %s: %w", lens.SafeURL(u), err)
+	}
+	return nil
+}
+
+func (c *Client) once(ctx context.Context, u *url.URL, body []byte, resp any) error {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(r.Header))
+	res, err := c.http.Do(r)
+	if err != nil {
+		// The transport's error repeats the full URL; keep the query out.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = lens.SafeURL(u)
+		}
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		// Read a bounded rest too, so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		var eb ErrorBody
+		msg := string(raw)
+		if json.Unmarshal(raw, &eb) == nil && eb.Error.Message != "" {
+			msg = eb.Error.Message
+		}
+		return &StatusError{Status: res.StatusCode, Body: msg}
+	}
+	if resp == nil {
+		_, err = io.Copy(io.Discard, res.Body)
+		return err
+	}
+	if err := json.NewDecoder(res.Body).Decode(resp); err != nil {
+		return fmt.Errorf("decode response: %w", err)
+	}
+	return nil
+}
+
+// retryable reports whether err means the request never reached the peer:
+// a refused or failed dial.
+func retryable(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+func errorClass(err error) string {
+	if s := StatusOf(err); s != 0 {
+		return strconv.Itoa(s)
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case retryable(err):
+		return "connection_refused"
+	}
+	return "_OTHER"
+}
+
+func clientAttrs(u *url.URL) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", http.MethodPost),
+		attribute.String("url.full", lens.SafeURL(u)),
+		attribute.String("server.address", u.Hostname()),
+	}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		attrs = append(attrs, attribute.Int("server.port", p))
+	}
+	return attrs
+}
+
+type linksKey struct{}
+
+// WithLinks returns a context whose next client call links its CLIENT span
+// to the given spans. The rollout collector uses it to start each rollout
+// in a trace of its own that still points back at the collection job.
+func WithLinks(ctx context.Context, links ...trace.Link) context.Context {
+	return context.WithValue(ctx, linksKey{}, links)
+}
+
+func linksFrom(ctx context.Context) []trace.Link {
+	links, _ := ctx.Value(linksKey{}).([]trace.Link)
+	return links
+}

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultMaxBodyBytes is the request body limit unless Options say
+// otherwise.
+const DefaultMaxBodyBytes = 8 << 20
+
+// DefaultShutdownTimeout bounds how long Serve drains in-flight requests.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Name and Type identify the server in logs (telemetry takes them from
+	// telemetry.Init).
+	Name, Type string
+	// Addr is the listen address; "" means 127.0.0.1:0 (a free loopback
+	// port).
+	Addr string
+	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds the drain on shutdown; 0 means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logger receives the server's own logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is one Gym server's HTTP side: a mux of typed endpoints plus
+// GET /health, instrumented at ingress.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	routes  []string
+	mu      sync.Mutex
+	handler http.Handler
+	ln      net.Listener
+}
+
+// New returns a server with GET /health registered.
+func New(opts Options) *Server {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{opts: opts, log: log.With("server", opts.Name), mux: http.NewServeMux()}
+	s.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+	})
+	return s
+}
+
+// Routes returns the registered route patterns.
+func (s *Server) Routes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.routes...)
+}
+
+// HandleFunc registers a plain handler under a method-qualified pattern
+// such as "GET /health". A panic in it becomes a 500.
+func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handler != nil {
+		panic("server: route " + pattern + " registered after the server started")
+	}
+	s.routes = append(s.routes, pattern)
+	s.mux.Handle(pattern, s.recoverer(h))
+}
+
+// Handle registers a typed JSON endpoint. The request body is decoded into
+// Req (400 when malformed or of the wrong shape, 413 when over the size
+// limit); if Req has a Validate() error method, a failure there is a 400
+// too. fn's result is encoded as JSON with status 200; an *Error it returns
+// sets the status, any other error or a panic gives 500.
+func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, Req) (Resp, error)) {
+	limit := s.opts.MaxBodyBytes
+	s.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := decode(w, r, limit, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		if v, ok := any(&req).(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				writeError(w, BadRequest("%v", err))
+				return
+			}
+		}
+		resp, err := fn(r.Context(), req)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
+	})
+}
+
+func (s *Server) recoverer(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panicked", "route", r.Pattern, "panic", v, "stack", string(debug.Stack()))
+				writeError(w, Errorf(http.StatusInternalServerError, "handler panicked"))
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Handler returns the complete, instrumented handler. Registering routes
+// after the first call panics.
+func (s *Server) Handler() http.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handler == nil {
+		s.handler = instrument(s.mux)
+	}
+	return s.handler
+}
+
+// Listen binds the listen address and returns the bound address.
+func (s *Server) Listen() (net.Addr, error) {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: listen %s: %w", s.opts.Name, s.opts.Addr, err)
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	return ln.Addr(), nil
+}
+
+// Serve serves until ctx is done, then stops accepting, drains in-flight
+// requests for up to the shutdown timeout and returns. It calls Listen
+// first if nobody did. Flushing telemetry is the caller's next step.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		if _, err := s.Listen(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		ln = s.ln
+		s.mu.Unlock()
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server %s: %w", s.opts.Name, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("server %s: drain: %w", s.opts.Name, err)
+	}
+	return nil
+}
+
+func decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return BadRequest("malformed JSON: unexpected data after the request object")
+	}
+	// Drain what is left (whitespace) so an oversized tail is still caught.
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		return decodeError(err)
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var maxErr *http.MaxBytesError
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &maxErr):
+		return Errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", maxErr.Limit)
+	case errors.Is(err, io.EOF):
+		return BadRequest("empty request body: a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return BadRequest("malformed JSON: the body ends in the middle of a value")
+	case errors.As(err, &syntaxErr):
+		return BadRequest("malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "(the request)"
+		}
+		return BadRequest("field %s: expected %s, got JSON %s", field, typeErr.Type, typeErr.Value)
+	}
+	return BadRequest("cannot decode request: %v", err)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	msg := "internal error"
+	var e *Error
+	if errors.As(err, &e) {
+		status, msg = e.Status, e.Message
+	} else if err != nil {
+		msg = err.Error()
+	}
+	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Type: errorType(status), Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		fmt.Fprintf(&buf, `{"error":{"type":"internal_error","message":%q}}`+"\n", "encode response: "+err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// routeName is the span name for a request: the matched route pattern
+// ("POST /verify"), or the method alone when nothing matched.
+func routeName(r *http.Request) string {
+	if r.Pattern != "" {
+		if strings.ContainsRune(r.Pattern, ' ') {
+			return r.Pattern
+		}
+		return r.Method + " " + r.Pattern
+	}
+	return r.Method
+}

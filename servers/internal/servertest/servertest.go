@@ -1,0 +1,97 @@
+package servertest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/server"
+	"github.com/gymlens/gymlens/telemetry"
+)
+
+// Start binds s to its loopback address and serves it in a goroutine. It
+// returns the base URL ("http://127.0.0.1:PORT") and a stop function that
+// cancels serving and waits for Serve to return, failing the test when the
+// drain did not complete. stop is idempotent and also runs at cleanup, so a
+// test may call it early (for example to be sure every server span has
+// ended before it reads spans).
+func Start(t testing.TB, s *server.Server) (baseURL string, stop func()) {
+	t.Helper()
+	addr, err := s.Listen()
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return "http://" + addr.String(), stop
+}
+
+// Client returns a fleet client that does not retry, with its idle
+// connections closed at cleanup.
+func Client(t testing.TB) *server.Client {
+	t.Helper()
+	c := server.NewClient(server.ClientOptions{Retries: -1})
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// EnableTelemetry switches in-process telemetry on with every span group,
+// no configured exporter (opts carries the test's reader and exporter) and
+// a clean NEMO_GYM_OTEL_* environment, and resets it at cleanup. Servers
+// must be created after this call: their instrumentation is decided when
+// their handler is first built. Tests that use it must not run in
+// parallel.
+func EnableTelemetry(t testing.TB, opts telemetry.InitOptions) *lens.Handle {
+	t.Helper()
+	testenv.ClearTelemetry(t)
+	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
+	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
+	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", "all")
+	telemetry.ResetForTesting()
+	t.Cleanup(telemetry.ResetForTesting)
+	h, err := telemetry.Init(opts)
+	if err != nil || !h.IsExporting() {
+		t.Fatalf("telemetry.Init: exporting=%v err=%v", h.IsExporting(), err)
+	}
+	return h
+}
+
+// PostRaw sends body verbatim as a JSON POST and returns the status and the
+// response body. Tests use it for requests the typed client cannot
+// produce, such as malformed JSON.
+func PostRaw(t testing.TB, url, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	return res.StatusCode, raw
+}

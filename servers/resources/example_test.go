@@ -1,0 +1,21 @@
+package resources_test
+
+import (
+	"fmt"
+
+	"github.com/gymlens/gymlens/servers/resources"
+)
+
+// The verifier reads the last number of an answer, whatever text is around
+// it.
+func ExampleLastNumber() {
+	for _, answer := range []string{"The answer is 7.", "17 + 25 = 42", "about 1,250.5 meters", "no idea"} {
+		n, ok := resources.LastNumber(answer)
+		fmt.Printf("%q %v\n", n, ok)
+	}
+	// Output:
+	// "7" true
+	// "42" true
+	// "1250.5" true
+	// "" false
+}
