@@ -84,6 +84,12 @@ type Handle struct {
 	promAddr string
 	closers  []func(context.Context) error
 
+	// abortExports cancels span exports still running when Shutdown's
+	// context ends: the SDK's batch processor would otherwise keep
+	// retrying its last batch for its own export timeout (30 s).
+	abortCtx     context.Context
+	abortExports context.CancelFunc
+
 	prevSlog     *slog.Logger
 	prevLogOut   io.Writer
 	prevLogFlags int
@@ -213,7 +219,10 @@ func (h *Handle) release(ctx context.Context) error {
 	logglobal.SetLoggerProvider(lognoop.NewLoggerProvider())
 	var errs []error
 	if h.tp != nil {
+		stop := context.AfterFunc(ctx, h.abortExports)
 		errs = append(errs, wrap("traces", h.tp.Shutdown(ctx)))
+		stop()
+		h.abortExports()
 	}
 	if h.mp != nil {
 		errs = append(errs, wrap("metrics", h.mp.Shutdown(ctx)))
@@ -390,7 +399,9 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet) error {
 		sdktrace.WithResource(h.res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 	}
+	h.abortCtx, h.abortExports = context.WithCancel(context.Background())
 	for _, e := range exps {
+		e = abortableExporter{SpanExporter: e, abort: h.abortCtx}
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(e)))
 	}
 	h.tp = sdktrace.NewTracerProvider(tpOpts...)
@@ -489,4 +500,19 @@ func (r *rateLimitedErrorHandler) Handle(err error) {
 	r.last = now
 	r.mu.Unlock()
 	r.log.Warn("telemetry export error", "err", err, "suppressed_since_last", n)
+}
+
+// abortableExporter ends an export in flight once abort is done, so a
+// shutdown bounded by a context really ends with it.
+type abortableExporter struct {
+	sdktrace.SpanExporter
+	abort context.Context
+}
+
+func (e abortableExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(e.abort, cancel)
+	defer stop()
+	return e.SpanExporter.ExportSpans(ctx, spans)
 }

@@ -5,13 +5,13 @@
 # median per variant and the on/off ratio.
 #
 #   scripts/bench-fleet.sh                      # 1000 rollouts, 3 rounds, default preset
-#   ROLLOUTS=2000 GROUPS=all scripts/bench-fleet.sh
+#   ROLLOUTS=2000 SPANS=all scripts/bench-fleet.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROLLOUTS="${ROLLOUTS:-1000}"
 ROUNDS="${ROUNDS:-3}"
 CONCURRENCY="${CONCURRENCY:-16}"
-GROUPS="${GROUPS:-default}"
+SPANS="${SPANS:-default}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/gym" ./cmd/gym
@@ -22,11 +22,11 @@ clean_env() { env -u OTEL_EXPORTER_OTLP_ENDPOINT $(env | grep -oE '^(NEMO_GYM_OT
 rate() { # variant -> rollouts/s printed in the summary
   local variant=$1 out
   if [ "$variant" = on ]; then
-    out=$(clean_env NEMO_GYM_OTEL_SPAN_GROUPS="$GROUPS" "$work/gym" run --rollouts "$ROLLOUTS" \
-      --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$work/runs" --quiet)
+    out=$(clean_env NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run --rollouts "$ROLLOUTS" \
+      --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$work/runs" --quiet 2>>"$work/stderr.log")
   else
     out=$(clean_env "$work/gym" run --rollouts "$ROLLOUTS" --concurrency "$CONCURRENCY" \
-      --model-latency-ms 0 --runs-dir "$work/runs" --quiet --no-telemetry)
+      --model-latency-ms 0 --runs-dir "$work/runs" --quiet --no-telemetry 2>>"$work/stderr.log")
   fi
   echo "$out" | sed -nE 's/.*rollouts .*, ([0-9.]+)\/s over.*/\1/p'
 }
@@ -39,5 +39,5 @@ for i in $(seq "$ROUNDS"); do
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 m_on=$(median "${on[@]}"); m_off=$(median "${off[@]}")
-awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$GROUPS" 'BEGIN {
+awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" 'BEGIN {
   printf "fleet throughput, %d rollouts, span groups %s: off %.1f/s, on %.1f/s, ratio on/off %.3f (target >= 0.9)\n", n, g, off, on, on/off }'

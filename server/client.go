@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +49,41 @@ type Client struct {
 	retries int
 	backoff time.Duration
 	timeout time.Duration
+	// targets caches, per URL string, what every call to it needs: the
+	// parsed URL, the span name and the span's static attributes. A fleet
+	// calls a handful of URLs millions of times.
+	targets sync.Map
+	cached  atomic.Int64
+}
+
+// maxCachedTargets bounds the cache, so a caller that varies its URLs (a
+// query string per call, say) costs a parse per call and no memory.
+const maxCachedTargets = 1024
+
+// target is one cached destination.
+type target struct {
+	u        *url.URL
+	safe     string
+	spanName string
+	attrs    trace.SpanStartOption
+}
+
+func (c *Client) target(rawURL string) (*target, error) {
+	if t, ok := c.targets.Load(rawURL); ok {
+		return t.(*target), nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{u: u, safe: lens.SafeURL(u), spanName: http.MethodPost + " " + u.Path,
+		attrs: trace.WithAttributes(clientAttrs(u)...)}
+	if c.cached.Load() < maxCachedTargets {
+		if _, loaded := c.targets.LoadOrStore(rawURL, t); !loaded {
+			c.cached.Add(1)
+		}
+	}
+	return t, nil
 }
 
 // NewClient returns a client with its own connection pool.
@@ -82,7 +119,7 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 // PostJSON sends req as JSON to rawURL and decodes a 2xx answer into resp
 // (which may be nil). A non-2xx answer is a *StatusError.
 func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (err error) {
-	u, err := url.Parse(rawURL)
+	tg, err := c.target(rawURL)
 	if err != nil {
 		return fmt.Errorf("client: bad URL: %w", err)
 	}
@@ -95,9 +132,11 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, http.MethodPost+" "+u.Path,
-			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(clientAttrs(u)...),
-			trace.WithLinks(linksFrom(ctx)...))
+		opts := []trace.SpanStartOption{clientKind, tg.attrs}
+		if links := linksFrom(ctx); len(links) > 0 {
+			opts = append(opts, trace.WithLinks(links...))
+		}
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, tg.spanName, opts...)
 		defer func() {
 			if status := StatusOf(err); status != 0 {
 				span.SetAttributes(attribute.Int("http.response.status_code", status))
@@ -112,7 +151,7 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 
 	var attempt int
 	for {
-		err = c.once(ctx, u, body, resp)
+		err = c.once(ctx, tg, body, resp)
 		if err == nil || !retryable(err) || attempt >= c.retries || ctx.Err() != nil {
 			break
 		}
@@ -124,20 +163,20 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return fmt.Errorf("client: POST %s: %w (after %d attempts)", lens.SafeURL(u), err, attempt)
+			return fmt.Errorf("client: POST %s: %w (after %d attempts)", tg.safe, err, attempt)
 		}
 	}
 	if span != nil && attempt > 0 {
 		span.SetAttributes(attribute.Int("http.request.resend_count", attempt))
 	}
 	if err != nil {
-		return fmt.Errorf("client: POST %s: %w", lens.SafeURL(u), err)
+		return fmt.Errorf("client: POST %s: %w", tg.safe, err)
 	}
 	return nil
 }
 
-func (c *Client) once(ctx context.Context, u *url.URL, body []byte, resp any) error {
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any) error {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.u.String(), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -148,7 +187,7 @@ func (c *Client) once(ctx context.Context, u *url.URL, body []byte, resp any) er
 		// The transport's error repeats the full URL; keep the query out.
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			ue.URL = lens.SafeURL(u)
+			ue.URL = tg.safe
 		}
 		return err
 	}
@@ -210,6 +249,8 @@ func clientAttrs(u *url.URL) []attribute.KeyValue {
 	}
 	return attrs
 }
+
+var clientKind = trace.WithSpanKind(trace.SpanKindClient)
 
 type linksKey struct{}
 

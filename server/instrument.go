@@ -1,13 +1,20 @@
 package server
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/telemetry"
@@ -17,41 +24,194 @@ import (
 // traces and metrics: probes would drown the requests that matter.
 const HealthPath = "/health"
 
-// instrument wraps the mux once, when the server starts, according to the
-// telemetry this process has:
-//   - telemetry off: the mux itself, nothing added;
-//   - on but not exporting (ruled out by the export strategy): only the
-//     incoming trace context is extracted, so calls this process makes stay
-//     in the caller's trace;
-//   - exporting: otelhttp around the whole mux, so r.Pattern is known when
-//     the span is named and http.route is set; spans only when the server
-//     group is on, metrics only when metrics are exported.
-func instrument(mux http.Handler) http.Handler {
-	h := telemetry.Get()
-	if h == nil {
-		return mux
-	}
-	if !h.IsExporting() {
-		return extractOnly(mux)
-	}
-	opts := []otelhttp.Option{
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return routeName(r) }),
-		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != HealthPath }),
-		otelhttp.WithPropagators(otel.GetTextMapPropagator()),
-	}
-	if !lens.Enabled(telemetry.GroupServer) {
-		opts = append(opts, otelhttp.WithTracerProvider(tracenoop.NewTracerProvider()))
-	}
-	if !h.MetricsExporting() {
-		opts = append(opts, otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
-	}
-	return otelhttp.NewHandler(mux, "server", opts...)
+// RequestDurationName is the semantic-convention HTTP server histogram.
+const RequestDurationName = "http.server.request.duration"
+
+// requestDurationBuckets are the semantic conventions' advised boundaries,
+// in seconds.
+var requestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// ingressTelemetry is what every route's instrumentation shares: decided
+// once, when the server's handler is built.
+type ingressTelemetry struct {
+	on       bool // telemetry initialised: extract trace context
+	tracer   trace.Tracer
+	duration metric.Float64Histogram
+	prop     propagation.TextMapPropagator
 }
 
-func extractOnly(next http.Handler) http.Handler {
-	prop := otel.GetTextMapPropagator()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
+func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
+	h := telemetry.Get()
+	t := &ingressTelemetry{on: h != nil, prop: otel.GetTextMapPropagator()}
+	if !h.IsExporting() {
+		return t
+	}
+	if lens.Enabled(telemetry.GroupServer) {
+		t.tracer = h.Tracer()
+	}
+	if h.MetricsExporting() {
+		hist, err := h.Meter().Float64Histogram(RequestDurationName, metric.WithUnit("s"),
+			metric.WithDescription("Duration of HTTP server requests."),
+			metric.WithExplicitBucketBoundaries(requestDurationBuckets...))
+		if err != nil {
+			log.Debug("http.server.request.duration unavailable", "err", err)
+		} else {
+			t.duration = hist
+		}
+	}
+	return t
 }
+
+// wrap instruments one route. Everything that does not change between
+// requests (span name, start options, metric attribute sets per status) is
+// computed here, once, so a request pays for its own data only.
+//
+// With telemetry off the handler is returned as it is. On but not exporting,
+// only the incoming trace context is extracted, so calls this process makes
+// stay in the caller's trace.
+func (t *ingressTelemetry) wrap(pattern string, next http.Handler) http.Handler {
+	if !t.on {
+		return next
+	}
+	// "POST /verify" names both; "/x" only a path (any method); "" is
+	// the catch-all, which has no route.
+	method, route := "", pattern
+	if m, rest, ok := strings.Cut(pattern, " "); ok {
+		method, route = m, rest
+	}
+	in := &ingress{next: next, t: t, method: method, route: route}
+	in.spanName = strings.TrimSpace(method + " " + route)
+	static := []attribute.KeyValue{attribute.String("url.scheme", "http")}
+	if route != "" {
+		static = append(static, attribute.String("http.route", route))
+	}
+	if method != "" {
+		static = append(static, attribute.String("http.request.method", method))
+	}
+	in.startOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(static...)}
+	return in
+}
+
+// ingress is one route's instrumentation.
+type ingress struct {
+	next      http.Handler
+	t         *ingressTelemetry
+	method    string // "" for the catch-all: taken from the request
+	route     string // "" for the catch-all: no http.route
+	spanName  string
+	startOpts []trace.SpanStartOption
+	sets      sync.Map // status code -> metric.MeasurementOption
+}
+
+func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t := in.t
+	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	if t.tracer == nil && t.duration == nil {
+		in.next.ServeHTTP(w, r.WithContext(ctx))
+		return
+	}
+	start := time.Now()
+	var span trace.Span
+	if t.tracer != nil {
+		name := in.spanName
+		if in.method == "" {
+			name = r.Method
+		}
+		ctx, span = t.tracer.Start(ctx, name, in.startOpts...)
+		span.SetAttributes(attribute.String("url.path", r.URL.Path))
+		if in.method == "" {
+			span.SetAttributes(attribute.String("http.request.method", r.Method))
+		}
+	}
+	sw := statusWriters.Get().(*statusWriter)
+	sw.ResponseWriter, sw.status = w, 0
+	in.next.ServeHTTP(sw, r.WithContext(ctx))
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	sw.ResponseWriter = nil
+	statusWriters.Put(sw)
+
+	if span != nil {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, "")
+			span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)))
+		}
+		span.End()
+	}
+	if t.duration != nil {
+		t.duration.Record(context.Background(), time.Since(start).Seconds(), in.metricSet(r.Method, status))
+	}
+}
+
+// metricSet returns the cached attribute set for one status (and, on the
+// catch-all route, one method): after the first request of a kind, no
+// attribute is built again.
+func (in *ingress) metricSet(method string, status int) metric.MeasurementOption {
+	key := status
+	if in.method == "" {
+		key = status<<8 | methodIndex(method)
+	}
+	if v, ok := in.sets.Load(key); ok {
+		return v.(metric.MeasurementOption)
+	}
+	m := in.method
+	if m == "" {
+		m = methods[methodIndex(method)]
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", m),
+		attribute.Int("http.response.status_code", status),
+		attribute.String("url.scheme", "http"),
+	}
+	if in.route != "" {
+		attrs = append(attrs, attribute.String("http.route", in.route))
+	}
+	if status >= 500 {
+		attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	v, _ := in.sets.LoadOrStore(key, opt)
+	return v.(metric.MeasurementOption)
+}
+
+// methods are the request methods metrics name; anything else is "_OTHER",
+// as the semantic conventions ask, so a client cannot invent series.
+var methods = []string{"_OTHER", "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
+func methodIndex(m string) int {
+	for i, known := range methods[1:] {
+		if m == known {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// statusWriter remembers the status a handler wrote. Instances are pooled:
+// a handler must not keep its ResponseWriter past returning.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 )
@@ -43,13 +42,13 @@ type Options struct {
 // Server is one Gym server's HTTP side: a mux of typed endpoints plus
 // GET /health, instrumented at ingress.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
-	mux     *http.ServeMux
-	routes  []string
-	mu      sync.Mutex
-	handler http.Handler
-	ln      net.Listener
+	opts     Options
+	log      *slog.Logger
+	mu       sync.Mutex
+	routes   []string
+	handlers []http.Handler
+	handler  http.Handler
+	ln       net.Listener
 }
 
 // New returns a server with GET /health registered.
@@ -67,7 +66,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{opts: opts, log: log.With("server", opts.Name), mux: http.NewServeMux()}
+	s := &Server{opts: opts, log: log.With("server", opts.Name)}
 	s.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`)
@@ -91,7 +90,7 @@ func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
 		panic("server: route " + pattern + " registered after the server started")
 	}
 	s.routes = append(s.routes, pattern)
-	s.mux.Handle(pattern, s.recoverer(h))
+	s.handlers = append(s.handlers, s.recoverer(h))
 }
 
 // Handle registers a typed JSON endpoint. The request body is decoded into
@@ -137,15 +136,34 @@ func (s *Server) recoverer(h http.Handler) http.Handler {
 	})
 }
 
-// Handler returns the complete, instrumented handler. Registering routes
-// after the first call panics.
+// Handler returns the complete, instrumented handler. It is built on the
+// first call, from the telemetry this process has then; registering routes
+// afterwards panics.
 func (s *Server) Handler() http.Handler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.handler == nil {
-		s.handler = instrument(s.mux)
+		s.handler = s.build()
 	}
 	return s.handler
+}
+
+// build wires every route, each behind its own ingress instrumentation, and
+// a catch-all that answers 404 for everything else.
+func (s *Server) build() http.Handler {
+	tel := newIngressTelemetry(s.log)
+	mux := http.NewServeMux()
+	for i, pattern := range s.routes {
+		h := s.handlers[i]
+		if pattern != "GET "+HealthPath {
+			h = tel.wrap(pattern, h)
+		}
+		mux.Handle(pattern, h)
+	}
+	mux.Handle("/", tel.wrap("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, Errorf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})))
+	return mux
 }
 
 // Listen binds the listen address and returns the bound address.
@@ -259,16 +277,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
-}
-
-// routeName is the span name for a request: the matched route pattern
-// ("POST /verify"), or the method alone when nothing matched.
-func routeName(r *http.Request) string {
-	if r.Pattern != "" {
-		if strings.ContainsRune(r.Pattern, ' ') {
-			return r.Pattern
-		}
-		return r.Method + " " + r.Pattern
-	}
-	return r.Method
 }

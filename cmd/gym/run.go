@@ -91,6 +91,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeSession()
 
+	if stop := startCPUProfile("orchestrator", sess.log); stop != nil {
+		defer stop()
+	}
 	tasks := dataset.Arithmetic(*n, *seed)
 	if err := writeTasks(filepath.Join(sess.runDir, "tasks.jsonl"), tasks); err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)

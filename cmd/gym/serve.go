@@ -63,6 +63,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("server", *name)
 	slog.SetDefault(log)
+	if stop := startCPUProfile(*name, log); stop != nil {
+		defer stop()
+	}
 
 	if *impl == "" {
 		*impl = map[string]string{

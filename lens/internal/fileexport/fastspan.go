@@ -1,0 +1,211 @@
+package fileexport
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/gymlens/gymlens/internal/telfile"
+)
+
+// Spans are by far the most frequent record, and encoding them through
+// reflection cost a fifth of a busy server's CPU. appendSpan writes the same
+// line as telfile.Span's JSON form directly from the SDK's read-only span:
+// no intermediate map, no reflection, a handful of appends. The tests parse
+// its output with the telfile reader, which keeps the two in step.
+
+// appendSpan appends one span line, newline included.
+func appendSpan(b []byte, sp sdktrace.ReadOnlySpan) []byte {
+	sc := sp.SpanContext()
+	b = append(b, `{"type":"span","trace_id":"`...)
+	tid := sc.TraceID()
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, `","span_id":"`...)
+	sid := sc.SpanID()
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '"')
+	if p := sp.Parent(); p.SpanID().IsValid() {
+		psid := p.SpanID()
+		b = append(b, `,"parent_span_id":"`...)
+		b = hex.AppendEncode(b, psid[:])
+		b = append(b, '"')
+		if p.IsRemote() {
+			b = append(b, `,"parent_remote":true`...)
+		}
+	}
+	b = append(b, `,"name":`...)
+	b = appendString(b, sp.Name())
+	b = append(b, `,"kind":"`...)
+	b = append(b, spanKind(sp.SpanKind())...)
+	b = append(b, `","start_ns":`...)
+	b = strconv.AppendInt(b, unixNanos(sp.StartTime()), 10)
+	b = append(b, `,"end_ns":`...)
+	b = strconv.AppendInt(b, unixNanos(sp.EndTime()), 10)
+	st := sp.Status()
+	switch st.Code {
+	case codes.Ok:
+		b = append(b, `,"status":"`+telfile.StatusOK+`"`...)
+	case codes.Error:
+		b = append(b, `,"status":"`+telfile.StatusError+`"`...)
+		if st.Description != "" {
+			b = append(b, `,"status_message":`...)
+			b = appendString(b, st.Description)
+		}
+	default:
+		b = append(b, `,"status":"`+telfile.StatusUnset+`"`...)
+	}
+	b = append(b, `,"attributes":`...)
+	b = appendAttrs(b, sp.Attributes())
+	if evs := sp.Events(); len(evs) > 0 {
+		b = append(b, `,"events":[`...)
+		for i, ev := range evs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = appendString(b, ev.Name)
+			b = append(b, `,"time_ns":`...)
+			b = strconv.AppendInt(b, unixNanos(ev.Time), 10)
+			b = append(b, `,"attributes":`...)
+			b = appendAttrs(b, ev.Attributes)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"scope":`...)
+	b = appendString(b, sp.InstrumentationScope().Name)
+	return append(b, "}\n"...)
+}
+
+// appendAttrs writes an attribute object. Keys are unique in what the SDK
+// hands over, so no de-duplication is needed.
+func appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {
+	b = append(b, '{')
+	for i, kv := range kvs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, string(kv.Key))
+		b = append(b, ':')
+		b = appendValue(b, kv.Value)
+	}
+	return append(b, '}')
+}
+
+func appendValue(b []byte, v attribute.Value) []byte {
+	switch v.Type() {
+	case attribute.STRING:
+		return appendString(b, v.AsString())
+	case attribute.INT64:
+		return strconv.AppendInt(b, v.AsInt64(), 10)
+	case attribute.BOOL:
+		return strconv.AppendBool(b, v.AsBool())
+	case attribute.FLOAT64:
+		return appendFloat(b, v.AsFloat64())
+	case attribute.STRINGSLICE:
+		b = append(b, '[')
+		for i, s := range v.AsStringSlice() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, s)
+		}
+		return append(b, ']')
+	case attribute.INT64SLICE:
+		b = append(b, '[')
+		for i, n := range v.AsInt64Slice() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, n, 10)
+		}
+		return append(b, ']')
+	case attribute.FLOAT64SLICE:
+		b = append(b, '[')
+		for i, f := range v.AsFloat64Slice() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendFloat(b, f)
+		}
+		return append(b, ']')
+	case attribute.BOOLSLICE:
+		b = append(b, '[')
+		for i, x := range v.AsBoolSlice() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendBool(b, x)
+		}
+		return append(b, ']')
+	}
+	// The rarer kinds take the general path.
+	raw, err := json.Marshal(attrValue(v))
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
+}
+
+func appendFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"+Inf"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Inf"`...)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// appendString writes s as a JSON string. Control characters are escaped,
+// invalid UTF-8 becomes U+FFFD, everything else is copied as is.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"

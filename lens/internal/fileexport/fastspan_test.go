@@ -1,0 +1,124 @@
+package fileexport
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gymlens/gymlens/internal/telfile"
+)
+
+var tricky = []string{
+	"", "plain", `quote " and \ backslash`, "line\nbreak\r\ttab", "ctrl \x00\x01\x1f\x7f",
+	"unicode ünï ✓ 😀", "bad utf8 \xff\xfe end", "<html>&amp;</html>", "\u2028\u2029",
+}
+
+func stubs() []sdktrace.ReadOnlySpan {
+	tid := trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{9, 9}, Remote: true})
+	t0 := time.Unix(1700000000, 123456789)
+	var out []sdktrace.ReadOnlySpan
+	for i, s := range tricky {
+		stub := tracetest.SpanStub{
+			Name:        s,
+			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{byte(i + 1)}}),
+			SpanKind:    trace.SpanKind(i % 6),
+			StartTime:   t0,
+			EndTime:     t0.Add(time.Duration(i) * time.Millisecond),
+			Attributes: []attribute.KeyValue{
+				attribute.String("s"+s, s),
+				attribute.Int64("i", int64(i)-3),
+				attribute.Float64("f", []float64{0.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e21, -0.0, 3}[i%7]),
+				attribute.Bool("b", i%2 == 0),
+				attribute.StringSlice("ss", []string{s, "x"}),
+				attribute.Int64Slice("is", []int64{1, 2}),
+				attribute.Float64Slice("fs", []float64{1.5, math.NaN()}),
+				attribute.BoolSlice("bs", []bool{true}),
+			},
+			InstrumentationScope: instrumentationScope(s),
+		}
+		if i%2 == 1 {
+			stub.Parent = parent
+			stub.Status = sdktrace.Status{Code: codes.Error, Description: s}
+			stub.Events = []sdktrace.Event{{Name: s, Time: t0, Attributes: []attribute.KeyValue{attribute.String("k", s)}}}
+		} else if i%4 == 0 {
+			stub.Status = sdktrace.Status{Code: codes.Ok}
+		}
+		out = append(out, stub.Snapshot())
+	}
+	return out
+}
+
+// The direct encoder must produce exactly what the reflective one does, as
+// the telfile reader sees it.
+func TestAppendSpanMatchesReflectiveEncoding(t *testing.T) {
+	for i, sp := range stubs() {
+		fast := appendSpan(nil, sp)
+		if !json.Valid(bytes.TrimSpace(fast)) {
+			t.Fatalf("span %d: invalid JSON %s", i, fast)
+		}
+		slow, err := telfile.AppendLine(nil, spanRecord(sp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := parseOne(t, fast), parseOne(t, slow)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("span %d differs:\nfast %s\nslow %s", i, fast, slow)
+		}
+	}
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range tricky {
+		var got, want string
+		if err := json.Unmarshal(appendString(nil, s), &got); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		raw, _ := json.Marshal(s)
+		_ = json.Unmarshal(raw, &want)
+		if got != want {
+			t.Errorf("%q: decoded %q, encoding/json gives %q", s, got, want)
+		}
+	}
+}
+
+func parseOne(t *testing.T, line []byte) *telfile.Span {
+	t.Helper()
+	var sp *telfile.Span
+	if err := telfile.Read(bytes.NewReader(line), func(r telfile.Record) error { sp = r.Span; return nil }); err != nil {
+		t.Fatalf("%v in %s", err, line)
+	}
+	return sp
+}
+
+func BenchmarkEncodeSpan(b *testing.B) {
+	sp := stubs()[1]
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			buf = appendSpan(buf[:0], sp)
+		}
+	})
+	b.Run("reflective", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			buf, _ = telfile.AppendLine(buf[:0], spanRecord(sp))
+		}
+	})
+}
+
+func instrumentationScope(name string) instrumentation.Scope {
+	return instrumentation.Scope{Name: name}
+}
