@@ -114,6 +114,7 @@ func (c *Config) Validate() error {
 		return errors.New("no servers configured")
 	}
 	seen := map[string]bool{}
+	addrs := map[string]string{}
 	byType := map[string][]string{}
 	for i := range c.Servers {
 		s := &c.Servers[i]
@@ -146,6 +147,10 @@ func (c *Config) Validate() error {
 		}
 		byType[s.Type] = append(byType[s.Type], s.Name)
 		if s.Addr != "" {
+			if other, dup := addrs[s.Addr]; dup && !strings.HasSuffix(s.Addr, ":0") {
+				errs = append(errs, fmt.Errorf("%s: addr %s is also given to server %q", where, s.Addr, other))
+			}
+			addrs[s.Addr] = s.Name
 			if err := checkAddr(s.Addr); err != nil {
 				errs = append(errs, fmt.Errorf("%s: addr %s: %w", where, s.Addr, err))
 			}

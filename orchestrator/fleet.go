@@ -201,6 +201,9 @@ func (f *Fleet) startOne(ctx context.Context, spec ServerSpec) error {
 	cmd.Env = append(cmd.Env, f.childTelemetryEnv(spec.Name)...)
 	cmd.Env = append(cmd.Env, configEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	// A grandchild that escaped the process group could hold the output
+	// pipes open; stop waiting for them this long after the child exits.
+	cmd.WaitDelay = 5 * time.Second
 	c := &child{spec: spec, cmd: cmd, tail: newTailBuffer(20), logFile: logFile, done: make(chan struct{})}
 	readyc := make(chan Ready, 1)
 	cmd.Stderr = io.MultiWriter(logFile, c.tail)
@@ -431,15 +434,16 @@ func (f *Fleet) stop(ctx context.Context) error {
 		f.mu.Lock()
 		c.stoppedByUs = true
 		f.mu.Unlock()
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		c.signal(syscall.SIGTERM)
 	}
-	deadline := time.NewTimer(f.opts.StopTimeout)
-	defer deadline.Stop()
+	// One deadline for every server: a closed Done channel stays ready,
+	// where a timer's channel fires once, for the first server only.
+	drain, cancel := context.WithTimeout(ctx, f.opts.StopTimeout)
+	defer cancel()
 	for _, c := range servers {
 		select {
 		case <-c.done:
-		case <-deadline.C:
-		case <-ctx.Done():
+		case <-drain.Done():
 		}
 		select {
 		case <-c.done:
@@ -447,7 +451,7 @@ func (f *Fleet) stop(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("server %q stopped with %v", c.spec.Name, c.waitErr))
 			}
 		default:
-			_ = c.cmd.Process.Kill()
+			c.signal(syscall.SIGKILL)
 			<-c.done
 			errs = append(errs, fmt.Errorf("server %q did not stop within %s: killed", c.spec.Name, f.opts.StopTimeout))
 		}
@@ -457,6 +461,16 @@ func (f *Fleet) stop(ctx context.Context) error {
 	f.mu.Unlock()
 	f.recordActive(0)
 	return errors.Join(errs...)
+}
+
+// signal sends sig to the child's process group (the child leads its own,
+// see Setpgid), so whatever the server started goes with it: a process
+// left behind would keep the server's output pipes open, and Wait, hence
+// Stop, would wait for it.
+func (c *child) signal(sig syscall.Signal) {
+	if err := syscall.Kill(-c.cmd.Process.Pid, sig); err != nil {
+		_ = c.cmd.Process.Signal(sig)
+	}
 }
 
 // tailBuffer keeps the last n lines written to it.

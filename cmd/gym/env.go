@@ -66,6 +66,10 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		case ex := <-fleet.Exits():
 			failed = true
 			fmt.Fprintf(stderr, "gym env start: server %s (pid %d) died: %v; %d still running\n", ex.Name, ex.PID, ex.Err, fleet.Active())
+			if fleet.Active() == 0 {
+				fmt.Fprintln(stderr, "gym env start: no server left running")
+				running = false
+			}
 		}
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
