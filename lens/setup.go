@@ -90,6 +90,8 @@ type Handle struct {
 	abortCtx     context.Context
 	abortExports context.CancelFunc
 
+	batchers []*spanBatcher
+
 	prevSlog     *slog.Logger
 	prevLogOut   io.Writer
 	prevLogFlags int
@@ -159,6 +161,19 @@ func (h *Handle) PrometheusAddr() string {
 		return ""
 	}
 	return h.promAddr
+}
+
+// DroppedSpans returns how many finished spans were dropped because an
+// export queue was full (the exporter could not keep up).
+func (h *Handle) DroppedSpans() uint64 {
+	if h == nil {
+		return 0
+	}
+	var n uint64
+	for _, b := range h.batchers {
+		n += b.Dropped()
+	}
+	return n
 }
 
 // ForceFlush exports everything buffered so far, bounded by ctx.
@@ -371,7 +386,7 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 
 	sinks := newExporterSet(cfg, opts, res, &h.closers)
 	if cfg.TracesEnabled {
-		if err := h.buildTraces(ctx, sinks); err != nil {
+		if err := h.buildTraces(ctx, sinks, warn); err != nil {
 			return err
 		}
 	}
@@ -390,7 +405,7 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 
 // buildTraces installs a tracer provider, unless no configured exporter
 // takes spans (prometheus alone): then spans are not recorded at all.
-func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet) error {
+func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, warn *slog.Logger) error {
 	exps, err := sinks.spanExporters(ctx)
 	if err != nil || len(exps) == 0 {
 		return err
@@ -401,8 +416,9 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet) error {
 	}
 	h.abortCtx, h.abortExports = context.WithCancel(context.Background())
 	for _, e := range exps {
-		e = abortableExporter{SpanExporter: e, abort: h.abortCtx}
-		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(e)))
+		b := newSpanBatcher(abortableExporter{SpanExporter: e, abort: h.abortCtx}, warn)
+		h.batchers = append(h.batchers, b)
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(b))
 	}
 	h.tp = sdktrace.NewTracerProvider(tpOpts...)
 	h.tracer = h.tp.Tracer(ScopeName)
