@@ -1,6 +1,29 @@
-// Package report reads a run directory back: the telemetry files every
-// process wrote and the collected rollouts.
+// Package report reads a run directory back and reports on it.
 //
-// It works only from what was exported (spans, metric records) and written
-// (rollouts.jsonl); it never re-times anything.
+// A run directory (runs/<run id>/) holds config.yaml, rollouts.jsonl and
+// one telemetry/<process>.jsonl file per process. [Load] reads all of it
+// into a [Run]: the processes, every span grouped by trace, every metric
+// stream followed across exports, and the rollouts. The Run's methods
+// derive the views a report shows (duration distributions, verify success
+// per process and over time, HTTP latency per route, the slowest rollouts'
+// traces, problems such as broken traces), and [WriteText] renders them as
+// text. The model carries no presentation, so other renderers can be built
+// on the same methods.
+//
+//	run dir ──Load──► Run (processes, traces, series, rollouts, notes)
+//	                   │  Problems, VerifyWindows, SlowestRollouts, ...
+//	                   └──► WriteText (or another renderer)
+//
+// The report works only from what was exported and written; it never
+// re-times anything. Metric records are cumulative and repeat at every
+// export, so totals come from a stream's last record and "over time" views
+// from the sequence of records. Percentiles of exported histograms are
+// estimates: the rank is located in a bucket and interpolated linearly
+// inside it, the outer buckets being closed by the recorded min and max.
+//
+// Damage is handled in two ways. A truncated last line of a telemetry file
+// (a writer that died mid-line) or an unreadable line of rollouts.jsonl
+// becomes a [Note] and the report goes on; a corrupt line elsewhere or a
+// file from another format version makes Load fail with a [FileError]
+// naming the file and line.
 package report

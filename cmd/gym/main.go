@@ -56,6 +56,7 @@ var gym = group{
 			serveCommand,
 			rolloutsCommand,
 			telemetryCommand,
+			reportCommand,
 		}
 	},
 }

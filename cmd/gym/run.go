@@ -99,7 +99,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
 		return 1
 	}
-	started := time.Now()
 	fleet, err := sess.start(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
@@ -115,7 +114,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Progress:    progress,
 		ProgressTTY: isTerminal(stderr),
 	})
-	collectElapsed := time.Since(started)
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -135,12 +133,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gym run: %v\n", stopErr)
 		code = 1
 	}
-	rep, err := report.Summarize(sess.runDir)
+	run, err := report.Load(sess.runDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "gym run: read run back: %v\n", err)
 		return 1
 	}
-	printSummary(stdout, sess.runID, sess.runDir, rep, sum, collectElapsed)
+	printSummary(stdout, sess.runID, sess.runDir, run.Summary(), sum)
+	fmt.Fprintln(stdout)
+	if err := report.WriteText(stdout, run, report.TextOptions{SlowestK: report.DefaultSlowestK}); err != nil {
+		fmt.Fprintf(stderr, "gym run: report: %v\n", err)
+		return 1
+	}
 	return code
 }
 
@@ -156,7 +159,7 @@ func writeTasks(path string, tasks []protocol.Task) error {
 	return f.Close()
 }
 
-func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rollout.Summary, elapsed time.Duration) {
+func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rollout.Summary) {
 	fmt.Fprintf(w, "\nrun %s  (%s)\n", runID, runDir)
 	fmt.Fprintf(w, "  rollouts        %d (%d failed), %.1f/s over %s\n", rep.Rollouts, rep.Failed,
 		float64(sum.Total-sum.Skipped)/max(sum.Elapsed.Seconds(), 1e-9), sum.Elapsed.Round(time.Millisecond))
@@ -172,10 +175,6 @@ func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rol
 		}
 		fmt.Fprintf(w, "\n  traces found    %d (%d spans)\n", rep.Traces, rep.Spans)
 	}
-	for _, note := range rep.Notes {
-		fmt.Fprintf(w, "  note: %s\n", note)
-	}
-	_ = elapsed
 }
 
 // isTerminal reports whether w is a character device (a terminal).

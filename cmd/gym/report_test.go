@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// reportFixture is the committed run directory of the report package.
+const reportFixture = "../../report/testdata/run-small"
+
+func TestReportPrintsTheRun(t *testing.T) {
+	code, out, errOut := runGym(t, "report", reportFixture)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"Run run-small", "Verify success", "HTTP server requests",
+		"Slowest rollouts: 3", "Problems\n  none found"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestReportFlagsBeforeOrAfterTheDirectory(t *testing.T) {
+	for _, args := range [][]string{
+		{"report", "--slowest", "1", "--width", "80", reportFixture},
+		{"report", reportFixture, "--slowest", "1", "--width", "80"},
+		{"report", "--slowest=1", reportFixture, "--width=80"},
+	} {
+		code, out, errOut := runGym(t, args...)
+		if code != 0 || !strings.Contains(out, "Slowest rollouts: 1") || strings.Contains(out, "#2") {
+			t.Errorf("gym %v: exit %d, stderr %q, output:\n%s", args, code, errOut, out)
+		}
+	}
+	code, out, _ := runGym(t, "report", "--slowest", "0", reportFixture)
+	if code != 0 || strings.Contains(out, "Slowest rollouts") {
+		t.Errorf("--slowest 0: exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestReportBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"report"},
+		{"report", reportFixture, reportFixture},
+		{"report", "--slowest", "-1", reportFixture},
+		{"report", "--width", "10", reportFixture},
+		{"report", "--width", "wide", reportFixture},
+		{"report", "--bogus", reportFixture},
+	} {
+		code, out, errOut := runGym(t, args...)
+		if code != exitUsage {
+			t.Errorf("gym %v: exit %d, want %d", args, code, exitUsage)
+		}
+		if out != "" || errOut == "" {
+			t.Errorf("gym %v: want the error on stderr only; stdout %q stderr %q", args, out, errOut)
+		}
+	}
+}
+
+func TestReportUnreadableRun(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, out, errOut := runGym(t, "report", missing)
+	if code != 1 || out != "" || !strings.Contains(errOut, missing) || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("missing dir: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// A corrupt line in the middle of a telemetry file: the message names
+	// the file and the line.
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.CopyFS(dir, os.DirFS(reportFixture)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "telemetry", "orchestrator.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	lines[2] = "{oops"
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runGym(t, "report", dir)
+	if code != 1 || out != "" || !strings.Contains(errOut, path+":3:") {
+		t.Errorf("corrupt line: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestReportHelp(t *testing.T) {
+	for _, args := range [][]string{{"help", "report"}, {"report", "-h"}} {
+		code, out, _ := runGym(t, args...)
+		if code != 0 || !strings.Contains(out, "Usage: gym report RUN_DIR") || !strings.Contains(out, "-slowest") {
+			t.Errorf("gym %v: exit %d, output:\n%s", args, code, out)
+		}
+	}
+	_, out, _ := runGym(t, "help")
+	if !strings.Contains(out, "report") {
+		t.Errorf("gym help does not list report:\n%s", out)
+	}
+}

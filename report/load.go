@@ -1,0 +1,534 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gymlens/gymlens/internal/telfile"
+)
+
+// Names of the files and directories inside a run directory.
+const (
+	ConfigFile   = "config.yaml"
+	RolloutsFile = "rollouts.jsonl"
+	TelemetryDir = "telemetry"
+)
+
+// FileError reports a file of the run directory that cannot be read. Load
+// returns it for damage it cannot step over (a corrupt line in the middle
+// of a telemetry file, a header from another format version); it names
+// the file and, when known, the line.
+type FileError struct {
+	// Path is the file's path: the run directory as given to Load joined
+	// with the file's place inside it.
+	Path string
+	// Line is the 1-based line number, 0 when not tied to a line.
+	Line int
+	// Err is the underlying problem.
+	Err error
+}
+
+func (e *FileError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *FileError) Unwrap() error { return e.Err }
+
+// ErrNotRunDir is wrapped by Load's error for a directory that holds none
+// of config.yaml, rollouts.jsonl and telemetry/.
+var ErrNotRunDir = errors.New("not a run directory (no config.yaml, rollouts.jsonl or telemetry/)")
+
+// Load reads the run directory dir: every telemetry/*.jsonl file,
+// rollouts.jsonl and config.yaml.
+//
+// Damage that leaves the rest of the data trustworthy becomes a Note and
+// reading goes on: a telemetry file whose last line was cut short, an
+// unreadable line of rollouts.jsonl, a missing rollouts.jsonl or an
+// unreadable config.yaml. Anything else (a missing directory, a corrupt
+// line inside a telemetry file, a header announcing another format
+// version) is an error naming the file and line; the error is a
+// *FileError whenever a file is to blame.
+func Load(dir string) (Run, error) {
+	run := Run{Dir: dir, traceByID: map[string]*Trace{}}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return run, fmt.Errorf("run directory %s does not exist: %w", dir, fs.ErrNotExist)
+	case err != nil:
+		return run, fmt.Errorf("run directory: %w", err)
+	case !fi.IsDir():
+		return run, fmt.Errorf("run directory %s is not a directory", dir)
+	}
+	found := 0
+	for _, name := range []string{ConfigFile, RolloutsFile, TelemetryDir} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			found++
+		}
+	}
+	if found == 0 {
+		return run, fmt.Errorf("%s: %w", dir, ErrNotRunDir)
+	}
+
+	l := loader{run: &run, series: map[string]*Series{}}
+	if err := l.readConfig(); err != nil {
+		return run, err
+	}
+	if err := l.readTelemetry(); err != nil {
+		return run, err
+	}
+	if err := l.readRollouts(); err != nil {
+		return run, err
+	}
+	l.finish()
+	return run, nil
+}
+
+type loader struct {
+	run    *Run
+	series map[string]*Series
+}
+
+func (l *loader) note(file string, line int, format string, args ...any) {
+	l.run.Notes = append(l.run.Notes, Note{File: file, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// configYAML is the subset of config.yaml the report reads.
+type configYAML struct {
+	RunID   string `yaml:"run_id"`
+	Servers []struct {
+		Name string `yaml:"name"`
+		Type string `yaml:"type"`
+	} `yaml:"servers"`
+	Telemetry map[string]any `yaml:"telemetry"`
+}
+
+func (l *loader) readConfig() error {
+	path := filepath.Join(l.run.Dir, ConfigFile)
+	raw, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return &FileError{Path: path, Err: pathless(err)}
+	}
+	var c configYAML
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		l.note(ConfigFile, 0, "unreadable, ignored: %v", err)
+		return nil
+	}
+	cfg := &Config{RunID: c.RunID, TelemetryEnabled: true}
+	for _, s := range c.Servers {
+		cfg.Servers = append(cfg.Servers, ConfigServer{Name: s.Name, Type: s.Type})
+	}
+	if v, ok := c.Telemetry["enabled"]; ok {
+		cfg.TelemetryEnabled = truthy(v)
+	}
+	if v, ok := c.Telemetry["exporter"]; ok {
+		for _, e := range strings.Split(fmt.Sprint(v), ",") {
+			if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
+				cfg.Exporters = append(cfg.Exporters, e)
+			}
+		}
+	}
+	if v, ok := c.Telemetry["export_strategy"]; ok {
+		cfg.ExportStrategy = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := c.Telemetry["metric_export_interval_ms"]; ok {
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(v)), 64); err == nil && ms > 0 && !math.IsInf(ms, 0) {
+			cfg.MetricExportInterval = time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	l.run.Config = cfg
+	return nil
+}
+
+// truthy reads a YAML boolean the way the telemetry configuration does.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case int:
+		return x != 0
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "1", "true", "yes", "on":
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) readTelemetry() error {
+	tdir := filepath.Join(l.run.Dir, TelemetryDir)
+	entries, err := os.ReadDir(tdir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l.note(TelemetryDir, 0, "no telemetry directory; the run exported no telemetry here")
+		return nil
+	case err != nil:
+		return &FileError{Path: tdir, Err: pathless(err)}
+	}
+	for _, e := range entries { // ReadDir sorts by name
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		if err := l.readTelemetryFile(e.Name()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *loader) readTelemetryFile(name string) error {
+	rel := filepath.ToSlash(filepath.Join(TelemetryDir, name))
+	path := filepath.Join(l.run.Dir, TelemetryDir, name)
+	f, err := os.Open(path)
+	if err != nil {
+		return &FileError{Path: path, Err: pathless(err)}
+	}
+	defer f.Close()
+	if err := checkHeader(f); err != nil {
+		return &FileError{Path: path, Line: 1, Err: err}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return &FileError{Path: path, Err: err}
+	}
+
+	p := &Process{File: name}
+	l.run.Processes = append(l.run.Processes, p)
+	instance := ""
+	headerless := 0
+	err = telfile.Read(f, func(rec telfile.Record) error {
+		switch {
+		case rec.Resource != nil:
+			p.Headers++
+			a := rec.Resource.Attributes
+			instance = attrText(a["service.instance.id"])
+			if p.Headers == 1 {
+				p.Resource = a
+				p.ServiceName = attrText(a["service.name"])
+				p.ServerName = attrText(a["nemo.gym.server.name"])
+				p.ServerType = attrText(a["nemo.gym.server.type"])
+				p.InstanceID = instance
+				p.RunID = attrText(a["nemo.run.id"])
+			}
+			return nil
+		case p.Headers == 0 && headerless == 0:
+			headerless = rec.Line
+		}
+		switch {
+		case rec.Span != nil:
+			p.Spans++
+			l.addSpan(p, rec.Line, rec.Span)
+		case rec.Metric != nil:
+			p.Metrics++
+			l.addMetric(p, instance, rec.Metric)
+		case rec.Log != nil:
+			p.Logs++
+		}
+		return nil
+	})
+	if headerless > 0 {
+		l.note(rel, headerless, "records before any resource header; the process that wrote them is unknown")
+	}
+	if err == nil {
+		return nil
+	}
+	line, detail := splitLine(err)
+	if errors.Is(err, telfile.ErrTruncated) {
+		l.note(rel, line, "last line is cut short (a partially written record); skipped")
+		return nil
+	}
+	return &FileError{Path: path, Line: line, Err: detail}
+}
+
+// checkHeader looks at the first line on its own so that a file written
+// in another format version gets a message saying so, rather than a
+// complaint about whatever field changed.
+func checkHeader(r io.Reader) error {
+	br := bufio.NewReader(r)
+	first, err := br.ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	first = bytes.TrimSpace(first)
+	if len(first) == 0 {
+		return nil
+	}
+	var head struct {
+		Type   string          `json:"type"`
+		Format json.RawMessage `json:"format"`
+	}
+	if json.Unmarshal(first, &head) != nil || head.Type != telfile.TypeResource {
+		return nil // telfile.Read reports it with the line number
+	}
+	if head.Format == nil {
+		return fmt.Errorf("resource header has no format version: the file was written by an older, unsupported gymlens (this report reads format %d)", telfile.FormatVersion)
+	}
+	var v int
+	if err := json.Unmarshal(head.Format, &v); err != nil {
+		return fmt.Errorf("resource header has an unreadable format version %s", head.Format)
+	}
+	switch {
+	case v > telfile.FormatVersion:
+		return fmt.Errorf("telemetry format %d is newer than this report understands (format %d); use a newer gym to read it", v, telfile.FormatVersion)
+	case v < telfile.FormatVersion:
+		return fmt.Errorf("telemetry format %d is older than this report understands (format %d); use the gym release that wrote it", v, telfile.FormatVersion)
+	}
+	return nil
+}
+
+// splitLine takes the "line N: " prefix off an error from telfile.Read.
+func splitLine(err error) (int, error) {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "line ")
+	if !ok {
+		return 0, err
+	}
+	num, detail, ok := strings.Cut(rest, ": ")
+	n, convErr := strconv.Atoi(num)
+	if !ok || convErr != nil {
+		return 0, err
+	}
+	return n, &detailError{msg: detail, err: err}
+}
+
+// detailError is an error message with its "line N:" prefix removed that
+// still unwraps to the original chain.
+type detailError struct {
+	msg string
+	err error
+}
+
+func (e *detailError) Error() string { return e.msg }
+func (e *detailError) Unwrap() error { return errors.Unwrap(e.err) }
+
+func (l *loader) addSpan(p *Process, line int, in *telfile.Span) {
+	s := &Span{
+		Process:       p,
+		Line:          line,
+		TraceID:       in.TraceID,
+		SpanID:        in.SpanID,
+		ParentSpanID:  in.ParentSpanID,
+		Name:          in.Name,
+		Kind:          in.Kind,
+		Start:         time.Unix(0, in.StartNS).UTC(),
+		End:           time.Unix(0, in.EndNS).UTC(),
+		Status:        in.Status,
+		StatusMessage: in.StatusMessage,
+		Attributes:    in.Attributes,
+	}
+	t := l.run.traceByID[s.TraceID]
+	if t == nil {
+		t = &Trace{ID: s.TraceID, byID: map[string]*Span{}}
+		l.run.traceByID[s.TraceID] = t
+		l.run.Traces = append(l.run.Traces, t)
+	}
+	t.Spans = append(t.Spans, s)
+	if _, dup := t.byID[s.SpanID]; !dup {
+		t.byID[s.SpanID] = s
+	}
+}
+
+func (l *loader) addMetric(p *Process, instance string, m *telfile.Metric) {
+	for _, pt := range m.Points {
+		key := p.File + "\x00" + instance + "\x00" + m.Name + "\x00" + attrKey(pt.Attributes)
+		s := l.series[key]
+		if s == nil {
+			s = &Series{Process: p, Instance: instance, Name: m.Name, Unit: m.Unit, Kind: m.Kind,
+				Temporality: m.Temporality, Attributes: pt.Attributes}
+			l.series[key] = s
+			l.run.Series = append(l.run.Series, s)
+		}
+		t := pt.TimeNS
+		if t == 0 {
+			t = m.TimeNS
+		}
+		v := Point{Time: time.Unix(0, t).UTC(), Value: pt.Value.Float64()}
+		if pt.StartNS != 0 {
+			v.Start = time.Unix(0, pt.StartNS).UTC()
+		}
+		if m.Kind == telfile.MetricHistogram {
+			h := &Histogram{Count: pt.Count, Sum: pt.Sum.Float64(), Bounds: pt.Bounds, Counts: pt.Counts}
+			if pt.Min != nil && pt.Max != nil {
+				h.Min, h.Max, h.HasMinMax = pt.Min.Float64(), pt.Max.Float64(), true
+			}
+			if len(h.Counts) != len(h.Bounds)+1 {
+				// Not a usable bucket layout: keep count and sum only.
+				h.Bounds, h.Counts = nil, nil
+			}
+			v.Histogram = h
+		}
+		if m.Temporality == telfile.TemporalityDelta && len(s.Points) > 0 {
+			prev := s.Points[len(s.Points)-1]
+			v.Value += prev.Value
+			if v.Histogram != nil && prev.Histogram != nil {
+				if merged, err := MergeHistograms(prev.Histogram, v.Histogram); err == nil {
+					v.Histogram = merged
+				}
+			}
+		}
+		s.Points = append(s.Points, v)
+	}
+}
+
+// rolloutJSON is one line of rollouts.jsonl.
+type rolloutJSON struct {
+	TaskID          string  `json:"task_id"`
+	RolloutID       string  `json:"rollout_id"`
+	TraceID         string  `json:"trace_id"`
+	Reward          float64 `json:"reward"`
+	Correct         bool    `json:"correct"`
+	Error           string  `json:"error"`
+	DurationMS      float64 `json:"duration_ms"`
+	AgentDurationMS float64 `json:"agent_duration_ms"`
+}
+
+func (l *loader) readRollouts() error {
+	path := filepath.Join(l.run.Dir, RolloutsFile)
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l.note(RolloutsFile, 0, "not found; no rollouts to report")
+		return nil
+	case err != nil:
+		return &FileError{Path: path, Err: pathless(err)}
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for line := 1; ; line++ {
+		text, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &FileError{Path: path, Line: line, Err: err}
+		}
+		complete := bytes.HasSuffix(text, []byte("\n"))
+		if trimmed := bytes.TrimSpace(text); len(trimmed) > 0 {
+			var r rolloutJSON
+			if jerr := json.Unmarshal(trimmed, &r); jerr != nil {
+				if !complete {
+					l.note(RolloutsFile, line, "last line is cut short (a partially written rollout); skipped")
+				} else {
+					l.note(RolloutsFile, line, "unreadable rollout line skipped: %v", jerr)
+				}
+			} else {
+				l.run.Rollouts = append(l.run.Rollouts, Rollout{
+					Line: line, TaskID: r.TaskID, RolloutID: r.RolloutID, TraceID: r.TraceID,
+					Reward: r.Reward, Correct: r.Correct, Error: r.Error,
+					DurationMS: r.DurationMS, AgentDurationMS: r.AgentDurationMS,
+				})
+			}
+		}
+		if err != nil { // io.EOF
+			return nil
+		}
+	}
+}
+
+// finish sorts everything and fills the derived fields.
+func (l *loader) finish() {
+	run := l.run
+	var start, end int64
+	widen := func(t time.Time) {
+		if t.IsZero() {
+			return
+		}
+		ns := t.UnixNano()
+		if start == 0 || ns < start {
+			start = ns
+		}
+		if ns > end {
+			end = ns
+		}
+	}
+	for _, t := range run.Traces {
+		sort.SliceStable(t.Spans, func(i, j int) bool {
+			a, b := t.Spans[i], t.Spans[j]
+			if !a.Start.Equal(b.Start) {
+				return a.Start.Before(b.Start)
+			}
+			return a.SpanID < b.SpanID
+		})
+		for i, s := range t.Spans {
+			if i == 0 || s.Start.Before(t.Start) {
+				t.Start = s.Start
+			}
+			if i == 0 || s.End.After(t.End) {
+				t.End = s.End
+			}
+		}
+		widen(t.Start)
+		widen(t.End)
+	}
+	sort.SliceStable(run.Traces, func(i, j int) bool {
+		a, b := run.Traces[i], run.Traces[j]
+		if !a.Start.Equal(b.Start) {
+			return a.Start.Before(b.Start)
+		}
+		return a.ID < b.ID
+	})
+	for _, s := range run.Series {
+		for _, p := range s.Points {
+			widen(p.Time)
+		}
+	}
+	sort.SliceStable(run.Series, func(i, j int) bool {
+		a, b := run.Series[i], run.Series[j]
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		if a.Process.File != b.Process.File {
+			return a.Process.File < b.Process.File
+		}
+		if a.Instance != b.Instance {
+			return a.Instance < b.Instance
+		}
+		return attrKey(a.Attributes) < attrKey(b.Attributes)
+	})
+	if start != 0 {
+		run.Start = time.Unix(0, start).UTC()
+		run.End = time.Unix(0, end).UTC()
+	}
+
+	switch {
+	case run.Config != nil && run.Config.RunID != "":
+		run.ID = run.Config.RunID
+	default:
+		for _, p := range run.Processes {
+			if p.RunID != "" {
+				run.ID = p.RunID
+				break
+			}
+		}
+	}
+	if run.ID == "" {
+		run.ID = filepath.Base(filepath.Clean(run.Dir))
+	}
+}
+
+// pathless drops the path from an *fs.PathError, which FileError names
+// already.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}

@@ -1,0 +1,390 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Run is what Load read from one run directory. It holds the data as it
+// was exported, indexed for lookups; it has no opinion on presentation.
+// The analysis methods (Problems, VerifyWindows, SlowestRollouts, ...)
+// derive the views a renderer shows, so a text and an HTML renderer agree
+// on every number.
+type Run struct {
+	// Dir is the run directory exactly as it was given to Load.
+	Dir string
+	// ID is the run id: config.yaml's run_id, else the nemo.run.id the
+	// processes report, else the directory's base name.
+	ID string
+	// Config is what config.yaml says; nil when the file is absent or
+	// unreadable (the latter leaves a Note).
+	Config *Config
+	// Processes has one entry per telemetry file, sorted by file name.
+	Processes []*Process
+	// Traces holds every exported span grouped by trace, sorted by start
+	// time and then trace id.
+	Traces []*Trace
+	// Series holds every metric stream, sorted by metric name, process
+	// file and attribute set.
+	Series []*Series
+	// Rollouts are the readable lines of rollouts.jsonl, in file order.
+	Rollouts []Rollout
+	// Notes are recoverable problems met while reading: a truncated last
+	// line, an unreadable rollout line, an unreadable config.yaml.
+	Notes []Note
+	// Start and End bound every timestamp found in the telemetry (span
+	// starts and ends, metric collection times). Both are zero when
+	// nothing was exported.
+	Start, End time.Time
+
+	traceByID map[string]*Trace
+}
+
+// Config is the part of config.yaml (the effective configuration gym run
+// writes into the run directory) that the report uses.
+type Config struct {
+	// RunID is the run_id key.
+	RunID string
+	// Servers are the servers the orchestrator was asked to start; the
+	// orchestrator itself is not listed.
+	Servers []ConfigServer
+	// TelemetryEnabled reports the telemetry block's enabled key; it is
+	// true when the key is absent.
+	TelemetryEnabled bool
+	// Exporters lists the telemetry block's exporter key (comma-separated
+	// in the file); empty when absent.
+	Exporters []string
+	// ExportStrategy is the telemetry block's export_strategy, "" if
+	// absent.
+	ExportStrategy string
+	// MetricExportInterval is the telemetry block's
+	// metric_export_interval_ms; 0 when absent.
+	MetricExportInterval time.Duration
+}
+
+// ConfigServer is one entry of config.yaml's servers list.
+type ConfigServer struct {
+	// Name is the server name, which also names its telemetry file.
+	Name string
+	// Type is the server type, such as resources_servers.
+	Type string
+}
+
+// Process is one telemetry file and the process that wrote it, as its
+// resource header describes it.
+type Process struct {
+	// File is the file's base name, such as "arithmetic.jsonl".
+	File string
+	// ServiceName is the service.name resource attribute.
+	ServiceName string
+	// ServerName is nemo.gym.server.name.
+	ServerName string
+	// ServerType is nemo.gym.server.type (resources_servers,
+	// responses_api_agents, responses_api_models or orchestrator).
+	ServerType string
+	// InstanceID is service.instance.id of the first header.
+	InstanceID string
+	// RunID is nemo.run.id.
+	RunID string
+	// Resource holds every attribute of the file's first resource header.
+	Resource map[string]any
+	// Headers counts the resource headers in the file; more than one means
+	// several writers appended to it.
+	Headers int
+	// Spans, Metrics and Logs count the records of each type. Metrics
+	// counts metric lines (one per instrument per export), not points.
+	Spans, Metrics, Logs int
+}
+
+// Name returns the short name used in tables: the server name, else the
+// file name without its extension.
+func (p *Process) Name() string {
+	if p.ServerName != "" {
+		return p.ServerName
+	}
+	return strings.TrimSuffix(p.File, ".jsonl")
+}
+
+// Empty reports whether the file holds no spans, metrics or logs (a
+// resource header alone, or nothing at all).
+func (p *Process) Empty() bool { return p.Spans+p.Metrics+p.Logs == 0 }
+
+// Span is one exported span.
+type Span struct {
+	// Process is the process whose file holds the span.
+	Process *Process
+	// Line is the span's 1-based line number in that file.
+	Line int
+	// TraceID, SpanID and ParentSpanID are lowercase hex identifiers;
+	// ParentSpanID is empty for a root span.
+	TraceID, SpanID, ParentSpanID string
+	// Name is the span name.
+	Name string
+	// Kind is internal, server, client, producer or consumer.
+	Kind string
+	// Start and End are the recorded start and end times.
+	Start, End time.Time
+	// Status is unset, ok or error; StatusMessage describes an error.
+	Status, StatusMessage string
+	// Attributes are the span attributes as decoded from JSON (numbers
+	// are float64).
+	Attributes map[string]any
+}
+
+// Duration returns End minus Start.
+func (s *Span) Duration() time.Duration { return s.End.Sub(s.Start) }
+
+// Attr returns the attribute key formatted as text, "" when absent.
+func (s *Span) Attr(key string) string { return attrText(s.Attributes[key]) }
+
+// Trace is every exported span sharing one trace id, whichever process
+// exported it.
+type Trace struct {
+	// ID is the trace id.
+	ID string
+	// Spans are sorted by start time, then span id.
+	Spans []*Span
+	// Start is the earliest span start; End the latest span end.
+	Start, End time.Time
+
+	byID map[string]*Span
+}
+
+// Duration returns End minus Start.
+func (t *Trace) Duration() time.Duration { return t.End.Sub(t.Start) }
+
+// Span returns the span with the given id, or nil.
+func (t *Trace) Span(id string) *Span { return t.byID[id] }
+
+// Orphans returns the spans that name a parent the trace does not hold:
+// the parent was never exported, so the trace is broken there.
+func (t *Trace) Orphans() []*Span {
+	var out []*Span
+	for _, s := range t.Spans {
+		if s.ParentSpanID != "" && t.byID[s.ParentSpanID] == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// WaterfallRow is one line of a trace drawn as a tree.
+type WaterfallRow struct {
+	// Span is the span drawn on this row.
+	Span *Span
+	// Depth is the number of ancestors found in the trace.
+	Depth int
+	// Offset is the span's start relative to the trace's start.
+	Offset time.Duration
+	// Orphan is set when the span's parent is missing from the trace.
+	Orphan bool
+}
+
+// Waterfall lays the trace out as a tree: roots (and orphans) at depth 0,
+// each followed by its children, siblings in start order.
+func (t *Trace) Waterfall() []WaterfallRow {
+	children := map[string][]*Span{}
+	var roots []*Span
+	for _, s := range t.Spans {
+		if s.ParentSpanID != "" && t.byID[s.ParentSpanID] != nil && s.ParentSpanID != s.SpanID {
+			children[s.ParentSpanID] = append(children[s.ParentSpanID], s)
+		} else {
+			roots = append(roots, s)
+		}
+	}
+	rows := make([]WaterfallRow, 0, len(t.Spans))
+	seen := map[*Span]bool{}
+	var walk func(s *Span, depth int)
+	walk = func(s *Span, depth int) {
+		if seen[s] {
+			return
+		}
+		seen[s] = true
+		rows = append(rows, WaterfallRow{
+			Span:   s,
+			Depth:  depth,
+			Offset: s.Start.Sub(t.Start),
+			Orphan: s.ParentSpanID != "" && t.byID[s.ParentSpanID] == nil,
+		})
+		for _, c := range children[s.SpanID] {
+			walk(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	// Spans caught in a parent cycle reach no root; show them flat rather
+	// than lose them.
+	for _, s := range t.Spans {
+		if !seen[s] {
+			walk(s, 0)
+		}
+	}
+	return rows
+}
+
+// Series is one metric stream: one instrument of one process with one
+// attribute set, followed across exports.
+type Series struct {
+	// Process is the process that exported the stream.
+	Process *Process
+	// Instance is the service.instance.id in effect when the stream was
+	// read; it separates writers that appended to the same file.
+	Instance string
+	// Name, Unit and Kind (sum, gauge, histogram) describe the instrument.
+	Name, Unit, Kind string
+	// Temporality is the stream's temporality as exported; Points are
+	// cumulative either way (see Points).
+	Temporality string
+	// Attributes identify the stream within the instrument.
+	Attributes map[string]any
+	// Points are the stream's values in export order. Sums and histograms
+	// are cumulative: delta streams are added up while loading, so the
+	// last point is always the total.
+	Points []Point
+}
+
+// Last returns the final point; the zero Point when there is none.
+func (s *Series) Last() Point {
+	if len(s.Points) == 0 {
+		return Point{}
+	}
+	return s.Points[len(s.Points)-1]
+}
+
+// Attr returns the attribute key formatted as text, "" when absent.
+func (s *Series) Attr(key string) string { return attrText(s.Attributes[key]) }
+
+// Point is one value of a Series.
+type Point struct {
+	// Time is when the value was collected.
+	Time time.Time
+	// Start is the start of the period the value covers; zero if unknown.
+	Start time.Time
+	// Value is the reading of a sum or a gauge.
+	Value float64
+	// Histogram is set for histogram streams.
+	Histogram *Histogram
+}
+
+// Rollout is one line of rollouts.jsonl.
+type Rollout struct {
+	// Line is the 1-based line number.
+	Line int
+	// TaskID, RolloutID and TraceID identify the task, the rollout and
+	// its trace.
+	TaskID, RolloutID, TraceID string
+	// Reward is the verifier's score; Correct whether it judged the
+	// answer right.
+	Reward  float64
+	Correct bool
+	// Error is set when the rollout failed.
+	Error string
+	// DurationMS is the collector's wall clock for the rollout;
+	// AgentDurationMS what the agent reported.
+	DurationMS, AgentDurationMS float64
+}
+
+// Note is a recoverable problem met while reading the run directory.
+type Note struct {
+	// File is the file's path relative to the run directory.
+	File string
+	// Line is the 1-based line number, 0 when the note is about the whole
+	// file.
+	Line int
+	// Message says what was wrong and what was done about it.
+	Message string
+}
+
+// String formats the note as "file:line: message".
+func (n Note) String() string {
+	if n.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", n.File, n.Line, n.Message)
+	}
+	return n.File + ": " + n.Message
+}
+
+// Trace returns the trace with the given id, or nil.
+func (r *Run) Trace(id string) *Trace { return r.traceByID[id] }
+
+// Offset returns t relative to the run's start.
+func (r *Run) Offset(t time.Time) time.Duration { return t.Sub(r.Start) }
+
+// Duration returns End minus Start: how long the telemetry spans.
+func (r *Run) Duration() time.Duration { return r.End.Sub(r.Start) }
+
+// SpanCount returns the number of spans in all traces.
+func (r *Run) SpanCount() int {
+	n := 0
+	for _, t := range r.Traces {
+		n += len(t.Spans)
+	}
+	return n
+}
+
+// Process returns the process with the given server name (or, failing
+// that, file base name without extension), or nil.
+func (r *Run) Process(name string) *Process {
+	for _, p := range r.Processes {
+		if p.ServerName == name {
+			return p
+		}
+	}
+	for _, p := range r.Processes {
+		if strings.TrimSuffix(p.File, ".jsonl") == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// SeriesNamed returns the series of the named metric, in Run order.
+func (r *Run) SeriesNamed(name string) []*Series {
+	var out []*Series
+	for _, s := range r.Series {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// attrText formats an attribute value decoded from JSON. Whole numbers
+// print without a fraction, so a status code reads 200, not 200.000000.
+func attrText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprintf("%d", int64(x))
+		}
+		return fmt.Sprintf("%g", x)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// attrKey is a canonical text form of an attribute set, used to tell
+// streams apart and to order them.
+func attrKey(attrs map[string]any) string {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(attrText(attrs[k]))
+	}
+	return b.String()
+}
