@@ -47,6 +47,9 @@ type ServerSpec struct {
 	Impl string `yaml:"impl,omitempty" json:"impl,omitempty"`
 	// Addr fixes the listen address; empty means a free loopback port.
 	Addr string `yaml:"addr,omitempty" json:"addr,omitempty"`
+	// MetricsAddr fixes where the prometheus exporter serves /metrics;
+	// empty means a free loopback port.
+	MetricsAddr string `yaml:"metrics_addr,omitempty" json:"metrics_addr,omitempty"`
 	// ModelServer and ResourcesServer name an agent's peers; empty means
 	// the only server of that type.
 	ModelServer     string `yaml:"model_server,omitempty" json:"model_server,omitempty"`

@@ -198,7 +198,7 @@ func (f *Fleet) startOne(ctx context.Context, spec ServerSpec) error {
 	}
 	cmd := exec.Command(f.opts.Binary, args...)
 	cmd.Env = append(os.Environ(), f.opts.ExtraEnv...)
-	cmd.Env = append(cmd.Env, f.childTelemetryEnv(spec.Name)...)
+	cmd.Env = append(cmd.Env, f.childTelemetryEnv(spec)...)
 	cmd.Env = append(cmd.Env, configEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	// A grandchild that escaped the process group could hold the output
@@ -245,12 +245,16 @@ func (f *Fleet) startOne(ctx context.Context, spec ServerSpec) error {
 }
 
 // childTelemetryEnv gives each process a telemetry file of its own (files
-// are never shared between processes) and a free port for a prometheus
-// endpoint, so neither collides across the fleet.
-func (f *Fleet) childTelemetryEnv(name string) []string {
+// are never shared between processes) and its prometheus endpoint address:
+// the spec's metrics_addr, or a free loopback port, so none collide.
+func (f *Fleet) childTelemetryEnv(spec ServerSpec) []string {
+	metrics := spec.MetricsAddr
+	if metrics == "" {
+		metrics = "127.0.0.1:0"
+	}
 	return []string{
-		lens.PrimaryPrefix + lens.KeyFilePath + "=" + filepath.Join(f.opts.RunDir, "telemetry", name+".jsonl"),
-		lens.PrimaryPrefix + lens.KeyPrometheusAddr + "=127.0.0.1:0",
+		lens.PrimaryPrefix + lens.KeyFilePath + "=" + filepath.Join(f.opts.RunDir, "telemetry", spec.Name+".jsonl"),
+		lens.PrimaryPrefix + lens.KeyPrometheusAddr + "=" + metrics,
 	}
 }
 

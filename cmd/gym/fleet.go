@@ -60,6 +60,14 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr
 	if err := os.MkdirAll(filepath.Join(runDir, "telemetry"), 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
+	// A free port for the orchestrator's own /metrics unless the user chose
+	// one: a fixed default would collide with a second fleet on the host,
+	// and targets.json says where it landed.
+	if _, _, set := (lens.LoadOptions{}).LookupVar(lens.KeyPrometheusAddr); !set {
+		if err := os.Setenv(lens.PrimaryPrefix+lens.KeyPrometheusAddr, "127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+	}
 	// The orchestrator's own file; every server gets one of its own.
 	if err := os.Setenv(lens.PrimaryPrefix+lens.KeyFilePath, filepath.Join(runDir, "telemetry", "orchestrator.jsonl")); err != nil {
 		return nil, err
@@ -108,7 +116,16 @@ func (s *fleetSession) writeEffectiveConfig() error {
 }
 
 func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {
-	return orchestrator.Start(ctx, s.cfg, orchestrator.Options{RunDir: s.runDir, Logger: s.log})
+	fleet, err := orchestrator.Start(ctx, s.cfg, orchestrator.Options{RunDir: s.runDir, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	// With the prometheus exporter, tell a Prometheus where every process
+	// serves /metrics: runs/<id>/prometheus/{targets.json,prometheus.yml}.
+	if err := orchestrator.WritePrometheusConfig(s.runDir, s.runID, telemetry.Get().PrometheusAddr(), fleet.Servers(), 0); err != nil {
+		s.log.Warn("prometheus scrape configuration not written", "err", err)
+	}
+	return fleet, nil
 }
 
 // close flushes the orchestrator's telemetry.
