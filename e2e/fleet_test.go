@@ -93,6 +93,22 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 	if len(distinct) != n {
 		t.Fatalf("%d rollouts share %d traces; want one trace each", n, len(distinct))
 	}
+	// The model and resources servers label their spans with the rollout id
+	// they received as baggage.
+	traceRollout := map[string]string{}
+	for id, tr := range rolloutTraces {
+		traceRollout[tr] = id
+	}
+	for _, p := range []*procData{model, res2} {
+		for _, s := range p.spans {
+			if s.Name != "gym.verify" && s.Name != "gym.model.responses" {
+				continue
+			}
+			if got, _ := s.Attributes["nemo.gym.rollout.id"].(string); got == "" || got != traceRollout[s.TraceID] {
+				t.Errorf("%s span: nemo.gym.rollout.id %q, want %q", s.Name, got, traceRollout[s.TraceID])
+			}
+		}
+	}
 	procsInTrace := map[string]map[string]bool{}
 	for name, p := range procs {
 		for _, s := range p.spans {

@@ -78,8 +78,8 @@ type Record struct {
 	// AgentDurationMS is the rollout's duration as the agent measured it;
 	// 0 when the agent did not answer.
 	AgentDurationMS float64 `json:"agent_duration_ms,omitempty"`
-	// TraceID is the rollout's trace: the one the agent reported, else the
-	// trace the call was made in (the gym.job span's when it is recorded).
+	// TraceID is the rollout's trace as the agent reported it ("" when the
+	// agent recorded no span).
 	TraceID string `json:"trace_id,omitempty"`
 	// Attempted is when the /run call was sent, in UTC.
 	Attempted time.Time `json:"attempted_at"`

@@ -7,9 +7,10 @@
 //
 // Telemetry sits at the two edges and nowhere else:
 //
-//	ingress:  otelhttp around the whole mux ─► SERVER span named by the
-//	          route pattern ("POST /verify"), http.server.request.duration
-//	          with http.route from the pattern, never the raw path
+//	ingress:  per-route middleware ─► SERVER span named by the route
+//	          pattern ("POST /verify"), http.server.request.duration with
+//	          http.route from the pattern, never the raw path; everything
+//	          static per route is computed once when the server starts
 //	egress:   Client.PostJSON ─► one CLIENT span per logical call (not per
 //	          retry), W3C traceparent injected, URL without query string
 //

@@ -48,6 +48,8 @@ func TestReportBadArguments(t *testing.T) {
 		{"report", "--width", "10", reportFixture},
 		{"report", "--width", "wide", reportFixture},
 		{"report", "--bogus", reportFixture},
+		{"report", "--quiet", reportFixture},
+		{"report", reportFixture, "--html"},
 	} {
 		code, out, errOut := runGym(t, args...)
 		if code != exitUsage {
@@ -91,12 +93,70 @@ func TestReportUnreadableRun(t *testing.T) {
 func TestReportHelp(t *testing.T) {
 	for _, args := range [][]string{{"help", "report"}, {"report", "-h"}} {
 		code, out, _ := runGym(t, args...)
-		if code != 0 || !strings.Contains(out, "Usage: gym report RUN_DIR") || !strings.Contains(out, "-slowest") {
+		if code != 0 || !strings.Contains(out, "Usage: gym report RUN_DIR") || !strings.Contains(out, "-slowest") ||
+			!strings.Contains(out, "-html FILE") || !strings.Contains(out, "-quiet") {
 			t.Errorf("gym %v: exit %d, output:\n%s", args, code, out)
 		}
 	}
 	_, out, _ := runGym(t, "help")
 	if !strings.Contains(out, "report") {
 		t.Errorf("gym help does not list report:\n%s", out)
+	}
+}
+
+func TestReportHTML(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+
+	// The page is written and the text report still printed.
+	code, out, errOut := runGym(t, "report", reportFixture, "--html", page)
+	if code != 0 || errOut != "" || !strings.Contains(out, "Run run-small") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(data)
+	for _, want := range []string{"<!DOCTYPE html>", "<title>gym report: run-small</title>", ">Slowest rollouts</h2>", "<svg"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, `<details class="trace`); n != 3 {
+		t.Errorf("%d waterfalls, want the default 3", n)
+	}
+
+	// --quiet leaves stdout empty; --slowest reaches the page.
+	quietPage := filepath.Join(dir, "quiet.html")
+	code, out, errOut = runGym(t, "report", "--html", quietPage, "--quiet", "--slowest", "5", reportFixture)
+	if code != 0 || out != "" || errOut != "" {
+		t.Errorf("--quiet: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if data, err := os.ReadFile(quietPage); err != nil || strings.Count(string(data), `<details class="trace`) != 5 {
+		t.Errorf("--quiet --slowest 5: page not written with 5 waterfalls (%v)", err)
+	}
+
+	// --html - puts the page, and only the page, on stdout.
+	code, out, _ = runGym(t, "report", reportFixture, "--html", "-")
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") || strings.Contains(out, "Processes seen:") {
+		t.Errorf("--html -: exit %d, stdout starts %.80q", code, out)
+	}
+}
+
+func TestReportHTMLUnwritable(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "report.html")
+	code, out, errOut := runGym(t, "report", reportFixture, "--html", bad)
+	if code != 1 || out != "" {
+		t.Errorf("exit %d, stdout %q; want 1 and nothing printed", code, out)
+	}
+	if !strings.Contains(errOut, "cannot write the HTML report to "+bad+":") || strings.Count(errOut, bad) != 1 {
+		t.Errorf("stderr does not name the file once: %q", errOut)
+	}
+
+	// A directory in the way of the file.
+	code, _, errOut = runGym(t, "report", reportFixture, "--html", t.TempDir())
+	if code != 1 || !strings.Contains(errOut, "cannot write the HTML report") {
+		t.Errorf("directory as file: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -167,7 +167,7 @@ func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rol
 	d := slices.Clone(rep.DurationsMS)
 	fmt.Fprintf(w, "  rollout time    p50 %.1f ms   p95 %.1f ms\n", rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 	if len(rep.Processes) == 0 {
-		fmt.Fprintf(w, "  telemetry       off (nothing exported)\n")
+		fmt.Fprintf(w, "  telemetry       no telemetry files in the run directory (off, or exported elsewhere: OTLP or prometheus)\n")
 	} else {
 		fmt.Fprintf(w, "  servers seen    %d:", len(rep.Processes))
 		for _, p := range rep.Processes {

@@ -122,6 +122,8 @@ func (a *agent) run(ctx context.Context, req protocol.RunRequest) (resp protocol
 			attribute.String(telemetry.AttrRolloutID, id),
 			attribute.String(AttrTaskID, req.Task.ID),
 		))
+		// The model and resources servers label their spans with it too.
+		ctx = telemetry.WithRolloutID(ctx, id)
 	}
 	recorded := false
 	defer func() {

@@ -96,6 +96,9 @@ func (h *handler) handle(ctx context.Context, req protocol.ResponsesRequest) (re
 			attribute.String(AttrRequestModel, h.requestModel()),
 			attribute.String(AttrMode, h.mode),
 		))
+		if id := telemetry.RolloutIDFrom(ctx); id != "" {
+			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+		}
 		defer func() {
 			if err == nil {
 				span.SetAttributes(

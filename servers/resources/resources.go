@@ -100,6 +100,9 @@ func (v *verifier) handle(ctx context.Context, req protocol.VerifyRequest) (resp
 	if lens.Enabled(telemetry.GroupVerify) {
 		_, span = lens.Start(ctx, telemetry.GroupVerify, SpanName,
 			trace.WithAttributes(attribute.String(AttrTaskID, req.Task.ID)))
+		if id := telemetry.RolloutIDFrom(ctx); id != "" {
+			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+		}
 	}
 	defer func() {
 		r := recover()
