@@ -268,6 +268,10 @@ func verdict(cfg lens.Config, rep *checkReport) (bool, string) {
 	if len(rep.Signals) == 0 {
 		return false, "traces, metrics and logs are all disabled"
 	}
+	if cfg.HasExporter(lens.ExporterFile) && cfg.FilePath == "" {
+		return false, fmt.Sprintf("set-up would fail: the file exporter needs %s%s "+
+			"(the orchestrator sets it for each process it starts)", lens.PrimaryPrefix, lens.KeyFilePath)
+	}
 	return true, ""
 }
 

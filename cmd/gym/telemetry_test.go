@@ -377,3 +377,17 @@ func TestCheckBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckFileExporterWithoutPath(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
+	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "file")
+	code, out, _ := runGym(t, "telemetry", "check")
+	if code != 0 || !strings.Contains(out, "would not export: set-up would fail") || !strings.Contains(out, "NEMO_GYM_OTEL_FILE_PATH") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	t.Setenv("NEMO_GYM_OTEL_FILE_PATH", filepath.Join(t.TempDir(), "t.jsonl"))
+	if _, out, _ := runGym(t, "telemetry", "check"); !strings.Contains(out, "verdict:           would export\n") {
+		t.Errorf("with a path, output:\n%s", out)
+	}
+}
