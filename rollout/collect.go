@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -56,7 +57,16 @@ type Options struct {
 	// ProgressEvery is the interval between plain progress lines; 0 or less
 	// means DefaultProgressEvery. The terminal bar is redrawn more often.
 	ProgressEvery time.Duration
+	// Stop, when closed, ends the run early but gently: no new rollout is
+	// started, and the ones in flight finish and are recorded (failures
+	// included). Collect then returns ErrStopped if tasks remain. The
+	// orchestrator closes it when a server of the fleet dies.
+	Stop <-chan struct{}
 }
+
+// ErrStopped is returned by Collect when Options.Stop ended the run before
+// every task was recorded; a later run with the same output resumes.
+var ErrStopped = errors.New("rollout: stopped before every task ran")
 
 // Record is one line of the output file: the outcome of one rollout.
 type Record struct {
@@ -220,7 +230,7 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 	var wg sync.WaitGroup
 	for range min(opts.Concurrency, len(todo)) {
 		wg.Go(func() {
-			for runCtx.Err() == nil {
+			for runCtx.Err() == nil && !closed(opts.Stop) {
 				i := int(next.Add(1) - 1)
 				if i >= len(todo) {
 					return
@@ -240,8 +250,20 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 		return sum, fmt.Errorf("rollout: close output: %w", closeErr)
 	case ctx.Err() != nil && sum.Remaining() > 0:
 		return sum, ctx.Err()
+	case closed(opts.Stop) && sum.Remaining() > 0:
+		return sum, ErrStopped
 	}
 	return sum, nil
+}
+
+// closed reports whether ch is closed; a nil channel never is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // collector is the state the workers of one run share.

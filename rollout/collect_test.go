@@ -500,3 +500,44 @@ func ExamplePercentile() {
 	fmt.Printf("p50 %.0f ms, p95 %.0f ms\n", rollout.Percentile(durations, 50), rollout.Percentile(durations, 95))
 	// Output: p50 100 ms, p95 264 ms
 }
+
+// Closing Options.Stop lets the rollouts in flight finish and be recorded,
+// starts no new one, and reports ErrStopped.
+func TestCollectStopFinishesInFlight(t *testing.T) {
+	stop := make(chan struct{})
+	entered := make(chan struct{}, 64)
+	release := make(chan struct{})
+	agent := startAgent(t, func(ctx context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
+		entered <- struct{}{}
+		<-release
+		return protocol.RunResponse{TaskID: req.Task.ID, Error: "model call failed: peer gone"}, nil
+	})
+	const concurrency = 3
+	out := outPath(t)
+	type result struct {
+		sum rollout.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(50, 3), out,
+			rollout.Options{AgentURL: agent.URL, Concurrency: concurrency, Stop: stop})
+		done <- result{sum, err}
+	}()
+	for range concurrency {
+		<-entered // every worker holds one rollout
+	}
+	close(stop)
+	close(release)
+	r := <-done
+	if !errors.Is(r.err, rollout.ErrStopped) {
+		t.Fatalf("err = %v, want ErrStopped", r.err)
+	}
+	recs := readRecords(t, out)
+	if len(recs) != concurrency || r.sum.Failed != concurrency {
+		t.Fatalf("%d records, %d failed; want the %d in flight, recorded as failures", len(recs), r.sum.Failed, concurrency)
+	}
+	if n := len(agent.Seen()); n != concurrency {
+		t.Fatalf("agent saw %d rollouts after Stop; want only the %d in flight", n, concurrency)
+	}
+}

@@ -104,6 +104,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
 		return 1
 	}
+	// A server that dies ends the collection gently: rollouts in flight
+	// finish (and fail), no new ones start, and the fleet is stopped.
+	stop := make(chan struct{})
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		select {
+		case ex := <-fleet.Exits():
+			fmt.Fprintf(stderr, "gym run: server %s (pid %d) died: %v; finishing the rollouts in flight and stopping\n", ex.Name, ex.PID, ex.Err)
+			close(stop)
+		case <-watchDone:
+		}
+	}()
 	var progress io.Writer = stderr
 	if *quiet {
 		progress = nil
@@ -113,6 +126,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Concurrency: *concurrency,
 		Progress:    progress,
 		ProgressTTY: isTerminal(stderr),
+		Stop:        stop,
 	})
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -124,6 +138,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if collectErr != nil {
 		if errors.Is(collectErr, context.Canceled) {
 			fmt.Fprintln(stderr, "gym run: interrupted; the fleet was stopped cleanly and the partial run is kept")
+		} else if errors.Is(collectErr, rollout.ErrStopped) {
+			fmt.Fprintf(stderr, "gym run: stopped early after a server died: %d of %d tasks not run (rollouts.jsonl is kept; `gym rollouts collect` resumes it)\n",
+				sum.Remaining(), sum.Total)
 		} else {
 			fmt.Fprintf(stderr, "gym run: collect: %v\n", collectErr)
 		}

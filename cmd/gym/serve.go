@@ -61,7 +61,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *configJSON == "" {
 		*configJSON = os.Getenv(orchestrator.ServerConfigEnv)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil)).With("server", *name)
+	base := slog.New(slog.NewTextHandler(stderr, nil))
+	log := base.With("server", *name)
 	slog.SetDefault(log)
 	if stop := startCPUProfile(*name, log); stop != nil {
 		defer stop()
@@ -86,7 +87,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}()
 
-	s := server.New(server.Options{Name: *name, Type: serverType, Addr: *addr, MaxBodyBytes: *maxBody, Logger: log})
+	s := server.New(server.Options{Name: *name, Type: serverType, Addr: *addr, MaxBodyBytes: *maxBody, Logger: base})
 	if err := register(s, serverType, *impl, *configJSON, *modelURL, *resourcesURL); err != nil {
 		fmt.Fprintf(stderr, "gym serve: %s: %v\n", *name, err)
 		return exitUsage
