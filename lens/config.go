@@ -320,8 +320,8 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	}
 	if ms, err := strconv.ParseInt(text(KeyMetricExportInterval), 10, 64); err != nil {
 		bad(KeyMetricExportInterval, "not an integer number of milliseconds")
-	} else if ms <= 0 {
-		bad(KeyMetricExportInterval, "must be a positive number of milliseconds")
+	} else if ms <= 0 || ms > int64(math.MaxInt64/time.Millisecond) {
+		bad(KeyMetricExportInterval, "must be a positive number of milliseconds (at most 9223372036854)")
 	} else {
 		cfg.MetricExportInterval = time.Duration(ms) * time.Millisecond
 	}

@@ -260,6 +260,7 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 		{"interval zero", "OTEL_METRIC_EXPORT_INTERVAL", "0", nil, "positive"},
 		{"interval negative", "OTEL_METRIC_EXPORT_INTERVAL", "-5", nil, "positive"},
 		{"interval with unit", "OTEL_METRIC_EXPORT_INTERVAL", "1s", nil, "milliseconds"},
+		{"interval overflowing a duration", "OTEL_METRIC_EXPORT_INTERVAL", "18446744073710", nil, "at most"},
 		{"protocol http/json", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", nil, "grpc or http/protobuf"},
 		{"unknown exporter", "NEMO_GYM_OTEL_EXPORTER", "otlp,jaeger", nil, "jaeger"},
 		{"none with otlp", "NEMO_GYM_OTEL_EXPORTER", "none, otlp", nil, "none"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -129,7 +130,7 @@ func (c *Config) Validate() error {
 		switch {
 		case s.Name == "":
 			errs = append(errs, fmt.Errorf("%s: name is required", where))
-		case strings.ContainsAny(s.Name, "/ \t") || s.Name == "orchestrator":
+		case strings.ContainsAny(s.Name, "/ \t") || strings.ContainsFunc(s.Name, unicode.IsControl) || s.Name == "orchestrator":
 			errs = append(errs, fmt.Errorf("%s: name must not contain '/' or spaces, nor be \"orchestrator\"", where))
 		case seen[s.Name]:
 			errs = append(errs, fmt.Errorf("%s: duplicate name", where))

@@ -114,13 +114,23 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var span trace.Span
 	if t.tracer != nil {
 		name := in.spanName
+		var method string
 		if in.method == "" {
-			name = r.Method
+			// Unmatched: the method is client input, so it is normalised
+			// like the metric's, and an unknown one does not name spans.
+			method = methods[methodIndex(r.Method)]
+			name = method
+			if method == methods[0] {
+				name = "HTTP"
+			}
 		}
 		ctx, span = t.tracer.Start(ctx, name, in.startOpts...)
 		span.SetAttributes(attribute.String("url.path", r.URL.Path))
-		if in.method == "" {
-			span.SetAttributes(attribute.String("http.request.method", r.Method))
+		if method != "" {
+			span.SetAttributes(attribute.String("http.request.method", method))
+			if method == methods[0] {
+				span.SetAttributes(attribute.String("http.request.method_original", r.Method))
+			}
 		}
 	}
 	sw := statusWriters.Get().(*statusWriter)

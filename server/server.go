@@ -222,12 +222,14 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error 
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if dec.More() {
+	// Nothing but whitespace may follow the object; reading one more token
+	// also drains the body, so an oversized tail is still caught.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return decodeError(err)
+		}
 		return BadRequest("malformed JSON: unexpected data after the request object")
-	}
-	// Drain what is left (whitespace) so an oversized tail is still caught.
-	if _, err := io.Copy(io.Discard, body); err != nil {
-		return decodeError(err)
 	}
 	return nil
 }

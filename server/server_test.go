@@ -108,6 +108,8 @@ func TestTypedHandlerDecodingAndErrors(t *testing.T) {
 		{`{"name":"ada",}`, 400, "bad_request", "malformed JSON at byte", false},
 		{`{"name":"ada","count":"two"}`, 400, "bad_request", "field count", false},
 		{`{"name":"ada"} {"x":1}`, 400, "bad_request", "after the request object", false},
+		{`{"name":"ada"}}`, 400, "bad_request", "after the request object", false},
+		{`{"name":"ada"}]]`, 400, "bad_request", "after the request object", false},
 		{``, 400, "bad_request", "empty request body", false},
 		{`{"count":1}`, 400, "bad_request", "name is required", false},
 		{`{"name":"` + strings.Repeat("a", 2000) + `"}`, 413, "payload_too_large", "larger than 1024 bytes", false},

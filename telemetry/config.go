@@ -75,6 +75,9 @@ func ConfigFromYAML(doc []byte) (Config, error) {
 	}
 	cfg := Config{Values: map[string]string{}, Extra: map[string]any{}}
 	n := &top.Telemetry
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
 	if n.Kind == 0 || n.Tag == "!!null" {
 		return cfg, nil
 	}
@@ -84,6 +87,12 @@ func ConfigFromYAML(doc []byte) (Config, error) {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Tag == "!!merge" {
+			return Config{}, fmt.Errorf("telemetry: line %d: merge keys (<<) are not supported in the telemetry block", k.Line)
+		}
+		for v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
 		key := strings.ToLower(strings.TrimSpace(k.Value))
 		setting, known := yamlKeys[key]
 		if !known {
@@ -120,6 +129,9 @@ func scalarText(v *yaml.Node) (string, error) {
 	case yaml.SequenceNode:
 		parts := make([]string, 0, len(v.Content))
 		for _, c := range v.Content {
+			for c.Kind == yaml.AliasNode {
+				c = c.Alias
+			}
 			if c.Kind != yaml.ScalarNode {
 				return "", errors.New("list items must be plain values")
 			}

@@ -66,13 +66,14 @@ func TestConfigFromYAMLAbsentBlockIsDisabledDefaults(t *testing.T) {
 
 func TestConfigFromYAMLBadValues(t *testing.T) {
 	for doc, wantInErr := range map[string]string{
-		"telemetry:\n  enabled: maybe\n":             `telemetry.enabled="maybe"`,
-		"telemetry:\n  export_rank: -7\n":            `telemetry.export_rank="-7"`,
-		"telemetry:\n  span_groups: default,bogus\n": `unknown span group "bogus"`,
-		"telemetry:\n  exporter: kafka\n":            `unknown exporter "kafka"`,
-		"telemetry: [1, 2]\n":                        "must be a mapping",
-		"telemetry:\n  enabled: {a: 1}\n":            "plain value",
-		"telemetry: [\n":                             "parse YAML",
+		"telemetry:\n  enabled: maybe\n":                       `telemetry.enabled="maybe"`,
+		"telemetry:\n  export_rank: -7\n":                      `telemetry.export_rank="-7"`,
+		"telemetry:\n  span_groups: default,bogus\n":           `unknown span group "bogus"`,
+		"telemetry:\n  exporter: kafka\n":                      `unknown exporter "kafka"`,
+		"telemetry: [1, 2]\n":                                  "must be a mapping",
+		"telemetry:\n  enabled: {a: 1}\n":                      "plain value",
+		"telemetry: [\n":                                       "parse YAML",
+		"defaults: &d {enabled: true}\ntelemetry:\n  <<: *d\n": "merge keys",
 	} {
 		_, err := telemetry.ConfigFromYAML([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), wantInErr) {
@@ -232,5 +233,16 @@ func TestResolveSpanGroups(t *testing.T) {
 		if !slices.Contains(g, "server") || !slices.Contains(g, "http_client") {
 			t.Errorf("preset %s lacks server or http_client: %v", p, g)
 		}
+	}
+}
+
+func TestConfigFromYAMLFollowsAliases(t *testing.T) {
+	cfg, err := telemetry.ConfigFromYAML([]byte("base: &b {enabled: true, span_groups: all}\ntelemetry: *b\n"))
+	if err != nil || cfg.Values["ENABLED"] != "true" || cfg.Values["SPAN_GROUPS"] != "all" {
+		t.Fatalf("aliased block: %+v, %v", cfg.Values, err)
+	}
+	cfg, err = telemetry.ConfigFromYAML([]byte("on: &on yes\ntelemetry:\n  enabled: *on\n"))
+	if err != nil || cfg.Values["ENABLED"] != "yes" {
+		t.Fatalf("aliased value: %+v, %v", cfg.Values, err)
 	}
 }
