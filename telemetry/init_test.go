@@ -2,8 +2,11 @@ package telemetry_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -236,5 +239,34 @@ func TestGateStaysClosedWithoutTraces(t *testing.T) {
 	}
 	if lens.EnabledGroups() != 0 {
 		t.Fatalf("gate open (%b) in a process that records no spans", lens.EnabledGroups())
+	}
+}
+
+// Repeated Init/Shutdown with every exporter that starts goroutines or
+// listeners leaves nothing running (TestMain checks with goleak).
+func TestRepeatedInitShutdownLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 5 {
+		enable(t, map[string]string{
+			"NEMO_GYM_OTEL_EXPORTER":        "file,prometheus",
+			"NEMO_GYM_OTEL_FILE_PATH":       filepath.Join(dir, fmt.Sprintf("p%d.jsonl", i)),
+			"NEMO_GYM_OTEL_PROMETHEUS_ADDR": "127.0.0.1:0",
+			"NEMO_GYM_OTEL_LOGS_ENABLED":    "1",
+			"NEMO_GYM_OTEL_SPAN_GROUPS":     "all",
+		})
+		h, err := telemetry.Init(telemetry.InitOptions{ServerName: "leak", ServerType: telemetry.ServerTypeResources})
+		if err != nil || !h.IsExporting() || h.PrometheusAddr() == "" {
+			t.Fatalf("round %d: %v %v", i, h, err)
+		}
+		_, span := lens.Start(context.Background(), telemetry.GroupVerify, "leak.check")
+		span.End()
+		metrics.RecordVerify(1, true)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = telemetry.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: shutdown: %v", i, err)
+		}
+		telemetry.ResetForTesting()
 	}
 }
