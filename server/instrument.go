@@ -100,12 +100,12 @@ type ingress struct {
 	route     string // "" for the catch-all: no http.route
 	spanName  string
 	startOpts []trace.SpanStartOption
-	sets      sync.Map // status code -> metric.MeasurementOption
+	sets      sync.Map // status code -> []metric.RecordOption
 }
 
 func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := in.t
-	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx := t.prop.Extract(r.Context(), headerCarrier(r.Header))
 	if t.tracer == nil && t.duration == nil {
 		in.next.ServeHTTP(w, r.WithContext(ctx))
 		return
@@ -125,7 +125,6 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		ctx, span = t.tracer.Start(ctx, name, in.startOpts...)
-		span.SetAttributes(attribute.String("url.path", r.URL.Path))
 		if method != "" {
 			span.SetAttributes(attribute.String("http.request.method", method))
 			if method == methods[0] {
@@ -144,28 +143,33 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	statusWriters.Put(sw)
 
 	if span != nil {
-		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		// One call for everything known only now: one lock, one copy.
 		if status >= 500 {
 			span.SetStatus(codes.Error, "")
-			span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)))
+			span.SetAttributes(attribute.String("url.path", r.URL.Path),
+				attribute.Int("http.response.status_code", status),
+				attribute.String("error.type", strconv.Itoa(status)))
+		} else {
+			span.SetAttributes(attribute.String("url.path", r.URL.Path),
+				attribute.Int("http.response.status_code", status))
 		}
 		span.End()
 	}
 	if t.duration != nil {
-		t.duration.Record(context.Background(), time.Since(start).Seconds(), in.metricSet(r.Method, status))
+		t.duration.Record(context.Background(), time.Since(start).Seconds(), in.metricSet(r.Method, status)...)
 	}
 }
 
 // metricSet returns the cached attribute set for one status (and, on the
 // catch-all route, one method): after the first request of a kind, no
 // attribute is built again.
-func (in *ingress) metricSet(method string, status int) metric.MeasurementOption {
+func (in *ingress) metricSet(method string, status int) []metric.RecordOption {
 	key := status
 	if in.method == "" {
 		key = status<<8 | methodIndex(method)
 	}
 	if v, ok := in.sets.Load(key); ok {
-		return v.(metric.MeasurementOption)
+		return v.([]metric.RecordOption)
 	}
 	m := in.method
 	if m == "" {
@@ -182,10 +186,39 @@ func (in *ingress) metricSet(method string, status int) metric.MeasurementOption
 	if status >= 500 {
 		attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
 	}
-	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
-	v, _ := in.sets.LoadOrStore(key, opt)
-	return v.(metric.MeasurementOption)
+	// A ready slice, so Record's variadic argument allocates nothing.
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	v, _ := in.sets.LoadOrStore(key, opts)
+	return v.([]metric.RecordOption)
 }
+
+// headerCarrier reads the propagation headers straight from the map under
+// their canonical keys; http.Header.Get would canonicalise (and allocate
+// for) the lowercase names the propagators ask for on every request.
+type headerCarrier http.Header
+
+func (h headerCarrier) Get(key string) string {
+	if v := h.Values(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (h headerCarrier) Values(key string) []string {
+	switch key {
+	case "traceparent":
+		return h["Traceparent"]
+	case "tracestate":
+		return h["Tracestate"]
+	case "baggage":
+		return h["Baggage"]
+	}
+	return http.Header(h).Values(key)
+}
+
+func (h headerCarrier) Set(key, value string) { http.Header(h).Set(key, value) }
+
+func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
 
 // methods are the request methods metrics name; anything else is "_OTHER",
 // as the semantic conventions ask, so a client cannot invent series.
