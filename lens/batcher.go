@@ -29,8 +29,9 @@ const (
 // so may wake it once per span. It also counts dropped spans and reports
 // them at most once per interval.
 type spanBatcher struct {
-	exp sdktrace.SpanExporter
-	log *slog.Logger
+	interval time.Duration
+	exp      sdktrace.SpanExporter
+	log      *slog.Logger
 
 	mu    sync.Mutex
 	queue []sdktrace.ReadOnlySpan
@@ -44,20 +45,31 @@ type spanBatcher struct {
 	once     sync.Once
 
 	dropped  atomic.Uint64
-	reported uint64 // drops already logged; loop goroutine only
+	reportMu sync.Mutex
+	reported uint64        // drops already logged; under reportMu
+	reporter chan struct{} // closed when reportLoop returned
 }
 
 func newSpanBatcher(exp sdktrace.SpanExporter, log *slog.Logger) *spanBatcher {
+	return newSpanBatcherEvery(exp, log, batchInterval)
+}
+
+// newSpanBatcherEvery is newSpanBatcher with its own export and report
+// interval (tests use a short one).
+func newSpanBatcherEvery(exp sdktrace.SpanExporter, log *slog.Logger, interval time.Duration) *spanBatcher {
 	b := &spanBatcher{
-		exp:     exp,
-		log:     log,
-		queue:   make([]sdktrace.ReadOnlySpan, 0, batchSize),
-		spare:   make([]sdktrace.ReadOnlySpan, 0, batchSize),
-		kick:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		interval: interval,
+		exp:      exp,
+		log:      log,
+		queue:    make([]sdktrace.ReadOnlySpan, 0, batchSize),
+		spare:    make([]sdktrace.ReadOnlySpan, 0, batchSize),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+		reporter: make(chan struct{}),
 	}
 	go b.loop()
+	go b.reportLoop()
 	return b
 }
 
@@ -89,14 +101,13 @@ func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
 
 func (b *spanBatcher) loop() {
 	defer close(b.stopped)
-	t := time.NewTicker(batchInterval)
+	t := time.NewTicker(b.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-t.C:
-			b.reportDrops()
 		case <-b.kick:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
@@ -139,7 +150,26 @@ func (b *spanBatcher) export(ctx context.Context) error {
 	}
 }
 
+// reportLoop logs drops once per interval. It runs apart from the export
+// loop, which is stuck in an export for up to exportTimeout exactly when the
+// collector is slow or gone, which is when spans are dropped.
+func (b *spanBatcher) reportLoop() {
+	defer close(b.reporter)
+	t := time.NewTicker(b.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.reportDrops()
+		}
+	}
+}
+
 func (b *spanBatcher) reportDrops() {
+	b.reportMu.Lock()
+	defer b.reportMu.Unlock()
 	if n := b.dropped.Load(); n != b.reported {
 		b.log.Warn("telemetry export queue full: spans dropped",
 			"dropped_in_interval", n-b.reported, "dropped_total", n)
@@ -159,6 +189,9 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 	b.once.Do(func() {
 		b.closed.Store(true)
 		close(b.stop)
+		<-b.reporter
+		// Whatever happens below, the drops so far are reported.
+		defer b.reportDrops()
 		select {
 		case <-b.stopped:
 		case <-ctx.Done():
@@ -167,9 +200,6 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 			return
 		}
 		err = errors.Join(b.export(ctx), b.exp.Shutdown(ctx))
-		if n := b.dropped.Load(); n != b.reported {
-			b.log.Warn("telemetry export queue full: spans dropped", "dropped_total", n)
-		}
 	})
 	return err
 }

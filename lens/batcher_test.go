@@ -173,3 +173,42 @@ func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
 	close(exp.block) // release the loop so it can finish
 	<-b.stopped
 }
+
+// Drops are reported while the export loop is stuck in a slow export,
+// which is exactly when they happen (a collector that never answers).
+func TestBatcherReportsDropsWhileExportIsStuck(t *testing.T) {
+	exp := &recordingExporter{block: make(chan struct{})}
+	logs := &lockedBuffer{}
+	b := newSpanBatcherEvery(exp, slog.New(slog.NewTextHandler(logs, nil)), 20*time.Millisecond)
+	for i := range batchQueueSize * 2 { // the first full batch blocks the loop
+		b.OnEnd(sampledSpan(i))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "spans dropped") {
+		if time.Now().After(deadline) {
+			t.Fatal("no drop report while the export was stuck")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(exp.block)
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
