@@ -14,27 +14,21 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/internal/testenv"
 )
 
 // gymBin is the gym binary, built once for the whole test binary.
 var gymBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gymlens-e2e-")
+	bin, remove, err := testenv.BuildGym("gymlens-e2e-", "../cmd/gym")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gymBin = filepath.Join(dir, "gym")
-	build := exec.Command("go", "build", "-race", "-o", gymBin, "../cmd/gym")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gym:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	gymBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 

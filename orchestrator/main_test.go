@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -24,21 +23,14 @@ import (
 var gymBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gymlens-orchestrator-")
+	bin, remove, err := testenv.BuildGym("gymlens-orchestrator-", "../cmd/gym")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gymBin = filepath.Join(dir, "gym")
-	build := exec.Command("go", "build", "-race", "-o", gymBin, "../cmd/gym")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gym:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	gymBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	// Fleets were started and stopped; none of their watchers may remain.
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

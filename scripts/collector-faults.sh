@@ -45,48 +45,12 @@ EXIT_BOUND=40    # s after SIGTERM before a server is killed (flush 10 s + drain
 TARGET_RATIO=0.9
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-collector-faults.XXXXXX")
-PIDS=() # background processes started and not yet reaped
 failed=0
 
-# stop_pid PID [GRACE_SECONDS]: SIGTERM, then SIGKILL after the grace time.
-stop_pid() {
-  local pid=$1 grace=${2:-10} i
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < grace * 10; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-  forget_pid "$pid"
-}
-
-forget_pid() {
-  local keep=() p
-  for p in ${PIDS[@]+"${PIDS[@]}"}; do
-    [[ $p == "$1" ]] || keep+=("$p")
-  done
-  PIDS=(${keep[@]+"${keep[@]}"})
-}
-
-cleanup() {
-  local rc=$? i
-  trap - EXIT INT TERM
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-    stop_pid "${PIDS[i]}" 20
-  done
-  if [[ $KEEP == 1 || $rc != 0 ]]; then
-    echo "collector-faults: work directory kept: $WORK" >&2
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+SCRIPT_NAME=collector-faults
+# shellcheck source=lib/procs.sh
+source "$ROOT/scripts/lib/procs.sh"
+install_cleanup
 
 ok() { echo "ok   $*"; }
 fail() {

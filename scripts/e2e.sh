@@ -29,50 +29,13 @@ GYM_TIMEOUT=120  # s for one gym run
 CHECK_WAIT=60s   # for spans to show up in Jaeger
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-e2e.XXXXXX")
-PIDS=() # every background process this script started and has not reaped
 passed=0
 failed=0
 
-# stop_pid PID [GRACE_SECONDS]: SIGTERM, then SIGKILL after the grace time.
-stop_pid() {
-  local pid=$1 grace=${2:-10} i
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < grace * 10; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-  forget_pid "$pid"
-}
-
-forget_pid() {
-  local keep=() p
-  for p in ${PIDS[@]+"${PIDS[@]}"}; do
-    [[ $p == "$1" ]] || keep+=("$p")
-  done
-  PIDS=(${keep[@]+"${keep[@]}"})
-}
-
-cleanup() {
-  local rc=$? i
-  trap - EXIT INT TERM
-  # Newest first: the fleet flushes to Jaeger while it stops.
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-    stop_pid "${PIDS[i]}" 20
-  done
-  if [[ $KEEP == 1 || $rc != 0 ]]; then
-    echo "e2e: work directory kept: $WORK" >&2
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+SCRIPT_NAME=e2e
+# shellcheck source=lib/procs.sh
+source "$ROOT/scripts/lib/procs.sh"
+install_cleanup
 
 ok() {
   echo "ok  $*"
