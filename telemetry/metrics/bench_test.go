@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -161,4 +162,53 @@ func BenchmarkRecordActiveServers(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkPeerPrometheusHistogramObserve is the other peer: a
+// client_golang histogram with the same buckets.
+func BenchmarkPeerPrometheusHistogramObserve(b *testing.B) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "peer_duration_ms", Buckets: gym.DurationBucketsMS})
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			h.Observe(float64(i & 1023))
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for i := 0; pb.Next(); i++ {
+				h.Observe(float64(i & 1023))
+			}
+		})
+	})
+}
+
+// BenchmarkPeerBareGaugeAndCounter are the SDK's synchronous gauge and
+// counter, for the instruments the recorders feed.
+func BenchmarkPeerBareGaugeAndCounter(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m := mp.Meter("peer")
+	g, err := m.Float64Gauge("peer.gauge")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := m.Int64Counter("peer.counter")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("gauge", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			g.Record(ctx, float64(i&7))
+		}
+	})
+	b.Run("counter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Add(ctx, 1)
+		}
+	})
 }
