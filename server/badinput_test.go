@@ -16,59 +16,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/telemetry"
 )
-
-// badInputTelemetry switches telemetry on in this process with in-memory
-// exporters and the given span groups, and resets it when the test ends.
-// Servers must be built afterwards: their instrumentation is decided then.
-func badInputTelemetry(t *testing.T, groups string) (*tracetest.InMemoryExporter, *sdkmetric.ManualReader, *lens.Handle) {
-	t.Helper()
-	testenv.ClearTelemetry(t)
-	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
-	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
-	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", groups)
-	telemetry.ResetForTesting()
-	t.Cleanup(telemetry.ResetForTesting)
-	spans := tracetest.NewInMemoryExporter()
-	reader := sdkmetric.NewManualReader()
-	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "badinput", ServerType: telemetry.ServerTypeResources,
-		SpanExporter: spans, MetricReader: reader})
-	if err != nil || !h.IsExporting() {
-		t.Fatalf("telemetry.Init: exporting=%v, %v", h.IsExporting(), err)
-	}
-	return spans, reader, h
-}
-
-// serveBadInput runs s on loopback. stop ends serving and waits for it,
-// so every SERVER span has ended when it returns; it also runs at cleanup.
-func serveBadInput(t *testing.T, s *server.Server) (base string, stop func()) {
-	t.Helper()
-	addr, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return "http://" + addr.String(), stop
-}
 
 // durationPoints collects the data points of http.server.request.duration.
 func durationPoints(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.HistogramDataPoint[float64] {
@@ -137,7 +90,7 @@ func randomPath(r *rand.Rand, i int) string {
 // routes, and that no SERVER span of an unmatched request is named after
 // its path.
 func TestRouteFloodKeepsMetricCardinalityBounded(t *testing.T) {
-	spans, reader, h := badInputTelemetry(t, "server")
+	spans, reader, h := enableTelemetry(t, "server")
 	s := server.New(server.Options{Name: "flood", Logger: slog.New(slog.DiscardHandler)})
 	server.Handle(s, "POST /echo", func(_ context.Context, r echoReq) (echoResp, error) {
 		return echoResp{Greeting: "hi " + r.Name}, nil
@@ -147,7 +100,7 @@ func TestRouteFloodKeepsMetricCardinalityBounded(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"id": r.PathValue("id")})
 	})
 	routes := []string{"/echo", "/items/{id}"} // GET /health is not instrumented
-	base, stop := serveBadInput(t, s)
+	base, stop := servertest.Start(t, s)
 
 	transport := &http.Transport{MaxIdleConnsPerHost: 8}
 	defer transport.CloseIdleConnections()
@@ -282,7 +235,7 @@ const (
 // client calls it with a query string carrying credentials, and the
 // spans the exporter receives must hold none of those values.
 func TestExportedSpansRedactAttributesAndStripQueries(t *testing.T) {
-	spans, _, h := badInputTelemetry(t, "server,http_client")
+	spans, _, h := enableTelemetry(t, "server,http_client")
 	s := server.New(server.Options{Name: "redact", Logger: slog.New(slog.DiscardHandler)})
 	server.Handle(s, "POST /act", func(ctx context.Context, r echoReq) (echoResp, error) {
 		span := trace.SpanFromContext(ctx)
@@ -303,7 +256,7 @@ func TestExportedSpansRedactAttributesAndStripQueries(t *testing.T) {
 		}
 		return echoResp{Greeting: "ok"}, nil
 	})
-	base, stop := serveBadInput(t, s)
+	base, stop := servertest.Start(t, s)
 
 	client := server.NewClient(server.ClientOptions{Retries: -1})
 	defer client.CloseIdleConnections()

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/server"
@@ -47,20 +48,8 @@ type echoResp struct {
 // start runs s on a loopback port until the test ends and returns its URL.
 func start(t *testing.T, s *server.Server) string {
 	t.Helper()
-	addr, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return "http://" + addr.String()
+	url, _ := servertest.Start(t, s)
+	return url
 }
 
 func newEchoServer(t *testing.T, opts server.Options) (*server.Server, *atomic.Int64) {
@@ -201,18 +190,10 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 // exporters; servers must be created afterwards.
 func enableTelemetry(t *testing.T, groups string) (*tracetest.InMemoryExporter, *sdkmetric.ManualReader, *lens.Handle) {
 	t.Helper()
-	testenv.ClearTelemetry(t)
-	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
-	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
-	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", groups)
-	telemetry.ResetForTesting()
-	t.Cleanup(telemetry.ResetForTesting)
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()
-	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "t", ServerType: telemetry.ServerTypeResources, SpanExporter: spans, MetricReader: reader})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := servertest.EnableTelemetryGroups(t, groups, telemetry.InitOptions{ServerName: "t",
+		ServerType: telemetry.ServerTypeResources, SpanExporter: spans, MetricReader: reader})
 	return spans, reader, h
 }
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/servers/internal/servertest"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/servers/model"
 	"github.com/gymlens/gymlens/telemetry"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/servers/internal/servertest"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/servers/resources"
 	"github.com/gymlens/gymlens/telemetry"
 )

@@ -59,10 +59,16 @@ func Client(t testing.TB) *server.Client {
 // parallel.
 func EnableTelemetry(t testing.TB, opts telemetry.InitOptions) *lens.Handle {
 	t.Helper()
+	return EnableTelemetryGroups(t, "all", opts)
+}
+
+// EnableTelemetryGroups is EnableTelemetry with the given span-group spec.
+func EnableTelemetryGroups(t testing.TB, groups string, opts telemetry.InitOptions) *lens.Handle {
+	t.Helper()
 	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
-	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", "all")
+	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", groups)
 	telemetry.ResetForTesting()
 	t.Cleanup(telemetry.ResetForTesting)
 	h, err := telemetry.Init(opts)
