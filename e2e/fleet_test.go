@@ -109,6 +109,26 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 			}
 		}
 	}
+	// Each rollout's trace links back to the collection's gym.job span, and
+	// the run directory keeps the link.
+	var jobSpan *telfile.Span
+	for _, sp := range procs["orchestrator"].spans {
+		if sp.Name == "gym.job" {
+			jobSpan = sp
+		}
+	}
+	if jobSpan == nil {
+		t.Fatal("no gym.job span in the orchestrator's file")
+	}
+	linked := 0
+	for _, sp := range procs["orchestrator"].spans {
+		if sp.Kind == telfile.KindClient && len(sp.Links) == 1 && sp.Links[0].SpanID == jobSpan.SpanID && sp.Links[0].TraceID == jobSpan.TraceID {
+			linked++
+		}
+	}
+	if linked != n {
+		t.Errorf("%d rollout CLIENT spans link to gym.job, want %d", linked, n)
+	}
 	procsInTrace := map[string]map[string]bool{}
 	for name, p := range procs {
 		for _, s := range p.spans {

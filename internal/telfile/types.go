@@ -110,8 +110,20 @@ type Span struct {
 	Attributes map[string]any `json:"attributes"`
 	// Events are the timestamped events recorded on the span.
 	Events []Event `json:"events,omitempty"`
+	// Links point at related spans, usually in other traces (each rollout's
+	// trace links back to the collection job that started it).
+	Links []Link `json:"links,omitempty"`
 	// Scope is the name of the instrumentation scope that created the span.
 	Scope string `json:"scope"`
+}
+
+// Link is a reference from a span to another span.
+type Link struct {
+	// TraceID and SpanID identify the linked span, in lowercase hex.
+	TraceID string `json:"trace_id"`
+	SpanID  string `json:"span_id"`
+	// Attributes describe the link; omitted when there are none.
+	Attributes map[string]any `json:"attributes,omitempty"`
 }
 
 // Event is a timestamped annotation recorded on a span.

@@ -78,6 +78,26 @@ func appendSpan(b []byte, sp sdktrace.ReadOnlySpan) []byte {
 		}
 		b = append(b, ']')
 	}
+	if links := sp.Links(); len(links) > 0 {
+		b = append(b, `,"links":[`...)
+		for i, l := range links {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+			b = append(b, `{"trace_id":"`...)
+			b = hex.AppendEncode(b, ltid[:])
+			b = append(b, `","span_id":"`...)
+			b = hex.AppendEncode(b, lsid[:])
+			b = append(b, '"')
+			if len(l.Attributes) > 0 {
+				b = append(b, `,"attributes":`...)
+				b = appendAttrs(b, l.Attributes)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	b = append(b, `,"scope":`...)
 	b = appendString(b, sp.InstrumentationScope().Name)
 	return append(b, "}\n"...)

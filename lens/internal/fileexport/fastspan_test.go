@@ -51,6 +51,10 @@ func stubs() []sdktrace.ReadOnlySpan {
 			stub.Parent = parent
 			stub.Status = sdktrace.Status{Code: codes.Error, Description: s}
 			stub.Events = []sdktrace.Event{{Name: s, Time: t0, Attributes: []attribute.KeyValue{attribute.String("k", s)}}}
+			stub.Links = []sdktrace.Link{
+				{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{7}, SpanID: trace.SpanID{8}})},
+				{SpanContext: parent, Attributes: []attribute.KeyValue{attribute.String("why", s)}},
+			}
 		} else if i%4 == 0 {
 			stub.Status = sdktrace.Status{Code: codes.Ok}
 		}

@@ -82,6 +82,13 @@ func spanRecord(sp sdktrace.ReadOnlySpan) *telfile.Span {
 			}
 		}
 	}
+	for _, l := range sp.Links() {
+		link := telfile.Link{TraceID: l.SpanContext.TraceID().String(), SpanID: l.SpanContext.SpanID().String()}
+		if len(l.Attributes) > 0 {
+			link.Attributes = attrMap(l.Attributes)
+		}
+		rec.Links = append(rec.Links, link)
+	}
 	return rec
 }
 
