@@ -17,9 +17,9 @@ import (
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/servers/model"
 	"github.com/gymlens/gymlens/telemetry"
 )
