@@ -179,7 +179,9 @@ func (f *Fleet) startOne(ctx context.Context, spec ServerSpec) error {
 	if spec.Addr != "" {
 		args = append(args, "--addr", spec.Addr)
 	}
-	var configEnv []string
+	// Always set, empty when the spec has no config, so a value in the
+	// orchestrator's own environment never reaches a server by accident.
+	configEnv := []string{ServerConfigEnv + "="}
 	if len(spec.Config) > 0 {
 		b, err := json.Marshal(spec.Config)
 		if err != nil {

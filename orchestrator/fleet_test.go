@@ -705,3 +705,25 @@ func TestFleetTelemetryFilePerProcess(t *testing.T) {
 		t.Errorf("telemetry files %v, want one per server", files)
 	}
 }
+
+// A GYM_SERVER_CONFIG in the orchestrator's own environment never reaches
+// a server whose spec has no config.
+func TestFleetChildConfigNotInherited(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv(orchestrator.ServerConfigEnv, `{"seed": 1234}`)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	guardRunDir(t, runDir)
+	bin := writeScript(t, dir, "fake-gym", `printf '%s' "${GYM_SERVER_CONFIG-unset}" > "$OUT/config"
+exit 1
+`)
+	cfg := orchestrator.Config{Servers: []orchestrator.ServerSpec{{Name: "plain", Type: telemetry.ServerTypeModel}}}
+	_, err := orchestrator.Start(ctxFor(t, 30*time.Second), cfg, orchestrator.Options{
+		Binary: bin, RunDir: runDir, Logger: testLogger(t), ExtraEnv: []string{"OUT=" + dir},
+	})
+	wantErr(t, err, `"plain"`)
+	got, _ := os.ReadFile(filepath.Join(dir, "config"))
+	if string(got) != "" {
+		t.Fatalf("child saw %s=%q, want it set and empty", orchestrator.ServerConfigEnv, got)
+	}
+}
