@@ -149,6 +149,9 @@ func (c *Config) Validate() error {
 		} else if t != s.Type {
 			errs = append(errs, fmt.Errorf("%s: implementation %q serves %s, not %s", where, s.Impl, t, s.Type))
 		}
+		if err := checkImplConfig(*s); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
 		byType[s.Type] = append(byType[s.Type], s.Name)
 		if s.Addr != "" {
 			if other, dup := addrs[s.Addr]; dup && !strings.HasSuffix(s.Addr, ":0") {

@@ -358,3 +358,25 @@ servers:
 		t.Fatalf("two free-port addresses reported as duplicates: %v", err)
 	}
 }
+
+func TestServerConfigCheckedBeforeSpawn(t *testing.T) {
+	for doc, want := range map[string]string{
+		"servers:\n  - {name: m, type: responses_api_models, config: {corect_probability: 0.5}}\n":                                                                    `unknown key "corect_probability"`,
+		"servers:\n  - {name: m, type: responses_api_models, config: {upstream: {base_ur: x}}}\n":                                                                     `config.upstream: unknown key "base_ur"`,
+		"servers:\n  - {name: m, type: responses_api_models, config: {correct_probability: 7}}\n":                                                                     "correct",
+		"servers:\n  - {name: r, type: resources_servers, config: {tolerance: -1}}\n":                                                                                 "tolerance",
+		"servers:\n  - {name: r, type: resources_servers, config: {tolerance: fast}}\n":                                                                               "config",
+		"servers:\n  - {name: r, type: resources_servers}\n  - {name: m, type: responses_api_models}\n  - {name: a, type: responses_api_agents, config: {modl: x}}\n": `unknown key "modl"`,
+	} {
+		_, err := orchestrator.ParseConfig([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want it to mention %s", doc, err, want)
+		}
+	}
+	ok := "servers:\n  - {name: r, type: resources_servers, config: {tolerance: 0.5, panic_on_task_prefix: x}}\n" +
+		"  - {name: m, type: responses_api_models, config: {seed: 3, correct_probability: 0.9, latency_ms: 1}}\n" +
+		"  - {name: a, type: responses_api_agents, config: {model: gym-policy}}\n"
+	if _, err := orchestrator.ParseConfig([]byte(ok)); err != nil {
+		t.Fatalf("valid server configs rejected: %v", err)
+	}
+}

@@ -370,13 +370,16 @@ func TestFleetStartFailureStopsHealthyServers(t *testing.T) {
 	cleanEnv(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
+	// A bad config no longer reaches a child (Validate rejects it before
+	// anything is spawned), so the model server fails through a wrapper
+	// that runs the real binary for every other server.
+	bin := writeScript(t, t.TempDir(), "gym-wrapper", `case "$4" in
+policy_model) echo "config: this model server refuses to start" >&2; exit 2;;
+esac
+exec `+gymBin+` "$@"
+`)
 	cfg := orchestrator.DefaultConfig()
-	for i := range cfg.Servers {
-		if cfg.Servers[i].Name == "policy_model" {
-			cfg.Servers[i].Config = map[string]any{"seed": "not a number"}
-		}
-	}
-	f, err := orchestrator.Start(ctxFor(t, 60*time.Second), cfg, orchestrator.Options{Binary: gymBin, RunDir: runDir, Logger: testLogger(t)})
+	f, err := orchestrator.Start(ctxFor(t, 60*time.Second), cfg, orchestrator.Options{Binary: bin, RunDir: runDir, Logger: testLogger(t)})
 	if f != nil {
 		t.Fatal("Start returned a fleet although a server failed")
 	}
@@ -725,5 +728,26 @@ exit 1
 	got, _ := os.ReadFile(filepath.Join(dir, "config"))
 	if string(got) != "" {
 		t.Fatalf("child saw %s=%q, want it set and empty", orchestrator.ServerConfigEnv, got)
+	}
+}
+
+// A server config that its implementation rejects stops Start before any
+// process is spawned.
+func TestFleetBadServerConfigSpawnsNothing(t *testing.T) {
+	cleanEnv(t)
+	runDir := t.TempDir()
+	cfg := orchestrator.DefaultConfig()
+	for i := range cfg.Servers {
+		if cfg.Servers[i].Name == "policy_model" {
+			cfg.Servers[i].Config = map[string]any{"seed": "not a number"}
+		}
+	}
+	f, err := orchestrator.Start(ctxFor(t, 30*time.Second), cfg, orchestrator.Options{Binary: gymBin, RunDir: runDir, Logger: testLogger(t)})
+	if f != nil {
+		t.Fatal("Start returned a fleet for a bad server config")
+	}
+	wantErr(t, err, `"policy_model"`, "config")
+	if logs, _ := filepath.Glob(filepath.Join(runDir, "logs", "*.log")); len(logs) != 0 {
+		t.Fatalf("servers were spawned: %v", logs)
 	}
 }
