@@ -149,6 +149,15 @@ func (c *Config) Validate() error {
 		} else if t != s.Type {
 			errs = append(errs, fmt.Errorf("%s: implementation %q serves %s, not %s", where, s.Impl, t, s.Type))
 		}
+		if s.MetricsAddr != "" {
+			if other, dup := addrs[s.MetricsAddr]; dup && !strings.HasSuffix(s.MetricsAddr, ":0") {
+				errs = append(errs, fmt.Errorf("%s: metrics_addr %s is also used by server %q", where, s.MetricsAddr, other))
+			}
+			addrs[s.MetricsAddr] = s.Name
+			if err := checkAddr(s.MetricsAddr); err != nil {
+				errs = append(errs, fmt.Errorf("%s: metrics_addr %s: %w", where, s.MetricsAddr, err))
+			}
+		}
 		if err := checkImplConfig(*s); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}

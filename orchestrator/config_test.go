@@ -380,3 +380,23 @@ func TestServerConfigCheckedBeforeSpawn(t *testing.T) {
 		t.Fatalf("valid server configs rejected: %v", err)
 	}
 }
+
+func TestMetricsAddrValidated(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for doc, want := range map[string]string{
+		fmt.Sprintf("servers:\n  - {name: r, type: resources_servers, metrics_addr: %q}\n  - {name: m, type: responses_api_models}\n", busy.Addr()): "metrics_addr",
+		"servers:\n  - {name: r, type: resources_servers, metrics_addr: \"nonsense\"}\n":                                                            "metrics_addr nonsense",
+	} {
+		if _, err := orchestrator.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want it to mention %s", doc, err, want)
+		}
+	}
+	ok := "servers:\n  - {name: r, type: resources_servers, metrics_addr: \"127.0.0.1:0\"}\n  - {name: m, type: responses_api_models, metrics_addr: \"127.0.0.1:0\"}\n"
+	if _, err := orchestrator.ParseConfig([]byte(ok)); err != nil {
+		t.Fatalf("free-port metrics addresses rejected: %v", err)
+	}
+}
