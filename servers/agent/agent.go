@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -145,7 +144,7 @@ func (a *agent) run(ctx context.Context, req protocol.RunRequest) (resp protocol
 	}()
 
 	resp = protocol.RunResponse{RolloutID: id, TaskID: req.Task.ID}
-	err := scrubURLs(a.rollout(ctx, id, req.Task, &resp))
+	err := a.rollout(ctx, id, req.Task, &resp)
 	d := time.Since(start)
 	resp.DurationMS = float64(d) / float64(time.Millisecond)
 	if err != nil {
@@ -215,28 +214,6 @@ func (a *agent) callModel(ctx context.Context, task protocol.Task, r *protocol.R
 		Input: []protocol.InputMessage{{Role: "user", Content: task.Question}},
 	}
 	return a.client.PostJSON(ctx, a.modelURL, req, r)
-}
-
-// scrubURLs returns err with every URL the HTTP client quoted in it cut
-// down to the form that may be shown (no query string, no credentials):
-// the error becomes the response's Error and the rollout span's status.
-// server.Client already does this for the URL it names itself, but the
-// *url.Error it wraps repeats the full URL.
-func scrubURLs(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			msg = strings.ReplaceAll(msg, ue.URL, lens.SafeURL(u))
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return errors.New(msg)
 }
 
 // newRolloutID returns 16 random hex digits from crypto/rand, which is safe
