@@ -152,3 +152,19 @@ func MergeHistograms(hs ...*Histogram) (*Histogram, error) {
 	}
 	return out, nil
 }
+
+// nonEmpty returns the first and last non-empty bucket and the largest
+// count; first is -1 when every bucket is empty.
+func (h *Histogram) nonEmpty() (first, last int, peak uint64) {
+	first, last = -1, -1
+	for i, c := range h.Counts {
+		if c > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+			peak = max(peak, c)
+		}
+	}
+	return first, last, peak
+}

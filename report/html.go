@@ -633,17 +633,7 @@ const (
 // to the last non-empty one, with an empty neighbour on each side for
 // context.
 func histogramChart(id, label string, h *Histogram, unit string) *svgChart {
-	first, last := -1, -1
-	var peak uint64
-	for i, c := range h.Counts {
-		if c > 0 {
-			if first < 0 {
-				first = i
-			}
-			last = i
-			peak = max(peak, c)
-		}
-	}
+	first, last, peak := h.nonEmpty()
 	if first < 0 {
 		return nil
 	}

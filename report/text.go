@@ -230,17 +230,7 @@ func (t *textWriter) distribution(title, metric, spanName string, agentsOnly boo
 
 // bucketBars draws the non-empty span of a histogram's buckets.
 func (t *textWriter) bucketBars(h *Histogram, unit string) {
-	first, last := -1, -1
-	var peak uint64
-	for i, c := range h.Counts {
-		if c > 0 {
-			if first < 0 {
-				first = i
-			}
-			last = i
-			peak = max(peak, c)
-		}
-	}
+	first, last, peak := h.nonEmpty()
 	if first < 0 {
 		return
 	}
