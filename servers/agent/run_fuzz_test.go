@@ -39,14 +39,6 @@ type dropSpans struct{}
 func (dropSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (dropSpans) Shutdown(context.Context) error                             { return nil }
 
-// scorableRE is the number grammar the resources server scores against.
-var scorableRE = regexp.MustCompile(`^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?$`)
-
-func scorable(expected string) bool {
-	s := strings.TrimSpace(expected)
-	return strings.ContainsAny(s, "0123456789") && scorableRE.MatchString(s)
-}
-
 // expectRun classifies a /run body: 400 or 413 past the limit, 400 for
 // anything but one JSON object with a task id and question (trailing data
 // of any kind included), else 200.
@@ -170,7 +162,7 @@ func FuzzRunBody(f *testing.F) {
 		if !hex32.MatchString(resp.TraceID) || !(resp.DurationMS >= 0) {
 			bad("trace id %q, duration %v", resp.TraceID, resp.DurationMS)
 		}
-		if !scorable(req.Task.Expected) {
+		if !servertest.Scorable(req.Task.Expected) {
 			if !strings.Contains(resp.Error, resources.ErrExpectedNotNumber.Error()) || resp.Reward != 0 || resp.Correct {
 				bad("unscorable task should fail with %q", resources.ErrExpectedNotNumber)
 			}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -40,18 +39,6 @@ type discardSpans struct{}
 func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
-// numberRE is the number grammar of resources.LastNumber as a regular
-// expression: a sign, digits (or groups of three after one to three
-// digits), an optional fraction; at least one digit.
-var numberRE = regexp.MustCompile(`^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?$`)
-
-// isNumber says whether the verifier can score against expected (numbers
-// longer than 4096 characters are refused).
-func isNumber(expected string) bool {
-	s := strings.TrimSpace(expected)
-	return len(s) <= 4096 && strings.ContainsAny(s, "0123456789") && numberRE.MatchString(s)
-}
-
 // sameNumber compares two numbers as LastNumber writes them, exactly.
 func sameNumber(a, b string) bool {
 	x, okX := new(big.Rat).SetString(a)
@@ -78,7 +65,7 @@ func expectVerify(body []byte) (req protocol.VerifyRequest, want []int, lenient 
 	if req.Validate() != nil {
 		return req, []int{http.StatusBadRequest}, lenient
 	}
-	if !isNumber(req.Task.Expected) {
+	if !servertest.Scorable(req.Task.Expected) {
 		return req, []int{http.StatusInternalServerError}, lenient
 	}
 	return req, []int{http.StatusOK}, lenient
