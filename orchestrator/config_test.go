@@ -366,6 +366,7 @@ func TestServerConfigCheckedBeforeSpawn(t *testing.T) {
 		"servers:\n  - {name: m, type: responses_api_models, config: {correct_probability: 7}}\n":                                                                     "correct",
 		"servers:\n  - {name: r, type: resources_servers, config: {tolerance: -1}}\n":                                                                                 "tolerance",
 		"servers:\n  - {name: r, type: resources_servers, config: {tolerance: fast}}\n":                                                                               "config",
+		"servers:\n  - {name: r, type: resources_servers, config: {work_us: -1}}\n":                                                                                   "work_us",
 		"servers:\n  - {name: r, type: resources_servers}\n  - {name: m, type: responses_api_models}\n  - {name: a, type: responses_api_agents, config: {modl: x}}\n": `unknown key "modl"`,
 	} {
 		_, err := orchestrator.ParseConfig([]byte(doc))
@@ -373,7 +374,7 @@ func TestServerConfigCheckedBeforeSpawn(t *testing.T) {
 			t.Errorf("%q: err %v, want it to mention %s", doc, err, want)
 		}
 	}
-	ok := "servers:\n  - {name: r, type: resources_servers, config: {tolerance: 0.5, panic_on_task_prefix: x}}\n" +
+	ok := "servers:\n  - {name: r, type: resources_servers, config: {tolerance: 0.5, panic_on_task_prefix: x, work_us: 100}}\n" +
 		"  - {name: m, type: responses_api_models, config: {seed: 3, correct_probability: 0.9, latency_ms: 1}}\n" +
 		"  - {name: a, type: responses_api_agents, config: {model: gym-policy}}\n"
 	if _, err := orchestrator.ParseConfig([]byte(ok)); err != nil {

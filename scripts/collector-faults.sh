@@ -50,46 +50,13 @@ failed=0
 SCRIPT_NAME=collector-faults
 # shellcheck source=lib/procs.sh
 source "$ROOT/scripts/lib/procs.sh"
+# shellcheck source=lib/load.sh
+source "$ROOT/scripts/lib/load.sh"
 install_cleanup
 
-ok() { echo "ok   $*"; }
-fail() {
-  echo "FAIL $*"
-  failed=$((failed + 1))
-}
-info() { echo "     $*"; }
-
-now_ns() { date +%s%N; }
-# secs START_NS [END_NS]: elapsed seconds with two decimals.
-secs() {
-  local end=${2:-$(now_ns)}
-  awk -v d=$((end - $1)) 'BEGIN { printf "%.2f", d / 1e9 }'
-}
-
-# port_open PORT: something listens on 127.0.0.1:PORT.
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# free_ports N: N loopback ports free right now (bound together, then
-# released, so they differ).
-free_ports() {
-  python3 -c '
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-for s in socks:
-    s.close()
-' "$1"
-}
 
 # Only this script's telemetry settings reach the server.
-clean_env=()
-while read -r name; do
-  case $name in NEMO_GYM_OTEL_* | NEMO_LENS_* | OTEL_*) clean_env+=(-u "$name") ;; esac
-done < <(compgen -e)
+set_clean_env
 
 command -v python3 >/dev/null || {
   fail "python3 not found (free ports, blackhole listener)"
@@ -108,13 +75,8 @@ info "gym built without -race in $(secs "$t0") s; $(nproc) CPUs shared by server
 # ---- load generator -------------------------------------------------------
 
 BODY='{"task": {"id": "wrk-1", "question": "What is 1 + 1?", "expected": "2"}, "answer": "The answer is 2."}'
-if ! command -v wrk >/dev/null && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
-  echo "collector-faults: installing wrk with apt-get" >&2
-  apt-get install -y wrk >"$WORK/apt.log" 2>&1 ||
-    { apt-get update >>"$WORK/apt.log" 2>&1 && apt-get install -y wrk >>"$WORK/apt.log" 2>&1; } || true
-fi
 LOADGEN=()
-if command -v wrk >/dev/null; then
+if ensure_wrk "$WORK/apt.log"; then
   cat >"$WORK/verify.lua" <<EOF
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -297,7 +259,7 @@ EOF
 run_variant() {
   local variant=$1 round=$2 dir=$WORK/$1-$2
   mkdir -p "$dir"
-  local started pid addr="" i
+  local started pid addr i
   started=$(now_ns)
   env ${clean_env[@]+"${clean_env[@]}"} \
     NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=otlp NEMO_GYM_OTEL_SPAN_GROUPS=all \
@@ -306,12 +268,7 @@ run_variant() {
     "$WORK/gym" serve resources_servers --name arithmetic >"$dir/serve.out" 2>"$dir/serve.err" &
   pid=$!
   PIDS+=("$pid")
-  for ((i = 0; i < READY_TIMEOUT * 10; i++)); do
-    addr=$(sed -n 's/^GYM_READY .*"addr":"\([^"]*\)".*/\1/p' "$dir/serve.out" | head -n 1)
-    [[ -n $addr ]] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
+  addr=$(wait_ready "$dir/serve.out" "$pid" "$READY_TIMEOUT" || true)
   if [[ -z $addr ]]; then
     fail "$variant round $round: gym serve did not get ready"
     tail -n 10 "$dir/serve.err" | sed 's/^/       /'
@@ -321,12 +278,8 @@ run_variant() {
 
   "${LOADGEN[@]}" "http://$addr/verify" >"$dir/load.txt" 2>&1 || true
   local rps non2xx sockerr total
-  rps=$(awk '/^Requests\/sec:/ { print $2 }' "$dir/load.txt")
-  total=$(awk '/requests in/ { print $1 }' "$dir/load.txt")
-  non2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' "$dir/load.txt")
-  sockerr=$(awk '/Socket errors:/ { s = 0; for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) s += $i; print s }' "$dir/load.txt")
-  non2xx=${non2xx:-0}
-  sockerr=${sockerr:-0}
+  read_load "$dir/load.txt"
+  rps=$LOAD_RPS total=$LOAD_TOTAL non2xx=$LOAD_NON2XX sockerr=$LOAD_SOCKERR
   if [[ -z $rps ]]; then
     fail "$variant round $round: no Requests/sec in the load output"
     sed 's/^/       /' "$dir/load.txt"
@@ -375,16 +328,7 @@ run_variant() {
 
 # ---- the runs -------------------------------------------------------------
 
-for ((round = 1; round <= ROUNDS; round++)); do
-  order=("${VARIANTS[@]}")
-  if ((round % 2 == 0)); then
-    order=()
-    for ((i = ${#VARIANTS[@]} - 1; i >= 0; i--)); do order+=("${VARIANTS[i]}"); done
-  fi
-  for v in "${order[@]}"; do
-    run_variant "$v" "$round"
-  done
-done
+alternate_rounds "$ROUNDS" run_variant "${VARIANTS[@]}"
 
 # ---- figures --------------------------------------------------------------
 

@@ -37,6 +37,12 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the server's own logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Uninstrumented builds the handler without any ingress
+	// instrumentation, whatever the process's telemetry: no SERVER spans,
+	// no request-duration metric, no trace context taken from incoming
+	// headers. It is a baseline for benchmarks (the same stack with the
+	// instrumentation not installed), not something to run a fleet with.
+	Uninstrumented bool
 }
 
 // Server is one Gym server's HTTP side: a mux of typed endpoints plus
@@ -148,19 +154,23 @@ func (s *Server) Handler() http.Handler {
 	return s.handler
 }
 
-// build wires every route, each behind its own ingress instrumentation, and
-// a catch-all that answers 404 for everything else.
+// build wires every route, each behind its own ingress instrumentation
+// (none with Options.Uninstrumented), and a catch-all that answers 404 for
+// everything else.
 func (s *Server) build() http.Handler {
-	tel := newIngressTelemetry(s.log)
+	wrap := func(_ string, h http.Handler) http.Handler { return h }
+	if !s.opts.Uninstrumented {
+		wrap = newIngressTelemetry(s.log).wrap
+	}
 	mux := http.NewServeMux()
 	for i, pattern := range s.routes {
 		h := s.handlers[i]
 		if pattern != "GET "+HealthPath {
-			h = tel.wrap(pattern, h)
+			h = wrap(pattern, h)
 		}
 		mux.Handle(pattern, h)
 	}
-	mux.Handle("/", tel.wrap("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", wrap("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})))
 	return mux

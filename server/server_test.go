@@ -367,3 +367,64 @@ func TestTelemetryOffAddsNothing(t *testing.T) {
 		t.Fatal("gate open with telemetry off")
 	}
 }
+
+// TestUninstrumentedInstallsNothing: with telemetry on, a server built with
+// Options.Uninstrumented exports no SERVER span and no request metric, while
+// the same server without it exports one span per request.
+func TestUninstrumentedInstallsNothing(t *testing.T) {
+	spans, reader, h := enableTelemetry(t, "default")
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct {
+		uninstrumented bool
+		wantSpans      int
+	}{{true, 0}, {false, 1}} {
+		spans.Reset()
+		s, _ := newEchoServer(t, server.Options{Name: "echo", Uninstrumented: tc.uninstrumented})
+		url, stop := servertest.Start(t, s)
+		req, err := http.NewRequest(http.MethodPost, url+"/echo", strings.NewReader(`{"name":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", traceparent)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("uninstrumented=%v: status %d", tc.uninstrumented, res.StatusCode)
+		}
+		http.DefaultClient.CloseIdleConnections()
+		stop()
+		if err := h.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		for _, sp := range spans.GetSpans() {
+			if sp.SpanKind == trace.SpanKindServer {
+				got++
+				if sp.Parent.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+					t.Errorf("SERVER span not parented on the incoming traceparent: %v", sp.Parent)
+				}
+			}
+		}
+		if got != tc.wantSpans {
+			t.Errorf("uninstrumented=%v: %d SERVER spans, want %d", tc.uninstrumented, got, tc.wantSpans)
+		}
+		if tc.uninstrumented {
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name == server.RequestDurationName {
+						t.Errorf("uninstrumented server recorded %s", m.Name)
+					}
+				}
+			}
+		}
+	}
+}

@@ -94,6 +94,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if stop := startCPUProfile("orchestrator", sess.log); stop != nil {
 		defer stop()
 	}
+	if stop := startRunStats("orchestrator", sess.log); stop != nil {
+		defer stop()
+	}
 	tasks := dataset.Arithmetic(*n, *seed)
 	if err := writeTasks(filepath.Join(sess.runDir, "tasks.jsonl"), tasks); err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)

@@ -36,6 +36,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
 	resourcesURL := fs.String("resources-url", "", "agent only: base URL of the resources server")
 	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit")
+	uninstrumented := fs.Bool("uninstrumented", false, "benchmark baseline: install no ingress instrumentation (no SERVER spans, no request metrics)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents> --name NAME [flags]\n\n"+
 			"Runs one server until SIGINT or SIGTERM, then drains in-flight requests\n"+
@@ -67,6 +68,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if stop := startCPUProfile(*name, log); stop != nil {
 		defer stop()
 	}
+	if stop := startRunStats(*name, log); stop != nil {
+		defer stop()
+	}
 
 	if *impl == "" {
 		*impl = map[string]string{
@@ -87,7 +91,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}()
 
-	s := server.New(server.Options{Name: *name, Type: serverType, Addr: *addr, MaxBodyBytes: *maxBody, Logger: base})
+	s := server.New(server.Options{Name: *name, Type: serverType, Addr: *addr, MaxBodyBytes: *maxBody, Logger: base,
+		Uninstrumented: *uninstrumented})
 	if err := register(s, serverType, *impl, *configJSON, *modelURL, *resourcesURL); err != nil {
 		fmt.Fprintf(stderr, "gym serve: %s: %v\n", *name, err)
 		return exitUsage

@@ -13,6 +13,10 @@
 //	         verify ─► reward          (or error / panic ─► 500)
 //	         metrics.RecordVerify(d, completed)   exactly once
 //
+// Config.WorkMicros (`work_us`) is a benchmarking aid: it makes verify burn
+// a calibrated amount of CPU before scoring, so load tests can give the
+// server a handler of realistic weight.
+//
 // "Completed" is about the verifier, not the model: a wrong answer is a
 // successful verification with reward 0, while a task whose expected value
 // is not a number, or a verifier that panics, is a failed one.

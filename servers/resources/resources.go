@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -50,6 +51,14 @@ type Config struct {
 	// PanicOnTaskPrefix is a fault injection for tests: when it is not
 	// empty, verifying a task whose ID starts with it panics.
 	PanicOnTaskPrefix string `json:"panic_on_task_prefix,omitempty" yaml:"panic_on_task_prefix,omitempty"`
+	// WorkMicros is a benchmarking aid: when it is above 0, every
+	// verification first spends about that many microseconds of CPU on a
+	// fixed computation (chained SHA-256), so that load tests see a server
+	// whose handler costs something, as a real verifier does. The amount
+	// of computation is calibrated once, in Register, on the machine the
+	// server runs on. 0 (the default) adds nothing; the largest accepted
+	// value is one second.
+	WorkMicros int `json:"work_us,omitempty" yaml:"work_us,omitempty"`
 }
 
 // Defaults returns the default configuration, which is the zero value.
@@ -59,6 +68,9 @@ func Defaults() Config { return Config{} }
 func (c Config) Validate() error {
 	if c.Tolerance < 0 || math.IsNaN(c.Tolerance) || math.IsInf(c.Tolerance, 0) {
 		return fmt.Errorf("resources: tolerance must be a finite number >= 0, got %v", c.Tolerance)
+	}
+	if c.WorkMicros < 0 || c.WorkMicros > maxWorkMicros {
+		return fmt.Errorf("resources: work_us must be in [0, %d], got %d", maxWorkMicros, c.WorkMicros)
 	}
 	return nil
 }
@@ -78,17 +90,25 @@ func Register(s *server.Server, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	v := &verifier{cfg: cfg}
-	if cfg.Tolerance > 0 {
-		v.tolerance = new(big.Rat).SetFloat64(cfg.Tolerance)
-	}
-	server.Handle(s, protocol.RouteVerify, v.handle)
+	server.Handle(s, protocol.RouteVerify, newVerifier(cfg).handle)
 	return nil
 }
 
+// newVerifier prepares a valid cfg for serving; with WorkMicros set it
+// calibrates the synthetic work, which takes a few milliseconds.
+func newVerifier(cfg Config) *verifier {
+	v := &verifier{cfg: cfg, workRounds: calibrateWork(cfg.WorkMicros)}
+	if cfg.Tolerance > 0 {
+		v.tolerance = new(big.Rat).SetFloat64(cfg.Tolerance)
+	}
+	return v
+}
+
 type verifier struct {
-	cfg       Config
-	tolerance *big.Rat // nil: exact comparison
+	cfg        Config
+	tolerance  *big.Rat      // nil: exact comparison
+	workRounds int           // SHA-256 rounds per verification (Config.WorkMicros); 0: none
+	workSink   atomic.Uint64 // the last work result, so the work is not optimised away
 }
 
 // handle wraps one verification with its span and its single metric
@@ -132,6 +152,9 @@ func (v *verifier) handle(ctx context.Context, req protocol.VerifyRequest) (resp
 func (v *verifier) verify(req protocol.VerifyRequest) (protocol.VerifyResponse, error) {
 	if v.cfg.PanicOnTaskPrefix != "" && strings.HasPrefix(req.Task.ID, v.cfg.PanicOnTaskPrefix) {
 		panic("resources: injected verifier fault")
+	}
+	if v.workRounds > 0 {
+		v.workSink.Store(doWork(req.Task.ID, v.workRounds))
 	}
 	want, ok := parseNumber(strings.TrimSpace(req.Task.Expected))
 	if !ok {

@@ -3,6 +3,7 @@ package resources_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -133,6 +134,50 @@ func TestConfigKeys(t *testing.T) {
 	}
 	if got := string(raw); got != `{"tolerance":0.5,"panic_on_task_prefix":"boom-"}` {
 		t.Errorf("JSON keys: %s", got)
+	}
+}
+
+func TestWorkMicrosConfig(t *testing.T) {
+	var cfg resources.Config
+	if err := json.Unmarshal([]byte(`{"work_us":100}`), &cfg); err != nil || cfg.WorkMicros != 100 {
+		t.Fatalf(`{"work_us":100} decoded as %+v, %v`, cfg, err)
+	}
+	for _, ok := range []int{0, 1, 100, 1_000_000} {
+		if err := (resources.Config{WorkMicros: ok}).Validate(); err != nil {
+			t.Errorf("WorkMicros %d rejected: %v", ok, err)
+		}
+	}
+	for _, bad := range []int{-1, 1_000_001} {
+		err := (resources.Config{WorkMicros: bad}).Validate()
+		if err == nil || !strings.Contains(err.Error(), "work_us") {
+			t.Errorf("WorkMicros %d: err %v, want one naming work_us", bad, err)
+		}
+	}
+	// The zero value adds no key, so existing configs encode as before.
+	if raw, _ := json.Marshal(resources.Config{}); string(raw) != `{}` {
+		t.Errorf("zero Config encodes as %s", raw)
+	}
+}
+
+// TestWorkMicrosKeepsScores: the synthetic work changes what a
+// verification costs, never what it answers.
+func TestWorkMicrosKeepsScores(t *testing.T) {
+	plainURL, c, _ := start(t, resources.Config{})
+	workURL, _, _ := start(t, resources.Config{WorkMicros: 20})
+	for _, tc := range []struct{ expected, answer string }{
+		{"7", "The answer is 7."}, {"7", "8"}, {"1234.5", "roughly 1,234.50"}, {"0", "no idea"},
+	} {
+		want, err := verify(t, c, plainURL, task("t", tc.expected), tc.answer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := verify(t, c, workURL, task("t", tc.expected), tc.answer)
+		if err != nil || got != want {
+			t.Errorf("%q with work_us=20: %+v, %v; without: %+v", tc.answer, got, err, want)
+		}
+	}
+	if _, err := verify(t, c, workURL, task("t", "seven"), "7"); !strings.Contains(fmt.Sprint(err), "500") {
+		t.Errorf("unscorable task with work_us=20: err %v, want a 500", err)
 	}
 }
 
