@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -53,6 +54,12 @@ func (e *recordingExporter) counts() (batches []int, total int) {
 	return append([]int(nil), e.batches...), e.total
 }
 
+// defaultBatch are the settings a process gets without OTEL_BSP_* variables.
+var defaultBatch = batchSettingsFrom(Config{})
+
+// every20ms is defaultBatch with a short interval.
+var every20ms = func() batchSettings { s := defaultBatch; s.interval = 20 * time.Millisecond; return s }()
+
 func sampledSpan(i int) sdktrace.ReadOnlySpan {
 	return tracetest.SpanStub{
 		Name: "s",
@@ -64,15 +71,15 @@ func sampledSpan(i int) sdktrace.ReadOnlySpan {
 
 func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 	exp := &recordingExporter{}
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler))
-	for i := range batchSize {
+	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	for i := range wakeSize {
 		b.OnEnd(sampledSpan(i))
 	}
 	// The batch is full: the loop was woken and exports it long before the
 	// five-second interval. Poll, bounded.
 	deadline := time.Now().Add(4 * time.Second)
 	for {
-		if _, total := exp.counts(); total == batchSize {
+		if _, total := exp.counts(); total == wakeSize {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -89,8 +96,8 @@ func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 	if err := b.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, total := exp.counts(); total != batchSize+10 {
-		t.Fatalf("exported %d spans, want %d", total, batchSize+10)
+	if _, total := exp.counts(); total != wakeSize+10 {
+		t.Fatalf("exported %d spans, want %d", total, wakeSize+10)
 	}
 	if err := b.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -107,8 +114,8 @@ func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 func TestBatcherDropsWhenFullAndReportsOnce(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	var logs bytes.Buffer
-	b := newSpanBatcher(exp, slog.New(slog.NewTextHandler(&logs, nil)))
-	const n = batchQueueSize*2 + 100
+	b := newSpanBatcher(exp, slog.New(slog.NewTextHandler(&logs, nil)), defaultBatch)
+	n := defaultBatch.queue*2 + 100
 	for i := range n {
 		b.OnEnd(sampledSpan(i)) // never blocks, even with the exporter stuck
 	}
@@ -120,22 +127,22 @@ func TestBatcherDropsWhenFullAndReportsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, total := exp.counts()
-	if uint64(total)+b.Dropped() != n {
+	if uint64(total)+b.Dropped() != uint64(n) {
 		t.Fatalf("exported %d + dropped %d != %d ended", total, b.Dropped(), n)
 	}
 	if c := strings.Count(logs.String(), "spans dropped"); c != 1 {
 		t.Fatalf("drop reported %d times, want once:\n%s", c, logs.String())
 	}
 	for _, size := range func() []int { s, _ := exp.counts(); return s }() {
-		if size > batchSize {
-			t.Fatalf("batch of %d spans exceeds %d", size, batchSize)
+		if size > defaultBatch.batch {
+			t.Fatalf("batch of %d spans exceeds %d", size, defaultBatch.batch)
 		}
 	}
 }
 
 func TestBatcherShutdownBoundedByContext(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})} // never released
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler))
+	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
 	b.OnEnd(sampledSpan(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -153,8 +160,8 @@ func TestBatcherShutdownBoundedByContext(t *testing.T) {
 
 func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler))
-	for i := range batchSize { // a full batch: the loop starts exporting and blocks
+	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	for i := range wakeSize { // a full batch: the loop starts exporting and blocks
 		b.OnEnd(sampledSpan(i))
 	}
 	time.Sleep(50 * time.Millisecond) // let the loop pick it up; not a timing assertion
@@ -179,8 +186,8 @@ func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
 func TestBatcherReportsDropsWhileExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	logs := &lockedBuffer{}
-	b := newSpanBatcherEvery(exp, slog.New(slog.NewTextHandler(logs, nil)), 20*time.Millisecond)
-	for i := range batchQueueSize * 2 { // the first full batch blocks the loop
+	b := newSpanBatcher(exp, slog.New(slog.NewTextHandler(logs, nil)), every20ms)
+	for i := range defaultBatch.queue * 2 { // the first full batch blocks the loop
 		b.OnEnd(sampledSpan(i))
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -211,4 +218,63 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestBatcherTakesTheBacklogInOneExport: while an export is in flight the
+// queue grows; the next export takes that backlog in batches of up to the
+// batch setting, not in wakeSize pieces.
+func TestBatcherTakesTheBacklogInOneExport(t *testing.T) {
+	exp := &recordingExporter{block: make(chan struct{})}
+	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	for i := range wakeSize { // wakes the loop, whose export then blocks
+		b.OnEnd(sampledSpan(i))
+	}
+	// Wait (bounded) until the loop has taken those spans off the queue.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		n := len(b.queue)
+		b.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the loop did not take a full batch off the queue")
+		}
+	}
+	backlog := defaultBatch.batch + 300
+	for i := range backlog {
+		b.OnEnd(sampledSpan(i))
+	}
+	close(exp.block)
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	batches, total := exp.counts()
+	if b.Dropped() != 0 || total != wakeSize+backlog {
+		t.Fatalf("exported %d, dropped %d; want %d and 0", total, b.Dropped(), wakeSize+backlog)
+	}
+	want := fmt.Sprint([]int{wakeSize, defaultBatch.batch, 300})
+	if got := fmt.Sprint(batches); got != want {
+		t.Errorf("batches %s, want %s", got, want)
+	}
+}
+
+func TestBatchSettingsFromConfig(t *testing.T) {
+	cfg, err := LoadConfig(LoadOptions{Lookup: func(k string) (string, bool) {
+		v, ok := map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "40",
+			"OTEL_BSP_SCHEDULE_DELAY": "250", "OTEL_BSP_EXPORT_TIMEOUT": "1000"}[k]
+		return v, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := batchSettingsFrom(cfg)
+	want := batchSettings{queue: 100, batch: 40, interval: 250 * time.Millisecond, timeout: time.Second}
+	if got != want {
+		t.Errorf("settings %+v, want %+v", got, want)
+	}
+	if d := batchSettingsFrom(Config{}); d.queue != DefaultSpanQueueSize || d.batch != DefaultSpanBatchSize ||
+		d.interval != 5*time.Second || d.timeout != 30*time.Second {
+		t.Errorf("settings of a zero Config: %+v", d)
+	}
 }

@@ -75,6 +75,24 @@ const (
 	KeyOTLPEndpoint         = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	KeyOTLPProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	KeyMetricExportInterval = "OTEL_METRIC_EXPORT_INTERVAL"
+	KeyBSPScheduleDelay     = "OTEL_BSP_SCHEDULE_DELAY"
+	KeyBSPExportTimeout     = "OTEL_BSP_EXPORT_TIMEOUT"
+	KeyBSPMaxQueueSize      = "OTEL_BSP_MAX_QUEUE_SIZE"
+	KeyBSPMaxExportBatch    = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+)
+
+// Span batching defaults. The interval and timeout are the OpenTelemetry
+// specification's; the queue and the largest export are four times its
+// 2048 and 512, because an export's cost on a busy server is mostly the
+// wait for the export's goroutines to be scheduled, not the spans in it:
+// see spanBatcher.
+const (
+	DefaultSpanQueueSize  = 8192
+	DefaultSpanBatchSize  = 2048
+	maxSpanQueueSize      = 1 << 20
+	defaultScheduleDelay  = "5000"
+	defaultExportTimeout  = "30000"
+	maxMillisecondSetting = int64(math.MaxInt64 / time.Millisecond)
 )
 
 // Settings lists every variable lens reads, in display order.
@@ -96,6 +114,10 @@ var settings = []Setting{
 	{Key: KeyOTLPEndpoint, Standard: true, Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
 	{Key: KeyOTLPProtocol, Standard: true, Default: ProtocolGRPC, Doc: "OTLP transport: grpc or http/protobuf"},
 	{Key: KeyMetricExportInterval, Standard: true, Default: "10000", Doc: "milliseconds between metric exports"},
+	{Key: KeyBSPScheduleDelay, Standard: true, Default: defaultScheduleDelay, Doc: "longest wait, in milliseconds, before queued spans are exported"},
+	{Key: KeyBSPExportTimeout, Standard: true, Default: defaultExportTimeout, Doc: "milliseconds one span export may take before it is abandoned"},
+	{Key: KeyBSPMaxQueueSize, Standard: true, Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted"},
+	{Key: KeyBSPMaxExportBatch, Standard: true, Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; at most the queue size"},
 }
 
 // Settings returns a copy of the table of every variable lens reads, in
@@ -132,6 +154,12 @@ type Config struct {
 	OTLPEndpoint         string
 	OTLPProtocol         string
 	MetricExportInterval time.Duration
+	// SpanScheduleDelay, SpanExportTimeout, SpanQueueSize and SpanBatchSize
+	// configure the span batcher (the OTEL_BSP_* variables).
+	SpanScheduleDelay time.Duration
+	SpanExportTimeout time.Duration
+	SpanQueueSize     int
+	SpanBatchSize     int
 
 	// Sources holds one entry per setting, in display order.
 	Sources []Source
@@ -318,12 +346,42 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	if cfg.OTLPProtocol != ProtocolGRPC && cfg.OTLPProtocol != ProtocolHTTPProtobuf {
 		bad(KeyOTLPProtocol, "must be grpc or http/protobuf")
 	}
-	if ms, err := strconv.ParseInt(text(KeyMetricExportInterval), 10, 64); err != nil {
-		bad(KeyMetricExportInterval, "not an integer number of milliseconds")
-	} else if ms <= 0 || ms > int64(math.MaxInt64/time.Millisecond) {
-		bad(KeyMetricExportInterval, "must be a positive number of milliseconds (at most 9223372036854)")
-	} else {
-		cfg.MetricExportInterval = time.Duration(ms) * time.Millisecond
+	millis := func(key string) time.Duration {
+		ms, err := strconv.ParseInt(text(key), 10, 64)
+		if err != nil {
+			bad(key, "not an integer number of milliseconds")
+			return 0
+		}
+		if ms <= 0 || ms > maxMillisecondSetting {
+			bad(key, fmt.Sprintf("must be a positive number of milliseconds (at most %d)", maxMillisecondSetting))
+			return 0
+		}
+		return time.Duration(ms) * time.Millisecond
+	}
+	count := func(key string, limit int) int {
+		n, err := strconv.Atoi(text(key))
+		if err != nil {
+			bad(key, "not an integer")
+			return 0
+		}
+		if n <= 0 || n > limit {
+			bad(key, fmt.Sprintf("must be between 1 and %d", limit))
+			return 0
+		}
+		return n
+	}
+	cfg.MetricExportInterval = millis(KeyMetricExportInterval)
+	cfg.SpanScheduleDelay = millis(KeyBSPScheduleDelay)
+	cfg.SpanExportTimeout = millis(KeyBSPExportTimeout)
+	cfg.SpanQueueSize = count(KeyBSPMaxQueueSize, maxSpanQueueSize)
+	cfg.SpanBatchSize = count(KeyBSPMaxExportBatch, maxSpanQueueSize)
+	if cfg.SpanQueueSize > 0 && cfg.SpanBatchSize > cfg.SpanQueueSize {
+		if raw[KeyBSPMaxExportBatch].Origin == "default" {
+			// Only the queue was set: the batch follows it down.
+			cfg.SpanBatchSize = cfg.SpanQueueSize
+		} else {
+			bad(KeyBSPMaxExportBatch, fmt.Sprintf("must not exceed %s (%d)", KeyBSPMaxQueueSize, cfg.SpanQueueSize))
+		}
 	}
 	return cfg, errors.Join(errs...)
 }

@@ -37,6 +37,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		{"OTLPEndpoint", cfg.OTLPEndpoint, ""},
 		{"OTLPProtocol", cfg.OTLPProtocol, lens.ProtocolGRPC},
 		{"MetricExportInterval", cfg.MetricExportInterval, 10 * time.Second},
+		{"SpanScheduleDelay", cfg.SpanScheduleDelay, 5 * time.Second},
+		{"SpanExportTimeout", cfg.SpanExportTimeout, 30 * time.Second},
+		{"SpanQueueSize", cfg.SpanQueueSize, lens.DefaultSpanQueueSize},
+		{"SpanBatchSize", cfg.SpanBatchSize, lens.DefaultSpanBatchSize},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -262,6 +266,14 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 		{"interval with unit", "OTEL_METRIC_EXPORT_INTERVAL", "1s", nil, "milliseconds"},
 		{"interval overflowing a duration", "OTEL_METRIC_EXPORT_INTERVAL", "18446744073710", nil, "at most"},
 		{"protocol http/json", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", nil, "grpc or http/protobuf"},
+		{"schedule delay zero", "OTEL_BSP_SCHEDULE_DELAY", "0", nil, "positive"},
+		{"schedule delay with unit", "OTEL_BSP_SCHEDULE_DELAY", "5s", nil, "milliseconds"},
+		{"export timeout negative", "OTEL_BSP_EXPORT_TIMEOUT", "-1", nil, "positive"},
+		{"queue size zero", "OTEL_BSP_MAX_QUEUE_SIZE", "0", nil, "between 1 and"},
+		{"queue size huge", "OTEL_BSP_MAX_QUEUE_SIZE", "100000000", nil, "between 1 and"},
+		{"queue size text", "OTEL_BSP_MAX_QUEUE_SIZE", "lots", nil, "not an integer"},
+		{"batch above queue", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "600", map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "500"}, "OTEL_BSP_MAX_QUEUE_SIZE (500)"},
+		{"batch above default queue", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "9000", nil, "must not exceed"},
 		{"unknown exporter", "NEMO_GYM_OTEL_EXPORTER", "otlp,jaeger", nil, "jaeger"},
 		{"none with otlp", "NEMO_GYM_OTEL_EXPORTER", "none, otlp", nil, "none"},
 		{"unknown strategy", "NEMO_GYM_OTEL_EXPORT_STRATEGY", "every_third", nil, "every_third"},
@@ -389,7 +401,19 @@ func TestLoadConfigParsesValues(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_ENDPOINT":      "http://collector:4318",
 		"NEMO_GYM_OTEL_PROMETHEUS_ADDR":    "0.0.0.0:9000",
 		"NEMO_GYM_OTEL_FILE_PATH":          " /tmp/run/telemetry.jsonl ",
+		"OTEL_BSP_SCHEDULE_DELAY":          "250",
+		"OTEL_BSP_EXPORT_TIMEOUT":          "4000",
+		"OTEL_BSP_MAX_QUEUE_SIZE":          "100",
+		"OTEL_BSP_MAX_EXPORT_BATCH_SIZE":   " 40 ",
 	})
+	if small := mustLoad(t, map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "1000"}); small.SpanBatchSize != 1000 {
+		t.Errorf("queue 1000 and the default batch: batch = %d, want the queue size", small.SpanBatchSize)
+	}
+	if cfg.SpanScheduleDelay != 250*time.Millisecond || cfg.SpanExportTimeout != 4*time.Second ||
+		cfg.SpanQueueSize != 100 || cfg.SpanBatchSize != 40 {
+		t.Errorf("span batching: delay=%v timeout=%v queue=%d batch=%d",
+			cfg.SpanScheduleDelay, cfg.SpanExportTimeout, cfg.SpanQueueSize, cfg.SpanBatchSize)
+	}
 	if cfg.ExportStrategy != lens.StrategySingleRank || cfg.ExportRank != 3 || cfg.ExportSampleRate != 0.25 {
 		t.Errorf("strategy=%q rank=%d rate=%v", cfg.ExportStrategy, cfg.ExportRank, cfg.ExportSampleRate)
 	}

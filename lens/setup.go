@@ -416,7 +416,7 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, warn *slog
 	}
 	h.abortCtx, h.abortExports = context.WithCancel(context.Background())
 	for _, e := range exps {
-		b := newSpanBatcher(abortableExporter{SpanExporter: e, abort: h.abortCtx}, warn)
+		b := newSpanBatcher(abortableExporter{SpanExporter: e, abort: h.abortCtx}, warn, batchSettingsFrom(h.cfg))
 		h.batchers = append(h.batchers, b)
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(b))
 	}

@@ -33,6 +33,10 @@ var yamlKeys = func() map[string]string {
 		"otlp_endpoint":             lens.KeyOTLPEndpoint,
 		"otlp_protocol":             lens.KeyOTLPProtocol,
 		"metric_export_interval_ms": lens.KeyMetricExportInterval,
+		"span_schedule_delay_ms":    lens.KeyBSPScheduleDelay,
+		"span_export_timeout_ms":    lens.KeyBSPExportTimeout,
+		"span_queue_size":           lens.KeyBSPMaxQueueSize,
+		"span_export_batch_size":    lens.KeyBSPMaxExportBatch,
 	}
 	for _, s := range lens.Settings() {
 		if !s.Standard {

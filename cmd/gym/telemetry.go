@@ -356,6 +356,14 @@ func effectiveValue(cfg lens.Config, key, raw string) string {
 		return cfg.OTLPProtocol
 	case lens.KeyMetricExportInterval:
 		return strconv.FormatInt(int64(cfg.MetricExportInterval/time.Millisecond), 10)
+	case lens.KeyBSPScheduleDelay:
+		return strconv.FormatInt(int64(cfg.SpanScheduleDelay/time.Millisecond), 10)
+	case lens.KeyBSPExportTimeout:
+		return strconv.FormatInt(int64(cfg.SpanExportTimeout/time.Millisecond), 10)
+	case lens.KeyBSPMaxQueueSize:
+		return strconv.Itoa(cfg.SpanQueueSize)
+	case lens.KeyBSPMaxExportBatch:
+		return strconv.Itoa(cfg.SpanBatchSize)
 	}
 	return strings.TrimSpace(raw)
 }
