@@ -8,7 +8,9 @@ import (
 
 // WithRolloutID returns ctx carrying the rollout id as W3C baggage, so the
 // servers a rollout calls can put nemo.gym.rollout.id on their own spans.
-// Call it only when spans are being recorded: it allocates.
+// Call it only when a span group that reads it downstream is on (the agent
+// checks model_call and verify): it allocates, and the baggage is encoded
+// into every call and parsed by every callee.
 func WithRolloutID(ctx context.Context, id string) context.Context {
 	m, err := baggage.NewMemberRaw(AttrRolloutID, id)
 	if err != nil {

@@ -98,13 +98,15 @@ var runStatsSamples = []string{
 	"/gc/cycles/total:gc-cycles",
 	"/gc/heap/live:bytes",
 	"/sched/goroutines:goroutines",
+	"/gc/gogc:percent",
 }
 
 // runStatsLine is one snapshot of the process's cumulative counters as
 // space-separated key=value pairs: event, time_ns, mallocs (every heap
 // allocation, as MemStats.Mallocs and testing's allocs/op count them),
-// alloc_bytes, gc_cycles, heap_live_bytes, goroutines, and the process's
-// CPU time so far, user_us and sys_us.
+// alloc_bytes, gc_cycles, heap_live_bytes, goroutines, gogc (the GC
+// percent in force), the process's CPU time so far, user_us and sys_us, and
+// its peak resident set size, max_rss_kib.
 func runStatsLine(event string) string {
 	s := make([]metrics.Sample, len(runStatsSamples))
 	for i, name := range runStatsSamples {
@@ -119,7 +121,7 @@ func runStatsLine(event string) string {
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return fmt.Sprintf("event=%s time_ns=%d mallocs=%d alloc_bytes=%d gc_cycles=%d heap_live_bytes=%d goroutines=%d user_us=%d sys_us=%d\n",
-		event, time.Now().UnixNano(), v[0]+v[1], v[2], v[3], v[4], v[5],
-		ru.Utime.Nano()/1e3, ru.Stime.Nano()/1e3)
+	return fmt.Sprintf("event=%s time_ns=%d mallocs=%d alloc_bytes=%d gc_cycles=%d heap_live_bytes=%d goroutines=%d gogc=%d user_us=%d sys_us=%d max_rss_kib=%d\n",
+		event, time.Now().UnixNano(), v[0]+v[1], v[2], v[3], v[4], v[5], v[6],
+		ru.Utime.Nano()/1e3, ru.Stime.Nano()/1e3, ru.Maxrss)
 }

@@ -71,7 +71,7 @@ func TestRunStatsOnSignalAndExit(t *testing.T) {
 	if len(lines) != 2 || lines[0]["event"] != "signal" || lines[1]["event"] != "exit" {
 		t.Fatalf("lines %v, want one on the signal and one at exit", lines)
 	}
-	for _, key := range []string{"time_ns", "mallocs", "alloc_bytes", "gc_cycles", "heap_live_bytes", "goroutines", "user_us", "sys_us"} {
+	for _, key := range []string{"time_ns", "mallocs", "alloc_bytes", "gc_cycles", "heap_live_bytes", "goroutines", "gogc", "user_us", "sys_us", "max_rss_kib"} {
 		for i, l := range lines {
 			if _, err := strconv.ParseUint(l[key], 10, 64); err != nil {
 				t.Errorf("line %d: %s=%q is not a count", i, key, l[key])

@@ -21,6 +21,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
@@ -573,4 +574,47 @@ func TestEmptyBatchesWriteNothing(t *testing.T) {
 	if strings.Contains(buf.String(), "resource") {
 		t.Error("header written for empty output")
 	}
+}
+
+// TestLargeBatchWritesWholeLinesInChunks: a batch far larger than
+// writeChunk reaches the writer in several writes, each of whole lines, and
+// the export buffer is reused rather than regrown per export.
+func TestLargeBatchWritesWholeLinesInChunks(t *testing.T) {
+	var w countingWriter
+	sink := NewSink(&w, testResource())
+	exp := sink.SpanExporter()
+	tp := sdktrace.NewTracerProvider()
+	const n = 2048
+	rec := tracetest.NewSpanRecorder()
+	tp.RegisterSpanProcessor(rec)
+	for i := range n {
+		_, sp := tp.Tracer("t").Start(context.Background(), fmt.Sprint("span-", i),
+			trace.WithAttributes(attribute.String("padding", strings.Repeat("x", 200))))
+		sp.End()
+	}
+	spans := rec.Ended()
+	ctx := context.Background()
+	if err := exp.ExportSpans(ctx, spans); err != nil {
+		t.Fatal(err)
+	}
+	if w.Len() < 4*writeChunk {
+		t.Fatalf("batch encoded to %d bytes; the test needs several chunks", w.Len())
+	}
+	if max := w.Len()/writeChunk + 1; w.writes < 2 || w.writes > max {
+		t.Errorf("%d writes for %d bytes, want between 2 and %d", w.writes, w.Len(), max)
+	}
+	if got := len(ofType(parse(t, w.Bytes()), telfile.TypeSpan)); got != n {
+		t.Errorf("%d spans read back, want %d", got, n)
+	}
+	// Later exports reuse the buffer: a 2048-span batch costs about the
+	// encoder's own few small allocations per span, not a regrown megabyte.
+	allocs := testing.AllocsPerRun(5, func() {
+		if err := exp.ExportSpans(ctx, spans); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if perSpan := allocs / n; perSpan > 6 {
+		t.Errorf("%.1f allocations per span exported", perSpan)
+	}
+	_ = tp.Shutdown(ctx)
 }

@@ -11,18 +11,31 @@ import (
 	"github.com/gymlens/gymlens/internal/telfile"
 )
 
-type spanExporter struct{ exporterBase }
+type spanExporter struct {
+	exporterBase
+	bufMu sync.Mutex // exports may overlap (the SDK does not promise otherwise)
+	buf   []byte     // reused for every export, never above writeChunk plus one span
+}
 
 var _ sdktrace.SpanExporter = (*spanExporter)(nil)
+
+// writeChunk is how much encoded output an export gathers before it hands
+// it to the sink. A batch is written in pieces of about this size, each
+// ending at a line boundary, so the buffer stays small and is kept across
+// exports: a buffer sized for a whole batch (2048 spans, about a megabyte)
+// taken from a sync.Pool was dropped at every GC and regrown by append,
+// which made encoding allocate about 800 bytes per span.
+const writeChunk = 64 << 10
 
 // SpanExporter returns an exporter that writes finished spans to the sink.
 // Use it with sdktrace.WithBatcher or sdktrace.WithSyncer. Shutting it down
 // stops only this exporter.
 func (s *Sink) SpanExporter() sdktrace.SpanExporter {
-	return &spanExporter{exporterBase{sink: s}}
+	return &spanExporter{exporterBase: exporterBase{sink: s}}
 }
 
-// ExportSpans encodes the batch and appends it to the sink in one write.
+// ExportSpans encodes the batch and appends it to the sink, in writes of
+// whole lines.
 func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -30,19 +43,26 @@ func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if e.stopped() || len(spans) == 0 {
 		return nil
 	}
-	buf := batchBuffers.Get().(*[]byte)
-	b := (*buf)[:0]
+	e.bufMu.Lock()
+	defer e.bufMu.Unlock()
+	if e.buf == nil {
+		e.buf = make([]byte, 0, writeChunk+4<<10)
+	}
+	b := e.buf[:0]
 	for _, sp := range spans {
 		b = appendSpan(b, sp)
+		if len(b) >= writeChunk {
+			if err := e.sink.write(b); err != nil {
+				e.buf = b[:0]
+				return err
+			}
+			b = b[:0]
+		}
 	}
 	err := e.sink.write(b)
-	*buf = b
-	batchBuffers.Put(buf)
+	e.buf = b[:0]
 	return err
 }
-
-// batchBuffers recycles the byte slices batches are encoded into.
-var batchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // spanRecord is the reflective form of a span line. The exporter writes
 // appendSpan's direct encoding; tests hold the two to the same output.
