@@ -46,24 +46,29 @@ func batchSettingsFrom(cfg Config) batchSettings {
 	return s
 }
 
+// exportWorkers is how many exports may be in flight at once. An export to
+// a collector is mostly waiting (for the network, for the receiver, for its
+// goroutines to be scheduled on a busy server); while one waits, a second
+// can carry the spans that kept arriving.
+const exportWorkers = 2
+
 // spanBatcher is the span processor lens installs. Like the SDK's batch
 // span processor it holds finished spans in a bounded queue, exports them
-// from a goroutine of its own at least once per interval, and drops (and
+// from goroutines of its own at least once per interval, and drops (and
 // counts) spans rather than block a caller when the queue is full. It
 // differs where that matters on a busy server:
 //
-//   - Ending a span appends it under a mutex; the export goroutine is woken
+//   - Ending a span appends it under a mutex; an export goroutine is woken
 //     only when wakeSize spans are waiting, not handed every span over a
 //     channel.
 //   - One export takes everything queued, up to the batch setting (2048 by
-//     default, four times the SDK's 512). On a server whose cores are busy
-//     serving, an export's duration is mostly the time its goroutines (the
-//     exporter's, gRPC's) wait to be scheduled behind the request
-//     goroutines, whatever its size. Measured here: 512-span OTLP exports
-//     took 10-150 ms under load, so a fixed 512 per export fell behind a
-//     server ending 26 000 spans/s and dropped a third of them with the
-//     collector healthy; taking the backlog in one export kept up with
-//     nothing dropped.
+//     default, four times the SDK's 512), and up to exportWorkers exports
+//     run at once. On a server whose cores are busy serving, an export's
+//     duration is mostly the time its goroutines (the exporter's, gRPC's)
+//     wait to be scheduled behind the request goroutines, whatever its
+//     size. Measured here: 512-span OTLP exports took 10-150 ms under load,
+//     so one export of 512 at a time fell behind a server ending 26 000
+//     spans/s and dropped a third of them with the collector healthy.
 //   - Drops are logged at most once per interval, from a goroutine that
 //     does not wait on exports.
 type spanBatcher struct {
@@ -71,16 +76,17 @@ type spanBatcher struct {
 	exp sdktrace.SpanExporter
 	log *slog.Logger
 
-	mu    sync.Mutex
-	queue []sdktrace.ReadOnlySpan
-	spare []sdktrace.ReadOnlySpan
+	mu      sync.Mutex
+	queue   []sdktrace.ReadOnlySpan
+	active  int             // exports in flight; under mu
+	waiters []chan struct{} // closed when active drops to 0; under mu
 
-	exportMu sync.Mutex // one export at a time: the loop's or a flush's
-	kick     chan struct{}
-	stop     chan struct{}
-	stopped  chan struct{}
-	closed   atomic.Bool
-	once     sync.Once
+	kick    chan struct{}
+	slots   chan struct{} // one per export in flight, workers' and flushes' alike
+	stop    chan struct{}
+	workers sync.WaitGroup
+	closed  atomic.Bool
+	once    sync.Once
 
 	dropped  atomic.Uint64
 	reportMu sync.Mutex
@@ -94,13 +100,14 @@ func newSpanBatcher(exp sdktrace.SpanExporter, log *slog.Logger, set batchSettin
 		exp:      exp,
 		log:      log,
 		queue:    make([]sdktrace.ReadOnlySpan, 0, wakeSize),
-		spare:    make([]sdktrace.ReadOnlySpan, 0, wakeSize),
-		kick:     make(chan struct{}, 1),
+		kick:     make(chan struct{}, exportWorkers),
+		slots:    make(chan struct{}, exportWorkers),
 		stop:     make(chan struct{}),
-		stopped:  make(chan struct{}),
 		reporter: make(chan struct{}),
 	}
-	go b.loop()
+	for range exportWorkers {
+		b.workers.Go(b.loop)
+	}
 	go b.reportLoop()
 	return b
 }
@@ -121,20 +128,25 @@ func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	b.queue = append(b.queue, s)
-	full := len(b.queue) == min(wakeSize, b.set.batch)
+	// Every wakeSize spans, not just the first: while one worker is in a
+	// long export the backlog keeps growing, and the next worker must hear
+	// of it.
+	wake := len(b.queue)%min(wakeSize, b.set.batch) == 0
 	b.mu.Unlock()
-	if full {
+	if wake {
 		select {
 		case b.kick <- struct{}{}:
-		default:
+		default: // every worker has a wake-up pending already
 		}
 	}
 }
 
+// loop is one export worker: it exports whatever is queued when it is
+// woken (by OnEnd or by its interval timer) until the queue is empty.
 func (b *spanBatcher) loop() {
-	defer close(b.stopped)
 	t := time.NewTicker(b.set.interval)
 	defer t.Stop()
+	var buf []sdktrace.ReadOnlySpan // this worker's batch, reused
 	for {
 		select {
 		case <-b.stop:
@@ -143,48 +155,97 @@ func (b *spanBatcher) loop() {
 		case <-b.kick:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.set.timeout)
-		if err := b.export(ctx); err != nil {
+		var err error
+		buf, err = b.drain(ctx, buf)
+		if err != nil {
 			otel.Handle(err)
 		}
 		cancel()
 	}
 }
 
-// export sends everything queued so far, in batches.
-func (b *spanBatcher) export(ctx context.Context) error {
-	b.exportMu.Lock()
-	defer b.exportMu.Unlock()
+// take moves up to a batch of queued spans into buf and counts an export
+// in flight; it returns an empty batch, and counts nothing, when the queue
+// is empty. Every take is followed by one call to done.
+func (b *spanBatcher) take(buf []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := min(len(b.queue), b.set.batch)
+	if n == 0 {
+		return buf[:0]
+	}
+	buf = append(buf[:0], b.queue[:n]...)
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	b.active++
+	return buf
+}
+
+// done ends an export counted by take, and wakes ForceFlush callers
+// waiting for the last one.
+func (b *spanBatcher) done(batch []sdktrace.ReadOnlySpan) {
+	clear(batch) // let the spans go
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.active--
+	if b.active == 0 {
+		for _, w := range b.waiters {
+			close(w)
+		}
+		b.waiters = nil
+	}
+}
+
+// drain exports batches until the queue is empty or ctx ends, using buf
+// for the batches; it returns buf for reuse. Each export holds one of the
+// exportWorkers slots, so a flush running beside the workers does not add
+// a third export in flight.
+func (b *spanBatcher) drain(ctx context.Context, buf []sdktrace.ReadOnlySpan) ([]sdktrace.ReadOnlySpan, error) {
 	var errs []error
 	for {
-		b.mu.Lock()
-		batch := b.queue
-		b.queue, b.spare = b.spare[:0], nil
-		b.mu.Unlock()
-		if len(batch) == 0 {
-			b.mu.Lock()
-			b.spare = batch
-			b.mu.Unlock()
-			return errors.Join(errs...)
+		select {
+		case b.slots <- struct{}{}:
+		case <-ctx.Done():
+			return buf, errors.Join(append(errs, ctx.Err())...)
 		}
-		for start := 0; start < len(batch); start += b.set.batch {
-			end := min(start+b.set.batch, len(batch))
-			if err := b.exp.ExportSpans(ctx, batch[start:end]); err != nil {
-				errs = append(errs, err)
-			}
+		buf = b.take(buf)
+		if len(buf) == 0 {
+			<-b.slots
+			return buf, errors.Join(errs...)
 		}
-		clear(batch) // let the spans go
-		b.mu.Lock()
-		b.spare = batch[:0]
-		b.mu.Unlock()
+		if err := b.exp.ExportSpans(ctx, buf); err != nil {
+			errs = append(errs, err)
+		}
+		b.done(buf)
+		<-b.slots
 		if ctx.Err() != nil {
-			return errors.Join(append(errs, ctx.Err())...)
+			return buf, errors.Join(append(errs, ctx.Err())...)
 		}
 	}
 }
 
+// idle waits until no export is in flight, bounded by ctx.
+func (b *spanBatcher) idle(ctx context.Context) error {
+	b.mu.Lock()
+	if b.active == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	w := make(chan struct{})
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	select {
+	case <-w:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // reportLoop logs drops once per interval. It runs apart from the export
-// loop, which is stuck in an export for up to exportTimeout exactly when the
-// collector is slow or gone, which is when spans are dropped.
+// workers, which are stuck in exports for up to the export timeout exactly
+// when the collector is slow or gone, which is when spans are dropped.
 func (b *spanBatcher) reportLoop() {
 	defer close(b.reporter)
 	t := time.NewTicker(b.set.interval)
@@ -209,12 +270,15 @@ func (b *spanBatcher) reportDrops() {
 	}
 }
 
-// ForceFlush exports everything queued, bounded by ctx.
+// ForceFlush exports everything queued when it is called and waits for
+// exports already in flight, all bounded by ctx: when it returns nil, every
+// span that ended before the call has been handed to the exporter.
 func (b *spanBatcher) ForceFlush(ctx context.Context) error {
-	return b.export(ctx)
+	_, err := b.drain(ctx, nil)
+	return errors.Join(err, b.idle(ctx))
 }
 
-// Shutdown stops the loop, exports what is queued and shuts the exporter
+// Shutdown stops the workers, exports what is queued and shuts the exporter
 // down, all bounded by ctx. Later calls return nil.
 func (b *spanBatcher) Shutdown(ctx context.Context) error {
 	var err error
@@ -224,14 +288,16 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 		<-b.reporter
 		// Whatever happens below, the drops so far are reported.
 		defer b.reportDrops()
+		stopped := make(chan struct{})
+		go func() { b.workers.Wait(); close(stopped) }()
 		select {
-		case <-b.stopped:
+		case <-stopped:
 		case <-ctx.Done():
-			// The loop is stuck in an export; give up on what is queued.
+			// A worker is stuck in an export; give up on what is queued.
 			err = errors.Join(ctx.Err(), b.exp.Shutdown(ctx))
 			return
 		}
-		err = errors.Join(b.export(ctx), b.exp.Shutdown(ctx))
+		err = errors.Join(b.ForceFlush(ctx), b.exp.Shutdown(ctx))
 	})
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -19,14 +18,25 @@ import (
 // recordingExporter keeps every batch it is handed; block, when set, holds
 // each export until it is closed or the export's ctx ends.
 type recordingExporter struct {
-	mu       sync.Mutex
-	batches  []int
-	total    int
-	shutdown int
-	block    chan struct{}
+	mu          sync.Mutex
+	active      int // exports in progress
+	maxInFlight int
+	batches     []int
+	total       int
+	shutdown    int
+	block       chan struct{}
 }
 
 func (e *recordingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.mu.Lock()
+	e.active++
+	e.maxInFlight = max(e.maxInFlight, e.active)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.active--
+		e.mu.Unlock()
+	}()
 	if e.block != nil {
 		select {
 		case <-e.block:
@@ -46,6 +56,12 @@ func (e *recordingExporter) Shutdown(context.Context) error {
 	defer e.mu.Unlock()
 	e.shutdown++
 	return nil
+}
+
+func (e *recordingExporter) inFlight() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.active
 }
 
 func (e *recordingExporter) counts() (batches []int, total int) {
@@ -177,8 +193,8 @@ func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown waited for the stuck export")
 	}
-	close(exp.block) // release the loop so it can finish
-	<-b.stopped
+	close(exp.block) // release the workers so they can finish
+	b.workers.Wait()
 }
 
 // Drops are reported while the export loop is stuck in a slow export,
@@ -220,42 +236,78 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestBatcherTakesTheBacklogInOneExport: while an export is in flight the
-// queue grows; the next export takes that backlog in batches of up to the
-// batch setting, not in wakeSize pieces.
-func TestBatcherTakesTheBacklogInOneExport(t *testing.T) {
+// TestBatcherTakesTheBacklogInLargeExports: while exports are in flight the
+// queue grows; later exports take that backlog in batches of up to the
+// batch setting, not in wakeSize pieces, and at most exportWorkers exports
+// run at once.
+func TestBatcherTakesTheBacklogInLargeExports(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
-	for i := range wakeSize { // wakes the loop, whose export then blocks
-		b.OnEnd(sampledSpan(i))
-	}
-	// Wait (bounded) until the loop has taken those spans off the queue.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		b.mu.Lock()
-		n := len(b.queue)
-		b.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the loop did not take a full batch off the queue")
-		}
-	}
-	backlog := defaultBatch.batch + 300
+	backlog := 3*defaultBatch.batch + 300
 	for i := range backlog {
 		b.OnEnd(sampledSpan(i))
 	}
+	// Every worker is now stuck in an export; the rest waits in the queue.
+	for deadline := time.Now().Add(5 * time.Second); exp.inFlight() < exportWorkers; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d exports in flight, want %d", exp.inFlight(), exportWorkers)
+		}
+	}
 	close(exp.block)
-	if err := b.Shutdown(context.Background()); err != nil {
+	if err := b.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	batches, total := exp.counts()
-	if b.Dropped() != 0 || total != wakeSize+backlog {
-		t.Fatalf("exported %d, dropped %d; want %d and 0", total, b.Dropped(), wakeSize+backlog)
+	if b.Dropped() != 0 || total != backlog {
+		t.Fatalf("exported %d, dropped %d; want %d and 0", total, b.Dropped(), backlog)
 	}
-	want := fmt.Sprint([]int{wakeSize, defaultBatch.batch, 300})
-	if got := fmt.Sprint(batches); got != want {
-		t.Errorf("batches %s, want %s", got, want)
+	large := 0
+	for _, n := range batches {
+		if n > defaultBatch.batch {
+			t.Errorf("batch of %d spans, above the batch setting %d", n, defaultBatch.batch)
+		}
+		if n == defaultBatch.batch {
+			large++
+		}
+	}
+	if large < 2 {
+		t.Errorf("batches %v: the backlog was not taken in full batches", batches)
+	}
+	if exp.maxInFlight > exportWorkers {
+		t.Errorf("%d exports ran at once, more than %d workers", exp.maxInFlight, exportWorkers)
+	}
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBatcherForceFlushWaitsForExportsInFlight: spans a worker took before
+// the flush count as flushed only once their export has returned.
+func TestBatcherForceFlushWaitsForExportsInFlight(t *testing.T) {
+	exp := &recordingExporter{block: make(chan struct{})}
+	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	for i := range wakeSize {
+		b.OnEnd(sampledSpan(i))
+	}
+	for deadline := time.Now().Add(5 * time.Second); exp.inFlight() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no export started")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := b.ForceFlush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ForceFlush with an export stuck in flight = %v, want the deadline", err)
+	}
+	close(exp.block)
+	if err := b.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, total := exp.counts(); total != wakeSize {
+		t.Fatalf("after the flush %d spans exported, want %d", total, wakeSize)
+	}
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 
