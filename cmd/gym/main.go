@@ -15,24 +15,25 @@ import (
 )
 
 func main() {
-	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// DefaultGCPercent is the garbage collector's target (GOGC) in every gym
-// process unless GOGC is set in the environment.
+// DefaultGCPercent is the garbage collector's target (GOGC) in every
+// `gym serve` process unless GOGC is set in the environment.
 //
 // A gym server keeps a live heap of one or two megabytes while it allocates
 // tens of kilobytes per rollout, so with Go's default of 100 its heap never
 // leaves the 4 MB minimum and the collector runs about a hundred times a
 // second in a busy agent. At 400 the minimum heap is 16 MB and collections
-// are a fifth as frequent; a server then holds a few megabytes more, and a
-// process with a large live heap up to five times that heap. Measured with
-// `gym run` (model latency 0) this cut the agent's CPU per rollout by a
-// fifth with telemetry on (see docs/performance.md).
+// are a fifth as frequent; a server then holds a few megabytes more (up to
+// five times its live heap). Measured with `gym run` (model latency 0) this
+// cut the agent's CPU per rollout by a fifth with telemetry on (see
+// docs/performance.md). The orchestrator keeps Go's default: its live heap
+// (the task list, a run read back for the summary) is large enough that it
+// collects rarely anyway, and five times it would be a lot of memory.
 const DefaultGCPercent = 400
 
 // tuneGC applies DefaultGCPercent unless the user chose a GOGC.

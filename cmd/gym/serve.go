@@ -28,6 +28,7 @@ var serveCommand = command{
 const telemetryFlushTimeout = 10 * time.Second
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	tuneGC()
 	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
 	name := fs.String("name", "", "server name in the fleet (required)")
 	impl := fs.String("impl", "", "implementation: arithmetic, policy_model or simple_agent (default: the type's)")
