@@ -2,8 +2,10 @@ package fileexport
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -125,4 +127,39 @@ func BenchmarkEncodeSpan(b *testing.B) {
 
 func instrumentationScope(name string) instrumentation.Scope {
 	return instrumentation.Scope{Name: name}
+}
+
+// BenchmarkExportSpansToFile is the whole cost of exporting one span to a
+// run directory, encoding and I/O: batches of 2048 SERVER spans shaped like
+// the fleet's (route, method, status, a remote parent) written to a real
+// file. Reported per span.
+func BenchmarkExportSpansToFile(b *testing.B) {
+	f, err := os.CreateTemp(b.TempDir(), "spans-*.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	exp := NewSink(f, nil).SpanExporter()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true}))
+	const batch = 2048
+	for range batch {
+		_, sp := tp.Tracer("bench").Start(parent, "POST /verify", trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("url.scheme", "http"), attribute.String("http.route", "/verify"),
+				attribute.String("http.request.method", "POST")))
+		sp.SetAttributes(attribute.String("url.path", "/verify"), attribute.Int("http.response.status_code", 200))
+		sp.End()
+	}
+	spans := rec.Ended()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batch {
+		if err := exp.ExportSpans(ctx, spans[:min(batch, b.N-i)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = tp.Shutdown(ctx)
 }
