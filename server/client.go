@@ -65,7 +65,7 @@ type target struct {
 	u        *url.URL
 	safe     string
 	spanName string
-	attrs    trace.SpanStartOption
+	attrs    []attribute.KeyValue // the CLIENT span's; read-only once cached
 }
 
 func (c *Client) target(rawURL string) (*target, error) {
@@ -77,7 +77,7 @@ func (c *Client) target(rawURL string) (*target, error) {
 		return nil, err
 	}
 	t := &target{u: u, safe: lens.SafeURL(u), spanName: http.MethodPost + " " + u.Path,
-		attrs: trace.WithAttributes(clientAttrs(u)...)}
+		attrs: clientAttrs(u)}
 	if c.cached.Load() < maxCachedTargets {
 		if _, loaded := c.targets.LoadOrStore(rawURL, t); !loaded {
 			c.cached.Add(1)
@@ -132,11 +132,16 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
-		opts := []trace.SpanStartOption{clientKind, tg.attrs}
+		opts := clientStart
 		if links := linksFrom(ctx); len(links) > 0 {
-			opts = append(opts, trace.WithLinks(links...))
+			opts = []trace.SpanStartOption{clientKind, trace.WithLinks(links...)}
 		}
 		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, tg.spanName, opts...)
+		// Attributes after the start, from the target's cached list: the SDK
+		// copies them once into the span, where as start options they would
+		// be copied into the start config first. Nothing reads them in
+		// between (see the ingress's SERVER spans).
+		span.SetAttributes(tg.attrs...)
 		defer func() {
 			if status := StatusOf(err); status != 0 {
 				span.SetAttributes(attribute.Int("http.response.status_code", status))
@@ -250,7 +255,10 @@ func clientAttrs(u *url.URL) []attribute.KeyValue {
 	return attrs
 }
 
-var clientKind = trace.WithSpanKind(trace.SpanKindClient)
+var (
+	clientKind  = trace.WithSpanKind(trace.SpanKindClient)
+	clientStart = []trace.SpanStartOption{clientKind} // read-only
+)
 
 type linksKey struct{}
 

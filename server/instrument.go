@@ -81,14 +81,14 @@ func (t *ingressTelemetry) wrap(pattern string, next http.Handler) http.Handler 
 	}
 	in := &ingress{next: next, t: t, method: method, route: route}
 	in.spanName = strings.TrimSpace(method + " " + route)
-	static := []attribute.KeyValue{attribute.String("url.scheme", "http")}
+	in.static = []attribute.KeyValue{attribute.String("url.scheme", "http")}
 	if route != "" {
-		static = append(static, attribute.String("http.route", route))
+		in.static = append(in.static, attribute.String("http.route", route))
 	}
 	if method != "" {
-		static = append(static, attribute.String("http.request.method", method))
+		in.static = append(in.static, attribute.String("http.request.method", method))
 	}
-	in.startOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(static...)}
+	in.startOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return in
 }
 
@@ -100,8 +100,17 @@ type ingress struct {
 	route     string // "" for the catch-all: no http.route
 	spanName  string
 	startOpts []trace.SpanStartOption
-	sets      sync.Map // status code -> []metric.RecordOption
+	static    []attribute.KeyValue // the route's span attributes: scheme, route, method
+	sets      sync.Map             // status code -> []metric.RecordOption
 }
+
+// attrBufs recycles the arrays SERVER span attributes are gathered in.
+var attrBufs = sync.Pool{New: func() any { return new([maxServerAttrs]attribute.KeyValue) }}
+
+// maxServerAttrs is how many attributes a SERVER span gets at most: the
+// route's static ones, the two per request, and on failure error.type or,
+// on the catch-all, the method and its original spelling.
+const maxServerAttrs = 8
 
 func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := in.t
@@ -112,6 +121,7 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	var span trace.Span
+	var catchAll []attribute.KeyValue // the catch-all route's method attributes
 	if t.tracer != nil {
 		name := in.spanName
 		var method string
@@ -126,9 +136,9 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx, span = t.tracer.Start(ctx, name, in.startOpts...)
 		if method != "" {
-			span.SetAttributes(attribute.String("http.request.method", method))
+			catchAll = append(catchAll, attribute.String("http.request.method", method))
 			if method == methods[0] {
-				span.SetAttributes(attribute.String("http.request.method_original", r.Method))
+				catchAll = append(catchAll, attribute.String("http.request.method_original", r.Method))
 			}
 		}
 	}
@@ -143,16 +153,25 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	statusWriters.Put(sw)
 
 	if span != nil {
-		// One call for everything known only now: one lock, one copy.
+		// Every attribute in one call, at the end: the SDK then allocates
+		// the span's attribute list once, at its final size. Given at start
+		// (as options) they would be copied into the start config and the
+		// list regrown for the ones known only now. The exported span is the
+		// same; nothing reads attributes in between (the sampler is
+		// parent-based, and lens installs no OnStart processor).
+		// The list is built in a pooled array: the SDK copies the values
+		// into the span and keeps nothing of the slice it is given.
+		buf := attrBufs.Get().(*[maxServerAttrs]attribute.KeyValue)
+		attrs := append(append(buf[:0], in.static...), catchAll...)
+		attrs = append(attrs, attribute.String("url.path", r.URL.Path),
+			attribute.Int("http.response.status_code", status))
 		if status >= 500 {
 			span.SetStatus(codes.Error, "")
-			span.SetAttributes(attribute.String("url.path", r.URL.Path),
-				attribute.Int("http.response.status_code", status),
-				attribute.String("error.type", strconv.Itoa(status)))
-		} else {
-			span.SetAttributes(attribute.String("url.path", r.URL.Path),
-				attribute.Int("http.response.status_code", status))
+			attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
 		}
+		span.SetAttributes(attrs...)
+		clear(buf[:])
+		attrBufs.Put(buf)
 		span.End()
 	}
 	if t.duration != nil {

@@ -117,10 +117,10 @@ func (a *agent) run(ctx context.Context, req protocol.RunRequest) (resp protocol
 	}
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupRollout) {
-		ctx, span = lens.Start(ctx, telemetry.GroupRollout, RolloutSpanName, trace.WithAttributes(
-			attribute.String(telemetry.AttrRolloutID, id),
-			attribute.String(AttrTaskID, req.Task.ID),
-		))
+		// Attributes after the start rather than as an option: the SDK
+		// copies them once instead of twice.
+		ctx, span = lens.Start(ctx, telemetry.GroupRollout, RolloutSpanName)
+		span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id), attribute.String(AttrTaskID, req.Task.ID))
 	}
 	if lens.Enabled(telemetry.GroupModelCall) || lens.Enabled(telemetry.GroupVerify) {
 		// The model and resources servers put the rollout id on their
