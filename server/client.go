@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/lens"
@@ -186,7 +185,7 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any) er
 		return err
 	}
 	r.Header.Set("Content-Type", "application/json")
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(r.Header))
+	otel.GetTextMapPropagator().Inject(ctx, headerCarrier(r.Header))
 	res, err := c.http.Do(r)
 	if err != nil {
 		// The transport's error repeats the full URL; keep the query out.

@@ -211,9 +211,10 @@ func (in *ingress) metricSet(method string, status int) []metric.RecordOption {
 	return v.([]metric.RecordOption)
 }
 
-// headerCarrier reads the propagation headers straight from the map under
-// their canonical keys; http.Header.Get would canonicalise (and allocate
-// for) the lowercase names the propagators ask for on every request.
+// headerCarrier reads and writes the propagation headers straight in the
+// map under their canonical keys; http.Header.Get and Set would
+// canonicalise (and allocate for) the lowercase names the propagators use,
+// on every request.
 type headerCarrier http.Header
 
 func (h headerCarrier) Get(key string) string {
@@ -235,7 +236,21 @@ func (h headerCarrier) Values(key string) []string {
 	return http.Header(h).Values(key)
 }
 
-func (h headerCarrier) Set(key, value string) { http.Header(h).Set(key, value) }
+// Set writes the propagation headers under their canonical keys directly,
+// as Get reads them: http.Header.Set would allocate the canonical form of
+// the lowercase name on every call.
+func (h headerCarrier) Set(key, value string) {
+	switch key {
+	case "traceparent":
+		h["Traceparent"] = []string{value}
+	case "tracestate":
+		h["Tracestate"] = []string{value}
+	case "baggage":
+		h["Baggage"] = []string{value}
+	default:
+		http.Header(h).Set(key, value)
+	}
+}
 
 func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
 
