@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Where a rollout's CPU goes, per process, telemetry off vs on: runs the
+# built-in fleet (`gym run`, model latency 0) with GYM_RUNSTATS_DIR set,
+# waits WARMUP seconds, then signals every process (SIGUSR1) at the start
+# and the end of a WINDOW-second steady-state window, and divides each
+# process's CPU time, allocations and GC cycles over the window by the
+# rollouts completed in it. Start-up, the final flush and the summary's
+# read-back are outside the window. Variants alternate over ROUNDS rounds.
+#
+#   scripts/fleet-cpu.sh
+#   ROUNDS=3 WINDOW=5 SPANS=all scripts/fleet-cpu.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS="${ROUNDS:-2}"
+WARMUP="${WARMUP:-2.5}"
+WINDOW="${WINDOW:-3}"
+CONCURRENCY="${CONCURRENCY:-16}"
+ROLLOUTS="${ROLLOUTS:-150000}" # enough to outlast warm-up and window
+SPANS="${SPANS:-default}"
+work=$(mktemp -d)
+gp=""
+cleanup() {
+  if [ -n "$gp" ] && kill -0 "$gp" 2>/dev/null; then
+    kill -INT "$gp" 2>/dev/null || true
+    wait "$gp" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+go build -o "$work/gym" ./cmd/gym
+# Only this script's settings reach the runs.
+unset_env=(-u OTEL_EXPORTER_OTLP_ENDPOINT)
+while read -r name; do unset_env+=(-u "$name"); done < <(compgen -e | grep -E '^(NEMO_GYM_OTEL_|NEMO_LENS_)' || true)
+
+one() { # variant
+  local variant=$1 flags=() stats="$work/stats" runs="$work/runs"
+  rm -rf "$stats" "$runs"
+  mkdir -p "$stats" "$runs"
+  [ "$variant" = off ] && flags=(--no-telemetry)
+  # env execs gym, so $! is gym's pid and the signals below reach it.
+  env "${unset_env[@]}" GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run --rollouts "$ROLLOUTS" \
+    --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$runs" --quiet "${flags[@]}" \
+    >"$work/run.out" 2>"$work/run.err" &
+  gp=$!
+  local f="" pids a b i
+  # The warm-up starts with the first rollout written (the fleet is up).
+  for ((i = 0; i < 600; i++)); do
+    f=$(ls "$runs"/*/rollouts.jsonl 2>/dev/null || true)
+    [ -n "$f" ] && [ -s "$f" ] && break
+    kill -0 "$gp" 2>/dev/null || { echo "gym run exited early:" >&2; tail -n 5 "$work/run.err" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$f" ] || { echo "no rollouts after 60 s" >&2; exit 1; }
+  sleep "$WARMUP"
+  pids="$gp $(pgrep -P "$gp" | tr '\n' ' ')"
+  a=$(wc -l <"$f")
+  # shellcheck disable=SC2086
+  kill -USR1 $pids
+  sleep "$WINDOW"
+  b=$(wc -l <"$f")
+  # shellcheck disable=SC2086
+  kill -USR1 $pids
+  sleep 0.3
+  kill -INT "$gp"
+  wait "$gp" || true
+  gp=""
+  local n=$((b - a))
+  awk -v n="$n" -v w="$WINDOW" -v v="$variant" 'BEGIN { printf "%s: %.0f rollouts/s in the window\n", v, n / w }'
+  for x in "$stats"/*.runstats; do
+    awk -v n="$n" -v name="$(basename "$x" .runstats)" '
+      /event=signal/ {
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); cur[kv[1]] = kv[2] }
+        if (seen++) {
+          printf "  %-13s cpu %6.1f us (user %5.1f, sys %5.1f)  allocs %6.1f  bytes %6.0f  gc cycles/s %4.0f\n", name,
+            (cur["user_us"] + cur["sys_us"] - prev["user_us"] - prev["sys_us"]) / n,
+            (cur["user_us"] - prev["user_us"]) / n, (cur["sys_us"] - prev["sys_us"]) / n,
+            (cur["mallocs"] - prev["mallocs"]) / n, (cur["alloc_bytes"] - prev["alloc_bytes"]) / n,
+            (cur["gc_cycles"] - prev["gc_cycles"]) / ((cur["time_ns"] - prev["time_ns"]) / 1e9)
+        }
+        for (k in cur) prev[k] = cur[k]
+      }' "$x"
+  done
+}
+
+for i in $(seq "$ROUNDS"); do
+  echo "== round $i (span groups $SPANS when on)"
+  if ((i % 2 == 1)); then one off; one on; else one on; one off; fi
+done
