@@ -325,6 +325,19 @@ func TestBatchSettingsFromConfig(t *testing.T) {
 	if got != want {
 		t.Errorf("settings %+v, want %+v", got, want)
 	}
+	// A batch above the queue, given or by default, is capped at the queue.
+	for _, env := range []map[string]string{
+		{"OTEL_BSP_MAX_QUEUE_SIZE": "500", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "600"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE": "1000"},
+	} {
+		cfg, err := LoadConfig(LoadOptions{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+		if err != nil {
+			t.Fatalf("%v: %v", env, err)
+		}
+		if got := batchSettingsFrom(cfg); got.batch != got.queue {
+			t.Errorf("%v: batch %d, want capped at the queue %d", env, got.batch, got.queue)
+		}
+	}
 	if d := batchSettingsFrom(Config{}); d.queue != DefaultSpanQueueSize || d.batch != DefaultSpanBatchSize ||
 		d.interval != 5*time.Second || d.timeout != 30*time.Second {
 		t.Errorf("settings of a zero Config: %+v", d)

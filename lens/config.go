@@ -117,7 +117,7 @@ var settings = []Setting{
 	{Key: KeyBSPScheduleDelay, Standard: true, Default: defaultScheduleDelay, Doc: "longest wait, in milliseconds, before queued spans are exported"},
 	{Key: KeyBSPExportTimeout, Standard: true, Default: defaultExportTimeout, Doc: "milliseconds one span export may take before it is abandoned"},
 	{Key: KeyBSPMaxQueueSize, Standard: true, Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted"},
-	{Key: KeyBSPMaxExportBatch, Standard: true, Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; at most the queue size"},
+	{Key: KeyBSPMaxExportBatch, Standard: true, Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size"},
 }
 
 // Settings returns a copy of the table of every variable lens reads, in
@@ -155,7 +155,8 @@ type Config struct {
 	OTLPProtocol         string
 	MetricExportInterval time.Duration
 	// SpanScheduleDelay, SpanExportTimeout, SpanQueueSize and SpanBatchSize
-	// configure the span batcher (the OTEL_BSP_* variables).
+	// configure the span batcher (the OTEL_BSP_* variables). SpanBatchSize
+	// is the value given; the batcher uses at most SpanQueueSize of it.
 	SpanScheduleDelay time.Duration
 	SpanExportTimeout time.Duration
 	SpanQueueSize     int
@@ -375,14 +376,8 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	cfg.SpanExportTimeout = millis(KeyBSPExportTimeout)
 	cfg.SpanQueueSize = count(KeyBSPMaxQueueSize, maxSpanQueueSize)
 	cfg.SpanBatchSize = count(KeyBSPMaxExportBatch, maxSpanQueueSize)
-	if cfg.SpanQueueSize > 0 && cfg.SpanBatchSize > cfg.SpanQueueSize {
-		if raw[KeyBSPMaxExportBatch].Origin == "default" {
-			// Only the queue was set: the batch follows it down.
-			cfg.SpanBatchSize = cfg.SpanQueueSize
-		} else {
-			bad(KeyBSPMaxExportBatch, fmt.Sprintf("must not exceed %s (%d)", KeyBSPMaxQueueSize, cfg.SpanQueueSize))
-		}
-	}
+	// A batch above the queue size is not an error: the batcher caps it at
+	// the queue size, as the OpenTelemetry SDK does.
 	return cfg, errors.Join(errs...)
 }
 
