@@ -176,7 +176,7 @@ type htmlTick struct {
 type htmlSpanRow struct {
 	Offset, Duration, Service, Name, Kind string
 	Swatch                                string
-	Error, Orphan                         bool
+	Error, Orphan, Linked                 bool
 	Indent, Bar                           template.CSS
 	Details                               []htmlKV
 	Attrs                                 []htmlKV
@@ -532,10 +532,10 @@ func (p *htmlPage) slowest(r *Run, k int, swatch map[*Process]string) {
 			t.Rows = append(t.Rows, htmlSpanRow{
 				Offset: "+" + fmtDuration(row.Offset), Duration: fmtDuration(sp.Duration()),
 				Service: sp.Process.Name(), Swatch: swatch[sp.Process], Name: sp.Name, Kind: sp.Kind,
-				Error: sp.Status == "error", Orphan: row.Orphan,
+				Error: sp.Status == "error", Orphan: row.Orphan, Linked: len(sp.Links) > 0,
 				Indent:  template.CSS(fmt.Sprintf("padding-left:%.1fem", 0.9*float64(row.Depth))),
 				Bar:     template.CSS(fmt.Sprintf("left:%.2f%%;width:%.2f%%", left, width)),
-				Details: spanDetails(sp, row),
+				Details: spanDetails(r, sp, row),
 				Attrs:   spanAttrs(sp),
 			})
 		}
@@ -556,7 +556,7 @@ func tickLabel(f float64, total time.Duration) string {
 	return fmtDuration(time.Duration(f * float64(total)))
 }
 
-func spanDetails(s *Span, row WaterfallRow) []htmlKV {
+func spanDetails(r *Run, s *Span, row WaterfallRow) []htmlKV {
 	parent := s.ParentSpanID
 	switch {
 	case parent == "":
@@ -568,7 +568,7 @@ func spanDetails(s *Span, row WaterfallRow) []htmlKV {
 	if s.StatusMessage != "" {
 		status += ": " + s.StatusMessage
 	}
-	return []htmlKV{
+	kvs := []htmlKV{
 		{Key: "span id", Value: s.SpanID},
 		{Key: "parent", Value: parent, Bad: row.Orphan},
 		{Key: "kind", Value: orDash(s.Kind)},
@@ -577,6 +577,10 @@ func spanDetails(s *Span, row WaterfallRow) []htmlKV {
 		{Key: "start", Value: fmt.Sprintf("+%s into the trace, %s", fmtDuration(row.Offset), s.Start.Format(time.RFC3339Nano))},
 		{Key: "duration", Value: fmtDuration(s.Duration())},
 	}
+	for _, l := range s.Links {
+		kvs = append(kvs, htmlKV{Key: "links to", Value: r.describeLink(l)})
+	}
+	return kvs
 }
 
 func spanAttrs(s *Span) []htmlKV {
@@ -1261,7 +1265,7 @@ const pageHTML = `<!DOCTYPE html>
 {{- if .Error}}<p class="why bad">Error: <span class="mono">{{.Error}}</span></p>{{end}}
 <div class="wrow whead"><span class="n">Offset</span><span class="n">Duration</span><span>Service</span><span>Span</span><span class="scale">{{range .Ticks}}<span style="{{.Style}}"{{if .End}} class="end"{{end}}>{{.Label}}</span>{{end}}</span></div>
 {{- range .Rows}}
-<details class="span"><summary class="wrow"><span class="n">{{.Offset}}</span><span class="n">{{.Duration}}</span><span class="svc"><i class="sw {{.Swatch}}"></i>{{.Service}}</span><span style="{{.Indent}}"{{if .Error}} class="bad"{{end}}>{{.Name}}{{if or (eq .Kind "client") (eq .Kind "server")}}<span class="kind">{{.Kind}}</span>{{end}}{{if .Orphan}} <span class="badge warn">parent missing</span>{{end}}{{if .Error}} <span class="badge bad">error</span>{{end}}</span><span class="track {{.Swatch}}"><i style="{{.Bar}}"{{if .Error}} class="err"{{end}}></i></span></summary>
+<details class="span"><summary class="wrow"><span class="n">{{.Offset}}</span><span class="n">{{.Duration}}</span><span class="svc"><i class="sw {{.Swatch}}"></i>{{.Service}}</span><span style="{{.Indent}}"{{if .Error}} class="bad"{{end}}>{{.Name}}{{if or (eq .Kind "client") (eq .Kind "server")}}<span class="kind">{{.Kind}}</span>{{end}}{{if .Orphan}} <span class="badge warn">parent missing</span>{{end}}{{if .Error}} <span class="badge bad">error</span>{{end}}{{if .Linked}} <span class="badge" title="links to a span outside this trace; open the row for where">↗ link</span>{{end}}</span><span class="track {{.Swatch}}"><i style="{{.Bar}}"{{if .Error}} class="err"{{end}}></i></span></summary>
 <div class="attrs"><table><tbody>
 {{- range .Details}}<tr{{if .Bad}} class="bad"{{end}}><td>{{.Key}}</td><td>{{.Value}}</td></tr>{{end}}
 {{- if .Attrs}}<tr class="ah"><td colspan="2">Attributes</td></tr>{{range .Attrs}}<tr><td><code>{{.Key}}</code></td><td class="mono">{{.Value}}</td></tr>{{end}}{{end}}

@@ -35,7 +35,15 @@ var chartIDs = []string{
 }
 
 func TestHTMLSections(t *testing.T) {
-	out := renderHTML(t, loadFixture(t), HTMLOptions{SlowestK: 3})
+	run := loadFixture(t)
+	out := renderHTML(t, run, HTMLOptions{SlowestK: 3})
+	// The figures the page must agree with, taken from the run itself so
+	// they hold for any regeneration of the fixture.
+	rollouts := run.SpanDurations(SpanRollout, true)
+	verifies := run.SpanDurations(SpanVerify, false)
+	if len(rollouts) == 0 || len(verifies) == 0 {
+		t.Fatalf("fixture has %d gym.rollout and %d gym.verify spans", len(rollouts), len(verifies))
+	}
 	if !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.HasSuffix(strings.TrimSpace(out), "</html>") {
 		t.Errorf("not a complete HTML document: starts %q", out[:min(len(out), 40)])
 	}
@@ -46,8 +54,9 @@ func TestHTMLSections(t *testing.T) {
 		">Verify success</h2>", ">HTTP server requests</h2>", ">Active servers</h2>",
 		">Slowest rollouts</h2>", ">Problems</h2>", "None found.",
 		// The numbers agree with the text report.
-		"740.2ms from first to last telemetry record", "12 in rollouts.jsonl: 3 failed, 7 rewarded",
-		">121.5ms<", ">122.7ms<", ">0.189ms<", "Fleet over time, 200ms windows",
+		fmtDuration(run.Duration()) + " from first to last telemetry record", "12 in rollouts.jsonl: 3 failed, 7 rewarded",
+		">" + fmtDuration(DurationQuantile(rollouts, 0.5)) + "<", ">" + fmtDuration(rollouts[len(rollouts)-1]) + "<",
+		">" + fmtDuration(verifies[len(verifies)-1]) + "<", "Fleet over time, 200ms windows",
 		"arith-000010", "handler panicked", "/v1/responses",
 	} {
 		if !strings.Contains(out, want) {

@@ -336,6 +336,9 @@ func (l *loader) addSpan(p *Process, line int, in *telfile.Span) {
 		StatusMessage: in.StatusMessage,
 		Attributes:    in.Attributes,
 	}
+	for _, ln := range in.Links {
+		s.Links = append(s.Links, Link{TraceID: ln.TraceID, SpanID: ln.SpanID})
+	}
 	t := l.run.traceByID[s.TraceID]
 	if t == nil {
 		t = &Trace{ID: s.TraceID, byID: map[string]*Span{}}

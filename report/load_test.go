@@ -567,3 +567,34 @@ func TestVerifyWindowsAssignIncreases(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestLinksResolve: every rollout's root span links to the collection's
+// gym.job span, which is in a trace of its own, and the reports say so.
+func TestLinksResolve(t *testing.T) {
+	run := loadFixture(t)
+	linked := 0
+	for _, tr := range run.Traces {
+		for _, s := range tr.Spans {
+			for _, l := range s.Links {
+				linked++
+				target := run.LinkTarget(l)
+				if target == nil || target.Name != "gym.job" || target.TraceID == s.TraceID {
+					t.Errorf("%s in trace %s links to %+v, resolved to %+v; want gym.job in another trace", s.Name, s.TraceID, l, target)
+				}
+			}
+		}
+	}
+	if linked != 12 {
+		t.Errorf("%d links, want one per rollout (12)", linked)
+	}
+	if got := run.LinkTarget(Link{TraceID: "00000000000000000000000000000001", SpanID: "0000000000000001"}); got != nil {
+		t.Errorf("a link to nothing resolved to %+v", got)
+	}
+	if d := run.describeLink(Link{TraceID: "ab", SpanID: "cd"}); !strings.Contains(d, "not exported") {
+		t.Errorf("unresolved link described as %q", d)
+	}
+	page := renderHTML(t, run, HTMLOptions{SlowestK: 3})
+	if !strings.Contains(page, "↗ link") || !strings.Contains(page, "<td>links to</td><td>gym.job (orchestrator), trace ") {
+		t.Error("the page does not show the rollouts' links to gym.job")
+	}
+}

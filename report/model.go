@@ -131,6 +131,15 @@ type Span struct {
 	// Attributes are the span attributes as decoded from JSON (numbers
 	// are float64).
 	Attributes map[string]any
+	// Links point at related spans, usually in another trace: a rollout's
+	// root span links to the collection's gym.job span.
+	Links []Link
+}
+
+// Link is a span's reference to another span (see Run.LinkTarget).
+type Link struct {
+	// TraceID and SpanID identify the linked span, in lowercase hex.
+	TraceID, SpanID string
 }
 
 // Duration returns End minus Start.
@@ -308,6 +317,24 @@ func (n Note) String() string {
 
 // Trace returns the trace with the given id, or nil.
 func (r *Run) Trace(id string) *Trace { return r.traceByID[id] }
+
+// LinkTarget returns the span l points at, or nil when no process of the
+// run exported it.
+func (r *Run) LinkTarget(l Link) *Span {
+	if t := r.traceByID[l.TraceID]; t != nil {
+		return t.byID[l.SpanID]
+	}
+	return nil
+}
+
+// describeLink names the span l points at for the reports: its name and
+// process and the trace it is in, or the bare ids when it was not exported.
+func (r *Run) describeLink(l Link) string {
+	if s := r.LinkTarget(l); s != nil {
+		return fmt.Sprintf("%s (%s), trace %s", s.Name, s.Process.Name(), l.TraceID)
+	}
+	return fmt.Sprintf("span %s of trace %s (not exported by any process)", l.SpanID, l.TraceID)
+}
 
 // Offset returns t relative to the run's start.
 func (r *Run) Offset(t time.Time) time.Duration { return t.Sub(r.Start) }

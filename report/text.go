@@ -401,6 +401,9 @@ func (t *textWriter) waterfall(tr *Trace) {
 		if s.Status == "error" {
 			name += " !"
 		}
+		if len(s.Links) > 0 {
+			name += " ↗"
+		}
 		c := cells{off: "+" + fmtDuration(row.Offset), dur: fmtDuration(s.Duration()), svc: s.Process.Name(), name: name}
 		cs[i] = c
 		wOff = max(wOff, len(c.off))
@@ -433,6 +436,12 @@ func (t *textWriter) waterfall(tr *Trace) {
 		bar := strings.Repeat(" ", from) + strings.Repeat("█", to-from) + strings.Repeat(" ", barW-to)
 		t.printf("%s%s  %s  %s  %s  |%s|\n", pad, padLeft(c.off, wOff), padLeft(c.dur, wDur),
 			padRight(c.svc, wSvc), padRight(c.name, wName), bar)
+	}
+	// Links (↗) lead out of the trace, so they are listed under it.
+	for _, row := range rows {
+		for _, l := range row.Span.Links {
+			t.printf("%s↗ %s links to %s\n", pad, row.Span.Name, t.run.describeLink(l))
+		}
 	}
 }
 
