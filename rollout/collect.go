@@ -219,6 +219,14 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 		cancel: cancel,
 		job:    trace.SpanContextFromContext(ctx),
 	}
+	c.callCtx = runCtx
+	if c.job.IsValid() {
+		// One rollout is one trace: detach from the job's trace and link
+		// back to it instead, so a collection of 10,000 rollouts is not one
+		// enormous trace. Made once; every rollout's call starts from it.
+		c.callCtx = server.WithLinks(trace.ContextWithSpanContext(runCtx, trace.SpanContext{}),
+			trace.Link{SpanContext: c.job})
+	}
 	prog := &progress{
 		w: opts.Progress, tty: opts.ProgressTTY, every: opts.ProgressEvery, clock: clk,
 		total: len(tasks), skipped: sum.Skipped, started: started,
@@ -272,8 +280,12 @@ type collector struct {
 	runURL string
 	clock  clock
 	// job is the collection's gym.job span, when the job group is on.
-	job    trace.SpanContext
-	cancel context.CancelCauseFunc
+	job trace.SpanContext
+	// callCtx is what every rollout's /run call starts from: the run's
+	// context, detached from the job's trace and linked to it when there
+	// is a job span.
+	callCtx context.Context
+	cancel  context.CancelCauseFunc
 
 	mu       sync.Mutex // serialises writes to out and updates of sum
 	out      *os.File
@@ -289,15 +301,7 @@ type collector struct {
 func (c *collector) run(ctx context.Context, task protocol.Task) {
 	start := c.clock.now()
 	var resp protocol.RunResponse
-	callCtx := ctx
-	if c.job.IsValid() {
-		// One rollout is one trace: detach from the job's trace and link
-		// back to it instead, so a collection of 10,000 rollouts is not one
-		// enormous trace.
-		callCtx = server.WithLinks(trace.ContextWithSpanContext(ctx, trace.SpanContext{}),
-			trace.Link{SpanContext: c.job})
-	}
-	err := c.client.PostJSON(callCtx, c.runURL, protocol.RunRequest{Task: task}, &resp)
+	err := c.client.PostJSON(c.callCtx, c.runURL, protocol.RunRequest{Task: task}, &resp)
 	elapsed := c.clock.now().Sub(start)
 	if err != nil && ctx.Err() != nil {
 		return

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -131,11 +132,7 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
-		opts := clientStart
-		if links := linksFrom(ctx); len(links) > 0 {
-			opts = []trace.SpanStartOption{clientKind, trace.WithLinks(links...)}
-		}
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, tg.spanName, opts...)
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, tg.spanName, startOptions(ctx)...)
 		// Attributes after the start, from the target's cached list: the SDK
 		// copies them once into the span, where as start options they would
 		// be copied into the start config first. Nothing reads them in
@@ -261,14 +258,24 @@ var (
 
 type linksKey struct{}
 
-// WithLinks returns a context whose next client call links its CLIENT span
+// WithLinks returns a context whose client calls link their CLIENT spans
 // to the given spans. The rollout collector uses it to start each rollout
-// in a trace of its own that still points back at the collection job.
+// in a trace of its own that still points back at the collection job. The
+// span start options are built here, once, so a context made up front can
+// serve any number of calls without building them again.
 func WithLinks(ctx context.Context, links ...trace.Link) context.Context {
-	return context.WithValue(ctx, linksKey{}, links)
+	if len(links) == 0 {
+		return ctx
+	}
+	opts := []trace.SpanStartOption{clientKind, trace.WithLinks(slices.Clone(links)...)}
+	return context.WithValue(ctx, linksKey{}, opts)
 }
 
-func linksFrom(ctx context.Context) []trace.Link {
-	links, _ := ctx.Value(linksKey{}).([]trace.Link)
-	return links
+// startOptions returns the CLIENT span start options for a call made with
+// ctx: with the links of WithLinks, if any.
+func startOptions(ctx context.Context) []trace.SpanStartOption {
+	if opts, ok := ctx.Value(linksKey{}).([]trace.SpanStartOption); ok {
+		return opts
+	}
+	return clientStart
 }
