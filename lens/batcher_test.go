@@ -343,3 +343,43 @@ func TestBatchSettingsFromConfig(t *testing.T) {
 		t.Errorf("settings of a zero Config: %+v", d)
 	}
 }
+
+// TestBatcherConcurrentAccounting: spans ended from many goroutines while
+// flushes run beside the workers are each exported once or counted as
+// dropped, never lost and never sent twice.
+func TestBatcherConcurrentAccounting(t *testing.T) {
+	exp := &recordingExporter{}
+	set := defaultBatch
+	set.queue, set.batch = 1000, 300 // small, so the queue fills and drops happen
+	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), set)
+	const writers, each = 8, 5000
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				b.OnEnd(sampledSpan(w*each + i))
+			}
+		})
+	}
+	flushes := make(chan struct{})
+	go func() {
+		defer close(flushes)
+		for range 20 {
+			if err := b.ForceFlush(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	wg.Wait()
+	<-flushes
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, total := exp.counts()
+	if got := uint64(total) + b.Dropped(); got != writers*each {
+		t.Fatalf("exported %d + dropped %d = %d, want %d ended", total, b.Dropped(), got, writers*each)
+	}
+	if exp.maxInFlight > exportWorkers {
+		t.Errorf("%d exports at once, more than %d", exp.maxInFlight, exportWorkers)
+	}
+}
