@@ -61,8 +61,8 @@ const exportWorkers = 2
 //   - Ending a span appends it under a mutex; an export goroutine is woken
 //     only when wakeSize spans are waiting, not handed every span over a
 //     channel.
-//   - One export takes everything queued, up to the batch setting (2048 by
-//     default, four times the SDK's 512), and up to exportWorkers exports
+//   - One export takes everything queued, up to the batch setting (1024 by
+//     default, twice the SDK's 512), and up to exportWorkers exports
 //     run at once. On a server whose cores are busy serving, an export's
 //     duration is mostly the time its goroutines (the exporter's, gRPC's)
 //     wait to be scheduled behind the request goroutines, whatever its

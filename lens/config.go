@@ -82,13 +82,15 @@ const (
 )
 
 // Span batching defaults. The interval and timeout are the OpenTelemetry
-// specification's; the queue and the largest export are four times its
-// 2048 and 512, because an export's cost on a busy server is mostly the
-// wait for the export's goroutines to be scheduled, not the spans in it:
-// see spanBatcher.
+// specification's; the queue is four times its 2048 and the largest export
+// twice its 512, because an export's cost on a busy server is mostly the
+// wait for the export's goroutines to be scheduled, not the spans in it
+// (see spanBatcher). The batch stays at 1024 so that one export request
+// stays well under the 4 MiB a collector's gRPC receiver accepts by
+// default, even when some spans carry exception stack traces.
 const (
 	DefaultSpanQueueSize  = 8192
-	DefaultSpanBatchSize  = 2048
+	DefaultSpanBatchSize  = 1024
 	maxSpanQueueSize      = 1 << 20
 	defaultScheduleDelay  = "5000"
 	defaultExportTimeout  = "30000"
