@@ -50,13 +50,13 @@
 # Ctrl-C.
 #
 #   scripts/bench-http.sh                               # 3 rounds of 10 s
-#   BH_DURATION=2 BH_WARMUP=1 BH_ROUNDS=1 scripts/bench-http.sh   # smoke run
+#   BH_SMOKE=1 BH_DURATION=1 BH_WARMUP=1 BH_ROUNDS=1 scripts/bench-http.sh   # smoke run (CI)
 #   BH_VARIANTS="uninstrumented default" scripts/bench-http.sh
 #   BH_KEEP=1 scripts/bench-http.sh      # keep logs, wrk output, counters
 #
 # Settings: BH_DURATION (s, 10), BH_WARMUP (s, 2; 0 for none), BH_ROUNDS
 # (3), BH_CONNECTIONS (64), BH_THREADS (2), BH_WORK_US (100),
-# BH_TRACEPARENT (1), BH_VARIANTS (all five), BH_KEEP (0).
+# BH_TRACEPARENT (1), BH_VARIANTS (all five), BH_KEEP (0), BH_SMOKE (0).
 #
 # Needs go, python3 and wrk (installed with apt-get when missing and
 # possible).
@@ -76,6 +76,10 @@ READY_TIMEOUT=30 # s for a process to listen
 EXIT_BOUND=40    # s after SIGTERM before a server is killed (flush 10 s + drain 10 s + slack)
 
 declare -A TARGET=([off]=0.97 [default]=0.90 [all]=0.85)
+# BH_SMOKE=1: a run too short to mean anything (CI uses it to prove the
+# script still works end to end). The ratios and drop counts are printed
+# but not judged; every other check still is.
+SMOKE=${BH_SMOKE:-0}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-bench-http.XXXXXX")
 failed=0
@@ -329,6 +333,8 @@ if [[ -n ${MED[uninstrumented]:-} ]]; then
     ratio=$(awk -v a="${MED[$v]}" -v b="${MED[uninstrumented]}" 'BEGIN { printf "%.3f", a / b }')
     if [[ -z ${TARGET[$v]:-} ]]; then
       info "req/s $v/uninstrumented = $ratio (no target)"
+    elif ((SMOKE == 1)); then
+      info "req/s $v/uninstrumented = $ratio (target >= ${TARGET[$v]}; not judged in a smoke run)"
     elif awk -v r="$ratio" -v t="${TARGET[$v]}" 'BEGIN { exit !(r >= t) }'; then
       ok "req/s $v/uninstrumented = $ratio (target >= ${TARGET[$v]})"
     else
@@ -360,7 +366,13 @@ for v in "${VARIANTS[@]}"; do
   case $v in default | all)
     dropped=$(tr ' ' '\n' <<<"${R_DROPPED[$v]% }" | awk '{ s += $1 } END { print s + 0 }')
     msg="$v: spans dropped with the receiver up [${R_DROPPED[$v]% }] per run (must be 0, else the ratio understates the cost of exporting)"
-    if ((dropped == 0)); then ok "$msg"; else fail "$msg"; fi
+    if ((dropped == 0)); then
+      ok "$msg"
+    elif ((SMOKE == 1)); then
+      info "$msg; not judged in a smoke run"
+    else
+      fail "$msg"
+    fi
     ;;
   esac
 done
