@@ -15,15 +15,8 @@ import (
 // refuses (before writing anything) a task that fails Task.Validate or
 // repeats an earlier id, so that what it writes ReadJSONL can read back.
 func WriteJSONL(w io.Writer, tasks []protocol.Task) error {
-	first := make(map[string]int, len(tasks))
-	for i, t := range tasks {
-		if err := t.Validate(); err != nil {
-			return fmt.Errorf("dataset: task %d: %w", i+1, err)
-		}
-		if j, dup := first[t.ID]; dup {
-			return fmt.Errorf("dataset: task %d: duplicate id %q (also task %d)", i+1, t.ID, j)
-		}
-		first[t.ID] = i + 1
+	if err := CheckTasks(tasks); err != nil {
+		return fmt.Errorf("dataset: %w", err)
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -35,6 +28,22 @@ func WriteJSONL(w io.Writer, tasks []protocol.Task) error {
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("dataset: write: %w", err)
+	}
+	return nil
+}
+
+// CheckTasks rejects a task that fails Task.Validate or repeats an earlier
+// task's id; the error names the task by its 1-based position.
+func CheckTasks(tasks []protocol.Task) error {
+	first := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("task %d: %w", i+1, err)
+		}
+		if j, dup := first[t.ID]; dup {
+			return fmt.Errorf("task %d: duplicate id %q (also task %d)", i+1, t.ID, j)
+		}
+		first[t.ID] = i + 1
 	}
 	return nil
 }

@@ -29,6 +29,10 @@ var defaultImpl = map[string]string{
 	telemetry.ServerTypeAgent:     ImplSimpleAgent,
 }
 
+// DefaultImpl returns the implementation used for serverType when none is
+// named, or "" for an unknown type.
+func DefaultImpl(serverType string) string { return defaultImpl[serverType] }
+
 // implType says which server type each implementation serves.
 var implType = map[string]string{
 	ImplArithmetic:  telemetry.ServerTypeResources,

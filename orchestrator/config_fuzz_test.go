@@ -3,12 +3,12 @@ package orchestrator_test
 import (
 	"net"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -16,19 +16,8 @@ import (
 // maxFuzzFleetYAML bounds the documents FuzzParseFleetConfig parses.
 const maxFuzzFleetYAML = 64 << 10
 
-// fleetBomb is the "billion laughs" document (9^9 strings once expanded)
-// with the expansion placed at use.
-func fleetBomb(use string) string {
-	var b strings.Builder
-	b.WriteString(`a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]` + "\n")
-	for c := 'b'; c <= 'i'; c++ {
-		p := string(c - 1)
-		b.WriteString(string(c) + ": &" + string(c) + " [" + strings.Repeat("*"+p+",", 8) + "*" + p + "]\n")
-	}
-	b.WriteString(use)
-	return b.String()
-}
-
+// fleetBombs are billion-laughs tails (see testenv.AliasBomb) for the
+// fuzz corpus and the bomb test.
 var fleetBombs = []string{
 	"servers:\n  - {name: x, type: resources_servers, config: {k: *i}}\n",
 	"servers: *i\n",
@@ -102,7 +91,7 @@ func FuzzParseFleetConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	for _, b := range fleetBombs {
-		f.Add([]byte(fleetBomb(b)))
+		f.Add([]byte(testenv.AliasBomb(b)))
 	}
 	types := map[string]string{
 		orchestrator.ImplArithmetic:  telemetry.ServerTypeResources,
@@ -183,13 +172,9 @@ func countType(specs []orchestrator.ServerSpec, typ string) int {
 // expands a billion-laughs document: each is rejected with little memory.
 func TestParseConfigAliasBombIsBounded(t *testing.T) {
 	for _, use := range fleetBombs {
-		doc := []byte(fleetBomb(use))
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		_, err := orchestrator.ParseConfig(doc)
-		runtime.ReadMemStats(&after)
-		alloc := after.TotalAlloc - before.TotalAlloc
+		doc := []byte(testenv.AliasBomb(use))
+		var err error
+		alloc := testenv.AllocatedBy(func() { _, err = orchestrator.ParseConfig(doc) })
 		t.Logf("%q: %d KiB allocated, err %v", use, alloc>>10, err)
 		if alloc > 256<<20 {
 			t.Errorf("%q: %d MiB allocated for a %d-byte document", use, alloc>>20, len(doc))

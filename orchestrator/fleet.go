@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
@@ -274,7 +275,7 @@ func waitHealthy(ctx context.Context, c *child, timeout <-chan time.Time) error 
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.info.URL+"/health", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.info.URL+server.HealthPath, nil)
 		res, err := client.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, res.Body)

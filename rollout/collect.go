@@ -168,8 +168,9 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := checkTasks(tasks); err != nil {
-		return Summary{}, err
+	// Resuming goes by task id, so ids must be unique.
+	if err := dataset.CheckTasks(tasks); err != nil {
+		return Summary{}, fmt.Errorf("rollout: %w", err)
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -320,9 +321,7 @@ func (c *collector) run(ctx context.Context, task protocol.Task) {
 		rec.Answer = resp.Answer
 		rec.Error = resp.Error
 		rec.AgentDurationMS = resp.DurationMS
-		if resp.TraceID != "" {
-			rec.TraceID = resp.TraceID
-		}
+		rec.TraceID = resp.TraceID
 		if rec.Error == "" && resp.TaskID != "" && resp.TaskID != task.ID {
 			rec.Error = fmt.Sprintf("agent answered for task %q instead", resp.TaskID)
 		}
@@ -378,20 +377,4 @@ func runURLOf(base string) (string, error) {
 		return "", fmt.Errorf("rollout: agent URL %q: want http://host:port", base)
 	}
 	return u.JoinPath("run").String(), nil
-}
-
-// checkTasks rejects tasks that cannot be run or that share an id: resuming
-// goes by task id, so ids must be unique.
-func checkTasks(tasks []protocol.Task) error {
-	first := make(map[string]int, len(tasks))
-	for i, t := range tasks {
-		if err := t.Validate(); err != nil {
-			return fmt.Errorf("rollout: task %d: %w", i+1, err)
-		}
-		if j, dup := first[t.ID]; dup {
-			return fmt.Errorf("rollout: task %d: duplicate id %q (also task %d)", i+1, t.ID, j)
-		}
-		first[t.ID] = i + 1
-	}
-	return nil
 }

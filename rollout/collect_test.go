@@ -391,16 +391,8 @@ func TestCollectCancel(t *testing.T) {
 		return protocol.RunResponse{}, rctx.Err()
 	})
 	out := outPath(t)
-	type result struct {
-		sum rollout.Summary
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		sum, err := rollout.Collect(ctx, dataset.Arithmetic(200, 8), out, rollout.Options{AgentURL: agent.URL, Concurrency: 4})
-		done <- result{sum, err}
-	}()
-	var res result
+	done := collectAsync(ctx, dataset.Arithmetic(200, 8), out, rollout.Options{AgentURL: agent.URL, Concurrency: 4})
+	var res collectResult
 	select {
 	case res = <-done:
 	case <-time.After(hangGuard):
@@ -514,16 +506,8 @@ func TestCollectStopFinishesInFlight(t *testing.T) {
 	})
 	const concurrency = 3
 	out := outPath(t)
-	type result struct {
-		sum rollout.Summary
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(50, 3), out,
-			rollout.Options{AgentURL: agent.URL, Concurrency: concurrency, Stop: stop})
-		done <- result{sum, err}
-	}()
+	done := collectAsync(context.Background(), dataset.Arithmetic(50, 3), out,
+		rollout.Options{AgentURL: agent.URL, Concurrency: concurrency, Stop: stop})
 	for range concurrency {
 		<-entered // every worker holds one rollout
 	}
@@ -540,4 +524,21 @@ func TestCollectStopFinishesInFlight(t *testing.T) {
 	if n := len(agent.Seen()); n != concurrency {
 		t.Fatalf("agent saw %d rollouts after Stop; want only the %d in flight", n, concurrency)
 	}
+}
+
+// collectResult is what Collect returned.
+type collectResult struct {
+	sum rollout.Summary
+	err error
+}
+
+// collectAsync runs Collect in a goroutine; its result arrives on the
+// channel.
+func collectAsync(ctx context.Context, tasks []protocol.Task, out string, opts rollout.Options) <-chan collectResult {
+	done := make(chan collectResult, 1)
+	go func() {
+		sum, err := rollout.Collect(ctx, tasks, out, opts)
+		done <- collectResult{sum, err}
+	}()
+	return done
 }

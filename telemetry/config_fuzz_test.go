@@ -3,12 +3,12 @@ package telemetry_test
 import (
 	"maps"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -17,22 +17,8 @@ import (
 // ones only make each run slower.
 const maxFuzzYAML = 64 << 10
 
-// aliasBomb is the "billion laughs" document: nine levels of nine
-// aliases, 9^9 strings once expanded, followed by use, which refers to the
-// top anchor (*i) wherever it wants the expansion.
-func aliasBomb(use string) string {
-	var b strings.Builder
-	b.WriteString(`a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]` + "\n")
-	for c := 'b'; c <= 'i'; c++ {
-		p := string(c - 1)
-		b.WriteString(string(c) + ": &" + string(c) + " [" + strings.Repeat("*"+p+",", 8) + "*" + p + "]\n")
-	}
-	b.WriteString(use)
-	return b.String()
-}
-
 // yamlBombs go into FuzzConfigFromYAML's corpus and into the bomb test.
-// tail is what follows the anchors; rejected says whether ConfigFromYAML
+// tail is what follows the anchors of testenv.AliasBomb; rejected says whether ConfigFromYAML
 // must refuse the document (the last one uses the bomb outside the
 // telemetry block, which ConfigFromYAML never decodes).
 var yamlBombs = []struct {
@@ -84,7 +70,7 @@ func FuzzConfigFromYAML(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	for _, bomb := range yamlBombs {
-		f.Add([]byte(aliasBomb(bomb.tail)))
+		f.Add([]byte(testenv.AliasBomb(bomb.tail)))
 	}
 	settingKeys := map[string]bool{}
 	for _, s := range lens.Settings() {
@@ -167,13 +153,10 @@ func errText(err error) string {
 // expanding it), allocating far less than the 9^9 strings it describes.
 func TestConfigFromYAMLAliasBombIsBounded(t *testing.T) {
 	for _, bomb := range yamlBombs {
-		doc := []byte(aliasBomb(bomb.tail))
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		cfg, err := telemetry.ConfigFromYAML(doc)
-		runtime.ReadMemStats(&after)
-		alloc := after.TotalAlloc - before.TotalAlloc
+		doc := []byte(testenv.AliasBomb(bomb.tail))
+		var cfg telemetry.Config
+		var err error
+		alloc := testenv.AllocatedBy(func() { cfg, err = telemetry.ConfigFromYAML(doc) })
 		t.Logf("%q: %d KiB allocated, err %v", bomb.tail, alloc>>10, err)
 		if alloc > 256<<20 {
 			t.Errorf("%q: %d MiB allocated for a %d-byte document", bomb.tail, alloc>>20, len(doc))

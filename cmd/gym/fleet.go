@@ -130,9 +130,7 @@ func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {
 
 // close flushes the orchestrator's telemetry.
 func (s *fleetSession) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
-	defer cancel()
-	if err := telemetry.Shutdown(ctx); err != nil {
+	if err := shutdownTelemetry(); err != nil {
 		s.log.Warn("telemetry flush", "err", err)
 	}
 }

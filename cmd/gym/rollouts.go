@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"
@@ -50,15 +49,11 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "collector"}); err != nil {
 		fmt.Fprintf(stderr, "gym rollouts collect: telemetry is off: %v\n", err)
 	}
-	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
-		defer cancel()
-		_ = telemetry.Shutdown(fctx)
-	}()
+	defer func() { _ = shutdownTelemetry() }()
 	sum, err := rollout.CollectFile(ctx, *input, *output, rollout.Options{
 		AgentURL: *agentURL, Concurrency: *concurrency, Progress: stderr, ProgressTTY: isTerminal(stderr),
 	})
-	d := slices.Clone(sum.DurationsMS)
+	d := sum.DurationsMS
 	fmt.Fprintf(stdout, "rollouts: %d run, %d skipped (already in %s), %d failed, %d rewarded; p50 %.1f ms, p95 %.1f ms\n",
 		sum.Total-sum.Skipped, sum.Skipped, *output, sum.Failed, sum.Correct, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
@@ -184,7 +183,7 @@ func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rol
 	fmt.Fprintf(w, "  rollouts        %d (%d failed), %.1f/s over %s\n", rep.Rollouts, rep.Failed,
 		float64(sum.Total-sum.Skipped)/max(sum.Elapsed.Seconds(), 1e-9), sum.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  success         %.3f (%d of %d rewarded)\n", rep.SuccessFraction(), rep.Correct, rep.Rollouts)
-	d := slices.Clone(rep.DurationsMS)
+	d := rep.DurationsMS
 	fmt.Fprintf(w, "  rollout time    p50 %.1f ms   p95 %.1f ms\n", rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 	if len(rep.Processes) == 0 {
 		fmt.Fprintf(w, "  telemetry       no telemetry files in the run directory (off, or exported elsewhere: OTLP or prometheus)\n")

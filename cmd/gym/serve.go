@@ -27,6 +27,14 @@ var serveCommand = command{
 // telemetryFlushTimeout bounds the final telemetry flush of a process.
 const telemetryFlushTimeout = 10 * time.Second
 
+// shutdownTelemetry flushes and stops this process's telemetry, bounded by
+// telemetryFlushTimeout.
+func shutdownTelemetry() error {
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	defer cancel()
+	return telemetry.Shutdown(ctx)
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tuneGC()
 	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
@@ -74,20 +82,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	if *impl == "" {
-		*impl = map[string]string{
-			telemetry.ServerTypeResources: orchestrator.ImplArithmetic,
-			telemetry.ServerTypeModel:     orchestrator.ImplPolicyModel,
-			telemetry.ServerTypeAgent:     orchestrator.ImplSimpleAgent,
-		}[serverType]
+		*impl = orchestrator.DefaultImpl(serverType)
 	}
 	h, err := telemetry.Init(telemetry.InitOptions{ServerName: *name, ServerType: serverType})
 	if err != nil {
 		log.Warn("telemetry is off", "err", err)
 	}
 	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
-		defer cancel()
-		if err := telemetry.Shutdown(fctx); err != nil {
+		if err := shutdownTelemetry(); err != nil {
 			log.Warn("telemetry flush", "err", err)
 		}
 	}()
