@@ -160,17 +160,35 @@ func TestBatcherShutdownBoundedByContext(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})} // never released
 	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
 	b.OnEnd(sampledSpan(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	if err := shutdownWithin(t, b, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want the deadline", err)
+	}
+}
+
+// shutdownWithin shuts b down under a deadline of d and returns its error;
+// the test fails if Shutdown has not returned 10 s later (it ignored ctx).
+func shutdownWithin(t *testing.T, b *spanBatcher, d time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- b.Shutdown(ctx) }()
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown = %v, want the deadline", err)
-		}
+		return err
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown ignored its context")
+		return nil
+	}
+}
+
+// waitInFlight waits (bounded) until exp has an export in progress.
+func waitInFlight(t *testing.T, exp *recordingExporter) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); exp.inFlight() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no export started")
+		}
 	}
 }
 
@@ -180,18 +198,9 @@ func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
 	for i := range wakeSize { // a full batch: the loop starts exporting and blocks
 		b.OnEnd(sampledSpan(i))
 	}
-	time.Sleep(50 * time.Millisecond) // let the loop pick it up; not a timing assertion
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- b.Shutdown(ctx) }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("Shutdown reported success with the export stuck")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown waited for the stuck export")
+	waitInFlight(t, exp)
+	if err := shutdownWithin(t, b, 100*time.Millisecond); err == nil {
+		t.Fatal("Shutdown reported success with the export stuck")
 	}
 	close(exp.block) // release the workers so they can finish
 	b.workers.Wait()
@@ -289,11 +298,7 @@ func TestBatcherForceFlushWaitsForExportsInFlight(t *testing.T) {
 	for i := range wakeSize {
 		b.OnEnd(sampledSpan(i))
 	}
-	for deadline := time.Now().Add(5 * time.Second); exp.inFlight() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no export started")
-		}
-	}
+	waitInFlight(t, exp)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := b.ForceFlush(ctx); !errors.Is(err, context.DeadlineExceeded) {

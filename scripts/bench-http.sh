@@ -195,7 +195,7 @@ run_variant() {
   spid=$!
   PIDS+=("$spid")
   for ((i = 0; i < READY_TIMEOUT * 10; i++)); do
-    saddr=$(sed -n 's/^OTLPSINK_READY //p' "$dir/sink.out" | head -n 1)
+    [[ -f $dir/sink.out ]] && saddr=$(sed -n 's/^OTLPSINK_READY //p' "$dir/sink.out" | head -n 1)
     [[ -n $saddr ]] && break
     kill -0 "$spid" 2>/dev/null || break
     sleep 0.1
@@ -216,23 +216,13 @@ run_variant() {
     default) venv=(NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_SPAN_GROUPS=default) ;;
     all) venv=(NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_SPAN_GROUPS=all) ;;
   esac
-  local pid addr
-  env ${clean_env[@]+"${clean_env[@]}"} \
-    "${venv[@]}" NEMO_GYM_OTEL_EXPORTER=otlp \
+  if ! start_serve "$variant round $round" "$dir" "${venv[@]}" NEMO_GYM_OTEL_EXPORTER=otlp \
     OTEL_EXPORTER_OTLP_ENDPOINT="http://$saddr" OTEL_EXPORTER_OTLP_INSECURE=true OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
-    GYM_RUNSTATS_DIR="$dir" \
-    "$WORK/gym" serve resources_servers --name arithmetic --config-json "{\"work_us\":$WORK_US}" ${flags[@]+"${flags[@]}"} \
-    >"$dir/serve.out" 2>"$dir/serve.err" &
-  pid=$!
-  PIDS+=("$pid")
-  addr=$(wait_ready "$dir/serve.out" "$pid" "$READY_TIMEOUT" || true)
-  if [[ -z $addr ]]; then
-    fail "$variant round $round: gym serve did not get ready"
-    tail -n 10 "$dir/serve.err" | sed 's/^/       /'
-    stop_pid "$pid"
+    GYM_RUNSTATS_DIR="$dir" -- --config-json "{\"work_us\":$WORK_US}" ${flags[@]+"${flags[@]}"}; then
     stop_pid "$spid"
     return 0
   fi
+  local pid=$SERVE_PID addr=$SERVE_ADDR
 
   local warm_total=0
   if ((WARMUP > 0)); then

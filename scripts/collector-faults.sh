@@ -259,22 +259,13 @@ EOF
 run_variant() {
   local variant=$1 round=$2 dir=$WORK/$1-$2
   mkdir -p "$dir"
-  local started pid addr i
+  local started i
   started=$(now_ns)
-  env ${clean_env[@]+"${clean_env[@]}"} \
+  start_serve "$variant round $round" "$dir" \
     NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=otlp NEMO_GYM_OTEL_SPAN_GROUPS=all \
     OTEL_EXPORTER_OTLP_ENDPOINT="${ENDPOINT[$variant]}" OTEL_EXPORTER_OTLP_INSECURE=true \
-    OTEL_METRIC_EXPORT_INTERVAL=500 \
-    "$WORK/gym" serve resources_servers --name arithmetic >"$dir/serve.out" 2>"$dir/serve.err" &
-  pid=$!
-  PIDS+=("$pid")
-  addr=$(wait_ready "$dir/serve.out" "$pid" "$READY_TIMEOUT" || true)
-  if [[ -z $addr ]]; then
-    fail "$variant round $round: gym serve did not get ready"
-    tail -n 10 "$dir/serve.err" | sed 's/^/       /'
-    stop_pid "$pid"
-    return
-  fi
+    OTEL_METRIC_EXPORT_INTERVAL=500 || return 0
+  local pid=$SERVE_PID addr=$SERVE_ADDR
 
   "${LOADGEN[@]}" "http://$addr/verify" >"$dir/load.txt" 2>&1 || true
   local rps non2xx sockerr total

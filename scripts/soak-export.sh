@@ -111,19 +111,11 @@ if port_open "$port"; then
 fi
 ENDPOINT=http://127.0.0.1:$port
 started=$(now_ns)
-env ${clean_env[@]+"${clean_env[@]}"} \
+start_serve soak "$WORK" \
   NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=otlp NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
   OTEL_EXPORTER_OTLP_ENDPOINT="$ENDPOINT" OTEL_EXPORTER_OTLP_INSECURE=true OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
-  "$WORK/gym" serve resources_servers --name arithmetic --config-json "{\"work_us\":$WORK_US}" \
-  >"$WORK/serve.out" 2>"$WORK/serve.err" &
-pid=$!
-PIDS+=("$pid")
-addr=$(wait_ready "$WORK/serve.out" "$pid" "$READY_TIMEOUT" || true)
-if [[ -z $addr ]]; then
-  fail "gym serve did not get ready"
-  tail -n 10 "$WORK/serve.err" | sed 's/^/       /'
-  exit 1
-fi
+  -- --config-json "{\"work_us\":$WORK_US}" || exit 1
+pid=$SERVE_PID addr=$SERVE_ADDR
 
 # rss_kib: the server's resident set, in KiB (empty once it is gone).
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true; }

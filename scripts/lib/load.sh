@@ -86,12 +86,41 @@ ensure_wrk() {
 wait_ready() {
   local out=$1 pid=$2 timeout=$3 addr="" i
   for ((i = 0; i < timeout * 10; i++)); do
-    addr=$(sed -n 's/^GYM_READY .*"addr":"\([^"]*\)".*/\1/p' "$out" | head -n 1)
+    # The file appears only once the process has opened it.
+    [[ -f $out ]] && addr=$(sed -n 's/^GYM_READY .*"addr":"\([^"]*\)".*/\1/p' "$out" | head -n 1)
     [[ -n $addr ]] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
   [[ -n $addr ]] && echo "$addr"
+}
+
+# start_serve LABEL DIR [VAR=value...] -- [ARG...]: starts
+# `gym serve resources_servers --name arithmetic ARG...` from $WORK/gym with
+# the script's clean environment plus the VAR=value settings, its output in
+# DIR/serve.out and DIR/serve.err, and sets SERVE_PID and SERVE_ADDR. When it
+# does not get ready it fails "LABEL: gym serve did not get ready", shows the
+# end of its stderr, stops it and returns 1.
+start_serve() {
+  local label=$1 dir=$2
+  shift 2
+  local vars=()
+  while (($# > 0)) && [[ $1 != -- ]]; do
+    vars+=("$1")
+    shift
+  done
+  (($# > 0)) && shift
+  env ${clean_env[@]+"${clean_env[@]}"} ${vars[@]+"${vars[@]}"} \
+    "$WORK/gym" serve resources_servers --name arithmetic "$@" >"$dir/serve.out" 2>"$dir/serve.err" &
+  SERVE_PID=$!
+  PIDS+=("$SERVE_PID")
+  SERVE_ADDR=$(wait_ready "$dir/serve.out" "$SERVE_PID" "$READY_TIMEOUT" || true)
+  if [[ -z $SERVE_ADDR ]]; then
+    fail "$label: gym serve did not get ready"
+    tail -n 10 "$dir/serve.err" | sed 's/^/       /'
+    stop_pid "$SERVE_PID"
+    return 1
+  fi
 }
 
 # read_load FILE: reads wrk's report (or one in the same format) from FILE

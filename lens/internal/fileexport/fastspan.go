@@ -129,41 +129,13 @@ func appendValue(b []byte, v attribute.Value) []byte {
 	case attribute.FLOAT64:
 		return appendFloat(b, v.AsFloat64())
 	case attribute.STRINGSLICE:
-		b = append(b, '[')
-		for i, s := range v.AsStringSlice() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, s)
-		}
-		return append(b, ']')
+		return appendArray(b, v.AsStringSlice(), appendString)
 	case attribute.INT64SLICE:
-		b = append(b, '[')
-		for i, n := range v.AsInt64Slice() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, n, 10)
-		}
-		return append(b, ']')
+		return appendArray(b, v.AsInt64Slice(), appendInt)
 	case attribute.FLOAT64SLICE:
-		b = append(b, '[')
-		for i, f := range v.AsFloat64Slice() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendFloat(b, f)
-		}
-		return append(b, ']')
+		return appendArray(b, v.AsFloat64Slice(), appendFloat)
 	case attribute.BOOLSLICE:
-		b = append(b, '[')
-		for i, x := range v.AsBoolSlice() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendBool(b, x)
-		}
-		return append(b, ']')
+		return appendArray(b, v.AsBoolSlice(), strconv.AppendBool)
 	}
 	// The rarer kinds take the general path.
 	raw, err := json.Marshal(attrValue(v))
@@ -229,3 +201,17 @@ func appendString(b []byte, s string) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// appendArray appends xs as a JSON array, each element by elem.
+func appendArray[T any](b []byte, xs []T, elem func([]byte, T) []byte) []byte {
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, x)
+	}
+	return append(b, ']')
+}
+
+func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
