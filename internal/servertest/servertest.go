@@ -3,6 +3,7 @@ package servertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"sync"
@@ -100,4 +101,61 @@ func PostRaw(t testing.TB, url, body string) (int, []byte) {
 		t.Fatalf("read response: %v", err)
 	}
 	return res.StatusCode, raw
+}
+
+// Post sends body as a JSON POST on c and returns the status and the
+// response body; a transport error (a dropped or reset connection) fails
+// the test, and an answer that is not application/json is an error.
+// Fuzz tests use it to send arbitrary bytes.
+func Post(t testing.TB, c *http.Client, url string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("POST %.200q: %v", body, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("POST %.200q: reading the answer: %v", body, err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("POST %.200q: Content-Type %q", body, ct)
+	}
+	return res.StatusCode, raw
+}
+
+// CheckHealth fails the test unless the server at base answers GET
+// /health with 200.
+func CheckHealth(t testing.TB, c *http.Client, base string) {
+	t.Helper()
+	res, err := c.Get(base + server.HealthPath)
+	if err != nil {
+		t.Fatalf("GET %s/health: %v", base, err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/health: status %d", base, res.StatusCode)
+	}
+}
+
+// CheckErrorBody asserts raw is exactly one server.ErrorBody of the type
+// status calls for (400, 413 or 500), with a message.
+func CheckErrorBody(t testing.TB, status int, raw []byte) {
+	t.Helper()
+	var eb server.ErrorBody
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&eb); err != nil {
+		t.Fatalf("status %d with a body that is not an ErrorBody: %v: %s", status, err, raw)
+	}
+	wantType := map[int]string{400: "bad_request", 413: "payload_too_large", 500: "internal_error"}[status]
+	if eb.Error.Type != wantType || eb.Error.Message == "" {
+		t.Errorf("status %d: error body %s, want type %q and a message", status, raw, wantType)
+	}
 }

@@ -183,44 +183,34 @@ func (a *agent) rollout(ctx context.Context, id string, task protocol.Task, resp
 	return nil
 }
 
-// respond makes the model call inside the gym.agent.responses span.
+// respond makes the model call, inside the gym.agent.responses span when
+// that group is on.
 func (a *agent) respond(ctx context.Context, id string, task protocol.Task) (answer string, err error) {
+	var r protocol.ResponsesResponse
 	if lens.Enabled(telemetry.GroupAgent) {
 		var span trace.Span
 		ctx, span = lens.Start(ctx, telemetry.GroupAgent, ResponsesSpanName, trace.WithAttributes(
 			attribute.String(telemetry.AttrRolloutID, id),
 			attribute.String(AttrTaskID, task.ID),
 		))
-		var usage protocol.Usage
 		defer func() {
 			if err == nil {
-				span.SetAttributes(attribute.Int(AttrInputTokens, usage.InputTokens), attribute.Int(AttrOutputTokens, usage.OutputTokens))
+				span.SetAttributes(attribute.Int(AttrInputTokens, r.Usage.InputTokens), attribute.Int(AttrOutputTokens, r.Usage.OutputTokens))
 			}
 			lens.End(span, err)
 		}()
 		if a.cfg.Model != "" {
 			span.SetAttributes(attribute.String(AttrRequestModel, a.cfg.Model))
 		}
-		var r protocol.ResponsesResponse
-		if err := a.callModel(ctx, task, &r); err != nil {
-			return "", err
-		}
-		usage = r.Usage
-		return r.OutputText(), nil
 	}
-	var r protocol.ResponsesResponse
-	if err := a.callModel(ctx, task, &r); err != nil {
-		return "", err
-	}
-	return r.OutputText(), nil
-}
-
-func (a *agent) callModel(ctx context.Context, task protocol.Task, r *protocol.ResponsesResponse) error {
 	req := protocol.ResponsesRequest{
 		Model: a.cfg.Model,
 		Input: []protocol.InputMessage{{Role: "user", Content: task.Question}},
 	}
-	return a.client.PostJSON(ctx, a.modelURL, req, r)
+	if err := a.client.PostJSON(ctx, a.modelURL, req, &r); err != nil {
+		return "", err
+	}
+	return r.OutputText(), nil
 }
 
 // newRolloutID returns 16 random hex digits from crypto/rand, which is safe

@@ -1,12 +1,9 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"regexp"
 	"slices"
@@ -38,26 +35,6 @@ type dropSpans struct{}
 
 func (dropSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (dropSpans) Shutdown(context.Context) error                             { return nil }
-
-// expectRun classifies a /run body: 400 or 413 past the limit, 400 for
-// anything but one JSON object with a task id and question (trailing data
-// of any kind included), else 200.
-func expectRun(body []byte) (req protocol.RunRequest, want []int) {
-	if len(body) > runBodyLimit {
-		return req, []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		return req, []int{http.StatusBadRequest}
-	}
-	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
-		return req, []int{http.StatusBadRequest}
-	}
-	if req.Validate() != nil {
-		return req, []int{http.StatusBadRequest}
-	}
-	return req, []int{http.StatusOK}
-}
 
 var (
 	hex16 = regexp.MustCompile(`^[0-9a-f]{16}$`)
@@ -113,7 +90,7 @@ func FuzzRunBody(f *testing.F) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	f.Cleanup(func() {
 		for _, u := range []string{base, modelURL, resourcesURL} {
-			runHealth(f, client, u)
+			servertest.CheckHealth(f, client, u)
 		}
 		client.CloseIdleConnections()
 	})
@@ -122,20 +99,16 @@ func FuzzRunBody(f *testing.F) {
 		if len(body) > maxRunBody {
 			t.Skip("body too large")
 		}
-		req, want := expectRun(body)
-		status, raw := runPost(t, client, base+"/run", body)
+		// A /run body is either rejected by the runtime (400, 413) or
+		// answered as a rollout: 200, whatever happened to it.
+		req, want := servertest.ExpectDecode[protocol.RunRequest](body, runBodyLimit)
+		status, raw := servertest.Post(t, client, base+"/run", body)
 		if !slices.Contains(want, status) {
 			t.Fatalf("%.200q: status %d (%s), want one of %v", body, status, raw, want)
 		}
 		if status != http.StatusOK {
-			var eb server.ErrorBody
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&eb); err != nil || eb.Error.Message == "" ||
-				eb.Error.Type != map[int]string{400: "bad_request", 413: "payload_too_large"}[status] {
-				t.Fatalf("status %d with error body %s (%v)", status, raw, err)
-			}
-			runHealth(t, client, base)
+			servertest.CheckErrorBody(t, status, raw)
+			servertest.CheckHealth(t, client, base)
 			return
 		}
 
@@ -170,52 +143,9 @@ func FuzzRunBody(f *testing.F) {
 		}
 		got, found := resources.LastNumber(resp.Answer)
 		wantN, _ := resources.LastNumber(strings.TrimSpace(req.Task.Expected))
-		correct := found && equalNumbers(got, wantN)
+		correct := found && servertest.SameNumber(got, wantN)
 		if resp.Error != "" || resp.Correct != correct || resp.Reward != map[bool]float64{true: 1}[correct] {
 			bad("want correct=%v without error", correct)
 		}
 	})
-}
-
-func equalNumbers(a, b string) bool {
-	x, okX := new(big.Rat).SetString(a)
-	y, okY := new(big.Rat).SetString(b)
-	return okX && okY && x.Cmp(y) == 0
-}
-
-// runPost posts body and returns the status and answer; a transport error
-// (a dropped or reset connection) fails the test.
-func runPost(t testing.TB, c *http.Client, url string, body []byte) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("POST %.200q: %v", body, err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("POST %.200q: reading the answer: %v", body, err)
-	}
-	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("POST %.200q: Content-Type %q", body, ct)
-	}
-	return res.StatusCode, raw
-}
-
-func runHealth(t testing.TB, c *http.Client, base string) {
-	t.Helper()
-	res, err := c.Get(base + "/health")
-	if err != nil {
-		t.Fatalf("GET %s/health: %v", base, err)
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s/health: status %d", base, res.StatusCode)
-	}
 }

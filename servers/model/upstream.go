@@ -34,11 +34,10 @@ const maxUpstreamBody = 16 << 20
 // endpoint. The key lives only here and in the Authorization header it
 // writes; every message this type produces passes through scrub.
 type upstream struct {
-	endpoint string // full URL, possibly with a query string
-	safe     string // endpoint as it may be shown
-	path     string
-	host     string
-	port     int
+	endpoint string               // full URL, possibly with a query string
+	safe     string               // endpoint as it may be shown
+	spanName string               // the CLIENT span's name
+	attrs    []attribute.KeyValue // the CLIENT span's attributes; read-only
 	key      string
 	model    string
 	timeout  time.Duration
@@ -55,14 +54,21 @@ func newUpstream(cfg UpstreamConfig, key string) (*upstream, error) {
 		path = strings.TrimSuffix(path, "/v1")
 	}
 	u.Path, u.RawPath = path+ChatCompletionsPath, ""
-	port, _ := strconv.Atoi(u.Port())
+	safe := lens.SafeURL(u)
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", http.MethodPost),
+		attribute.String("url.full", safe),
+		attribute.String("server.address", u.Hostname()),
+	}
+	if port, _ := strconv.Atoi(u.Port()); port != 0 {
+		attrs = append(attrs, attribute.Int("server.port", port))
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	return &upstream{
 		endpoint: u.String(),
-		safe:     lens.SafeURL(u),
-		path:     u.Path,
-		host:     u.Hostname(),
-		port:     port,
+		safe:     safe,
+		spanName: http.MethodPost + " " + u.Path,
+		attrs:    attrs,
 		key:      key,
 		model:    cfg.Model,
 		timeout:  time.Duration(cfg.TimeoutMS * float64(time.Millisecond)),
@@ -116,16 +122,8 @@ func (u *upstream) complete(ctx context.Context, req protocol.ResponsesRequest, 
 
 	if lens.Enabled(telemetry.GroupHTTPClient) {
 		var span trace.Span
-		attrs := []attribute.KeyValue{
-			attribute.String("http.request.method", http.MethodPost),
-			attribute.String("url.full", u.safe),
-			attribute.String("server.address", u.host),
-		}
-		if u.port != 0 {
-			attrs = append(attrs, attribute.Int("server.port", u.port))
-		}
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, http.MethodPost+" "+u.path,
-			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, u.spanName,
+			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(u.attrs...))
 		defer func() {
 			if s := server.StatusOf(err); s != 0 {
 				span.SetAttributes(attribute.Int("http.response.status_code", s))

@@ -185,11 +185,11 @@ func (v *verifier) equal(a, b *big.Rat) bool {
 	return d.Abs(d).Cmp(v.tolerance) <= 0
 }
 
-// parseNumber reads s, which must be exactly one number in the grammar
-// LastNumber understands, with nothing around it.
 // maxNumberLen bounds the numbers the verifier parses.
 const maxNumberLen = 4096
 
+// parseNumber reads s, which must be exactly one number in the grammar
+// LastNumber understands, with nothing around it.
 func parseNumber(s string) (*big.Rat, bool) {
 	// A number thousands of digits long is no answer to anything, and exact
 	// arithmetic on it would cost seconds of CPU per request.

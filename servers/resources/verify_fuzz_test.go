@@ -1,12 +1,9 @@
 package resources_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"slices"
 	"strings"
@@ -39,36 +36,15 @@ type discardSpans struct{}
 func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
-// sameNumber compares two numbers as LastNumber writes them, exactly.
-func sameNumber(a, b string) bool {
-	x, okX := new(big.Rat).SetString(a)
-	y, okY := new(big.Rat).SetString(b)
-	return okX && okY && x.Cmp(y) == 0
-}
-
 // expectVerify classifies a /verify body as the runtime and the verifier
-// are documented to: 413 or 400 past the size limit, 400 for anything but
-// one JSON object of the right shape with a task id and question, 500
-// when the expected answer is not a number, else 200.
-// Trailing data of any kind after the object is a 400.
-func expectVerify(body []byte) (req protocol.VerifyRequest, want []int, lenient bool) {
-	if len(body) > fuzzBodyLimit {
-		return req, []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge}, false
+// are documented to: what servertest.ExpectDecode says for the decoding,
+// then 500 when the expected answer is not a number, else 200.
+func expectVerify(body []byte) (req protocol.VerifyRequest, want []int) {
+	req, want = servertest.ExpectDecode[protocol.VerifyRequest](body, fuzzBodyLimit)
+	if want[0] == http.StatusOK && !servertest.Scorable(req.Task.Expected) {
+		want = []int{http.StatusInternalServerError}
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		return req, []int{http.StatusBadRequest}, false
-	}
-	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
-		return req, []int{http.StatusBadRequest}, false
-	}
-	if req.Validate() != nil {
-		return req, []int{http.StatusBadRequest}, lenient
-	}
-	if !servertest.Scorable(req.Task.Expected) {
-		return req, []int{http.StatusInternalServerError}, lenient
-	}
-	return req, []int{http.StatusOK}, lenient
+	return req, want
 }
 
 func FuzzVerifyBody(f *testing.F) {
@@ -116,7 +92,7 @@ func FuzzVerifyBody(f *testing.F) {
 	base, _ := servertest.Start(f, s)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	f.Cleanup(func() {
-		checkHealth(f, client, base)
+		servertest.CheckHealth(f, client, base)
 		client.CloseIdleConnections()
 	})
 
@@ -124,17 +100,17 @@ func FuzzVerifyBody(f *testing.F) {
 		if len(body) > maxFuzzBody {
 			t.Skip("body too large")
 		}
-		req, want, lenient := expectVerify(body)
-		status, raw := postBody(t, client, base+"/verify", body)
+		req, want := expectVerify(body)
+		status, raw := servertest.Post(t, client, base+"/verify", body)
 		if !slices.Contains(want, status) {
 			t.Fatalf("%.200q: status %d (%s), want one of %v", body, status, raw, want)
 		}
 		if status != http.StatusOK {
-			checkErrorBody(t, status, raw)
+			servertest.CheckErrorBody(t, status, raw)
 			if status == http.StatusInternalServerError && !strings.Contains(string(raw), resources.ErrExpectedNotNumber.Error()) {
 				t.Errorf("500 for another reason than the expected answer: %s", raw)
 			}
-			checkHealth(t, client, base)
+			servertest.CheckHealth(t, client, base)
 			return
 		}
 		var resp protocol.VerifyResponse
@@ -143,64 +119,10 @@ func FuzzVerifyBody(f *testing.F) {
 		}
 		tok, found := resources.LastNumber(req.Answer)
 		want1, _ := resources.LastNumber(strings.TrimSpace(req.Task.Expected))
-		correct := found && sameNumber(tok, want1)
+		correct := found && servertest.SameNumber(tok, want1)
 		if resp.Parsed != tok || resp.Correct != correct || (resp.Reward == 1) != correct || (resp.Reward != 0 && resp.Reward != 1) {
-			t.Errorf("answer %.100q, expected %.100q: got %+v; want parsed %q, correct %v (lenient %v)",
-				req.Answer, req.Task.Expected, resp, tok, correct, lenient)
+			t.Errorf("answer %.100q, expected %.100q: got %+v; want parsed %q, correct %v",
+				req.Answer, req.Task.Expected, resp, tok, correct)
 		}
 	})
-}
-
-// postBody sends body to url and returns the status and the response body.
-// Any transport error (a dropped connection, a reset) fails the test.
-func postBody(t testing.TB, c *http.Client, url string, body []byte) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("POST %.200q: %v", body, err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("POST %.200q: reading the answer: %v", body, err)
-	}
-	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("POST %.200q: Content-Type %q", body, ct)
-	}
-	return res.StatusCode, raw
-}
-
-// checkErrorBody asserts raw is exactly one ErrorBody of the class status
-// calls for, with a message.
-func checkErrorBody(t testing.TB, status int, raw []byte) {
-	t.Helper()
-	var eb server.ErrorBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&eb); err != nil {
-		t.Fatalf("status %d with a body that is not an ErrorBody: %v: %s", status, err, raw)
-	}
-	wantType := map[int]string{400: "bad_request", 413: "payload_too_large", 500: "internal_error"}[status]
-	if eb.Error.Type != wantType || eb.Error.Message == "" {
-		t.Errorf("status %d: error body %s, want type %q and a message", status, raw, wantType)
-	}
-}
-
-// checkHealth asserts the server still answers GET /health.
-func checkHealth(t testing.TB, c *http.Client, base string) {
-	t.Helper()
-	res, err := c.Get(base + "/health")
-	if err != nil {
-		t.Fatalf("GET /health: %v", err)
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /health: status %d", res.StatusCode)
-	}
 }
