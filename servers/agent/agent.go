@@ -122,15 +122,9 @@ func (a *agent) run(ctx context.Context, req protocol.RunRequest) (resp protocol
 		ctx, span = lens.Start(ctx, telemetry.GroupRollout, RolloutSpanName)
 		span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id), attribute.String(AttrTaskID, req.Task.ID))
 	}
-	if lens.Enabled(telemetry.GroupModelCall) || lens.Enabled(telemetry.GroupVerify) {
-		// The model and resources servers put the rollout id on their
-		// gym.model.responses and gym.verify spans, and only there. Span
-		// groups are set fleet-wide, so when those groups are off nobody
-		// downstream reads it, and the baggage (built here, encoded into
-		// every call, parsed by every callee: about 1.5 KB and ten
-		// allocations per hop) is not sent.
-		ctx = telemetry.WithRolloutID(ctx, id)
-	}
+	// The model and resources servers label their spans with it (when the
+	// groups that read it are on; WithRolloutID decides).
+	ctx = telemetry.WithRolloutID(ctx, id)
 	recorded := false
 	defer func() {
 		if recorded {
