@@ -80,13 +80,6 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Routes returns the registered route patterns.
-func (s *Server) Routes() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.routes...)
-}
-
 // HandleFunc registers a plain handler under a method-qualified pattern
 // such as "GET /health". A panic in it becomes a 500.
 func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {

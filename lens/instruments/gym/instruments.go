@@ -187,21 +187,6 @@ func (i *Instruments) Record(ctx context.Context, m Measurement) error {
 	return nil
 }
 
-// VerifyCounts returns the verifications counted so far by outcome.
-func (i *Instruments) VerifyCounts() (succeeded, failed uint64) {
-	if i == nil {
-		return 0, 0
-	}
-	return i.verify.Counts()
-}
-
-// RolloutCounts returns the rollouts counted so far by outcome.
-func (i *Instruments) RolloutCounts() (succeeded, failed uint64) {
-	if i == nil {
-		return 0, 0
-	}
-	return i.rollout.Counts()
-}
 
 // ResetVerifyTally zeroes the verify tally (tests use it).
 func (i *Instruments) ResetVerifyTally() {
