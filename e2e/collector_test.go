@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -51,31 +50,9 @@ func collServe(t *testing.T, endpoint string) (*gymProc, string, time.Time) {
 		"OTEL_EXPORTER_OTLP_INSECURE=true",
 		"OTEL_METRIC_EXPORT_INTERVAL=500",
 	)
-	ready := make(chan string, 1)
-	stdout := &lineLog{onLine: func(line string, _ time.Time) {
-		rest, ok := strings.CutPrefix(line, "GYM_READY ")
-		if !ok {
-			return
-		}
-		var r struct{ Addr string }
-		if json.Unmarshal([]byte(rest), &r) == nil && r.Addr != "" {
-			select {
-			case ready <- r.Addr:
-			default:
-			}
-		}
-	}}
 	started := time.Now()
-	p := startGymProc(t, env, stdout, &lineLog{}, "serve", "resources_servers", "--name", "arithmetic")
-	select {
-	case addr := <-ready:
-		return p, "http://" + addr, started
-	case <-p.done:
-		t.Fatalf("gym serve exited before it was ready: %v\nstderr:\n%s", p.err, p.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("gym serve printed no ready line within 30s\nstderr:\n%s", p.stderr.String())
-	}
-	return nil, "", time.Time{}
+	p, base := serveArithmetic(t, env)
+	return p, base, started
 }
 
 // collTerminate sends SIGTERM and waits up to bound for the exit; it
@@ -193,15 +170,7 @@ func (l *collLoad) check(t *testing.T, what string) {
 // closed: connections to it are refused.
 func collClosedPort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return endpoint
+	return "http://" + freeAddr(t)
 }
 
 // collBlackhole listens on a loopback port, accepts every connection and
@@ -387,7 +356,7 @@ func TestOTLPEndpointDownServesAndWarnsRarely(t *testing.T) {
 	stderr := srv.stderr.String()
 	t.Logf("SIGTERM -> exit %d after %v (process lived %v)", code, took.Round(time.Millisecond), lifetime.Round(time.Millisecond))
 	if code != 0 {
-		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, faultTail(stderr, 30))
+		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, tail(stderr, 30))
 	}
 	got, allowed := collWarnings(stderr, lifetime)
 	t.Logf("%q lines: %d (at most %d allowed over %v); \"telemetry flush\" lines: %d; \"spans dropped\" lines: %d",
@@ -395,12 +364,12 @@ func TestOTLPEndpointDownServesAndWarnsRarely(t *testing.T) {
 		strings.Count(stderr, "spans dropped"))
 	if got > allowed {
 		t.Errorf("%d %q lines over %v, want at most %d (one per 30 s, plus one)\nstderr:\n%s",
-			got, collExportWarning, lifetime.Round(time.Second), allowed, faultTail(stderr, 30))
+			got, collExportWarning, lifetime.Round(time.Second), allowed, tail(stderr, 30))
 	}
 	if got == 0 {
 		// Not the property under test, but a sign the endpoint was never
 		// tried at all (exporter not configured?).
-		t.Errorf("no %q line although the endpoint was down\nstderr:\n%s", collExportWarning, faultTail(stderr, 30))
+		t.Errorf("no %q line although the endpoint was down\nstderr:\n%s", collExportWarning, tail(stderr, 30))
 	}
 }
 
@@ -429,7 +398,7 @@ func TestOTLPBlackholeEndpoint(t *testing.T) {
 		code, took.Round(time.Millisecond), collExportWarning, strings.Count(stderr, collExportWarning),
 		strings.Count(stderr, "spans dropped"))
 	if code != 0 {
-		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, faultTail(stderr, 30))
+		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, tail(stderr, 30))
 	}
 }
 
@@ -444,7 +413,7 @@ func TestOTLPEndpointRestartResumes(t *testing.T) {
 	if took, ok := collWaitSpans(t, first, "before-", 20*time.Second); !ok {
 		spans, metrics, _, _ := first.counts("")
 		t.Fatalf("no span of the first phase reached the collector in %v (%d spans, %d metrics requests)\nstderr:\n%s",
-			took.Round(time.Millisecond), spans, metrics, faultTail(srv.stderr.String(), 20))
+			took.Round(time.Millisecond), spans, metrics, tail(srv.stderr.String(), 20))
 	} else {
 		spans, metrics, _, _ := first.counts("")
 		t.Logf("first collector: spans after %v; %d spans, %d metrics requests", took.Round(time.Millisecond), spans, metrics)
@@ -475,7 +444,7 @@ func TestOTLPEndpointRestartResumes(t *testing.T) {
 	if !ok {
 		t.Fatalf("no span with an after-restart- task id reached the new collector within %v of its start "+
 			"(%d spans, %d metrics requests there)\nstderr:\n%s",
-			took.Round(time.Millisecond), spans, metrics, faultTail(srv.stderr.String(), 20))
+			took.Round(time.Millisecond), spans, metrics, tail(srv.stderr.String(), 20))
 	}
 	t.Logf("new collector: first after-restart- span seen %v after the restart (%q); by now %d spans (%d after-restart-), %d metrics requests",
 		took.Round(time.Millisecond), name, spans, after, metrics)
@@ -495,15 +464,15 @@ func TestOTLPEndpointRestartResumes(t *testing.T) {
 		}
 		if time.Since(metricsWait) > 30*time.Second {
 			t.Errorf("no metrics request reached the new collector within 30 s of its first span\nstderr:\n%s",
-				faultTail(srv.stderr.String(), 20))
+				tail(srv.stderr.String(), 20))
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 
 	code, shut := collTerminate(t, srv, 30*time.Second)
-	t.Logf("SIGTERM -> exit %d after %v\nstderr:\n%s", code, shut.Round(time.Millisecond), faultTail(srv.stderr.String(), 10))
+	t.Logf("SIGTERM -> exit %d after %v\nstderr:\n%s", code, shut.Round(time.Millisecond), tail(srv.stderr.String(), 10))
 	if code != 0 {
-		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, faultTail(srv.stderr.String(), 30))
+		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, tail(srv.stderr.String(), 30))
 	}
 }

@@ -110,7 +110,7 @@ func (p *gymProc) wait(t *testing.T, bound time.Duration) int {
 	case <-p.done:
 	case <-time.After(bound):
 		t.Fatalf("gym %v still running %s later\nstdout:\n%s\nstderr:\n%s",
-			p.cmd.Args[1:], bound, p.stdout.String(), faultTail(p.stderr.String(), 40))
+			p.cmd.Args[1:], bound, p.stdout.String(), tail(p.stderr.String(), 40))
 	}
 	if p.err == nil {
 		return 0
@@ -128,12 +128,19 @@ func (p *gymProc) wait(t *testing.T, bound time.Duration) int {
 // and returns the process and the base URL it reported in its ready line.
 func startServe(t *testing.T, dir string, extraEnv ...string) (*gymProc, string) {
 	t.Helper()
-	env := gymEnv(append([]string{
+	return serveArithmetic(t, gymEnv(append([]string{
 		"NEMO_GYM_OTEL_ENABLED=1",
 		"NEMO_GYM_OTEL_EXPORTER=file",
 		"NEMO_GYM_OTEL_FILE_PATH=" + filepath.Join(dir, "telemetry", "arithmetic.jsonl"),
 		"NEMO_GYM_OTEL_SPAN_GROUPS=all",
-	}, extraEnv...)...)
+	}, extraEnv...)...))
+}
+
+// serveArithmetic starts `gym serve resources_servers --name arithmetic`
+// with env and waits (bounded) for its ready line; it returns the process
+// and the base URL it reported.
+func serveArithmetic(t *testing.T, env []string) (*gymProc, string) {
+	t.Helper()
 	ready := make(chan string, 1)
 	stdout := &lineLog{onLine: func(line string, _ time.Time) {
 		if rest, ok := strings.CutPrefix(line, "GYM_READY "); ok {
@@ -223,13 +230,13 @@ func TestSIGTERMUnderLoadExportsEveryCompletedSpan(t *testing.T) {
 		t.Fatalf("load saw %d problems, first: %s", len(problems), problems[0])
 	}
 	if code != 0 {
-		t.Fatalf("gym serve exited %d after SIGTERM\nstderr:\n%s", code, faultTail(srv.stderr.String(), 40))
+		t.Fatalf("gym serve exited %d after SIGTERM\nstderr:\n%s", code, tail(srv.stderr.String(), 40))
 	}
 	if atSIGTERM == 0 {
 		t.Fatal("no request completed before SIGTERM")
 	}
 	if strings.Contains(srv.stderr.String(), "spans dropped") {
-		t.Errorf("server dropped spans:\n%s", faultTail(srv.stderr.String(), 20))
+		t.Errorf("server dropped spans:\n%s", tail(srv.stderr.String(), 20))
 	}
 
 	n := completed.Load()
@@ -403,13 +410,13 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	code := orch.wait(t, 60*time.Second)
 	errOut := orch.stderr.String()
 	if code != 1 {
-		t.Errorf("gym run exited %d after a server died, want 1\nstderr:\n%s", code, faultTail(errOut, 30))
+		t.Errorf("gym run exited %d after a server died, want 1\nstderr:\n%s", code, tail(errOut, 30))
 	}
 	if !strings.Contains(errOut, "stopped early after a server died") {
-		t.Errorf("gym run did not say it stopped early:\n%s", faultTail(errOut, 30))
+		t.Errorf("gym run did not say it stopped early:\n%s", tail(errOut, 30))
 	}
 	if !strings.Contains(errOut, `server "policy_model" had died`) {
-		t.Errorf("gym run did not name the dead server on exit:\n%s", faultTail(errOut, 30))
+		t.Errorf("gym run did not name the dead server on exit:\n%s", tail(errOut, 30))
 	}
 
 	lines := readLines(t, output)
@@ -527,7 +534,7 @@ func TestPanickingVerifierKeepsServing(t *testing.T) {
 		t.Helper()
 		res, err := client.Post(base+"/verify", "application/json", strings.NewReader(verifyBody(id)))
 		if err != nil {
-			t.Fatalf("POST /verify %s: %v\nstderr:\n%s", id, err, faultTail(srv.stderr.String(), 20))
+			t.Fatalf("POST /verify %s: %v\nstderr:\n%s", id, err, tail(srv.stderr.String(), 20))
 		}
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
@@ -560,7 +567,7 @@ func TestPanickingVerifierKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code := srv.wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("gym serve exited %d, want 0 (it must never crash)\nstderr:\n%s", code, faultTail(srv.stderr.String(), 30))
+		t.Fatalf("gym serve exited %d, want 0 (it must never crash)\nstderr:\n%s", code, tail(srv.stderr.String(), 30))
 	}
 	if got := strings.Count(srv.stderr.String(), `msg="handler panicked"`); got != rounds {
 		t.Errorf("%d panics logged, want %d", got, rounds)
@@ -596,13 +603,4 @@ func TestPanickingVerifierKeepsServing(t *testing.T) {
 	if statuses["500"] != rounds || statuses["200"] != rounds {
 		t.Errorf("request durations by status %v, want %d x 500 and %d x 200", statuses, rounds, rounds)
 	}
-}
-
-// faultTail returns the last n lines of s.
-func faultTail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

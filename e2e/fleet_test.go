@@ -252,12 +252,10 @@ func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	// Wait for the first progress line: rollouts are then in flight.
 	progress := make(chan struct{})
-	var errLog bytes.Buffer
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		signalled := false
 		for sc.Scan() {
-			errLog.WriteString(sc.Text() + "\n")
 			if !signalled && strings.Contains(sc.Text(), "fleet started") {
 				signalled = true
 				close(progress)
@@ -323,7 +321,7 @@ func TestEnvStartMalformedBodiesAre400AndNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errLog bytes.Buffer
+	var errLog lineLog // read while the process may still write
 	cmd.Stderr = &errLog
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

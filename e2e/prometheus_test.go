@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -243,13 +240,13 @@ func startPromFleet(t *testing.T, runs, cfgPath string) promFleetProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr promBuffer
+	var stderr lineLog
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	lines := make(chan string, 64)
-	var out promBuffer
+	var out lineLog
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -281,7 +278,7 @@ func startPromFleet(t *testing.T, runs, cfgPath string) promFleetProc {
 			}
 		}
 		if t.Failed() {
-			t.Logf("gym env start stdout:\n%s\nstderr (tail):\n%s", out.String(), promTail(stderr.String(), 40))
+			t.Logf("gym env start stdout:\n%s\nstderr (tail):\n%s", out.String(), tail(stderr.String(), 40))
 		}
 	})
 
@@ -291,7 +288,7 @@ func startPromFleet(t *testing.T, runs, cfgPath string) promFleetProc {
 		case l, ok := <-lines:
 			if !ok {
 				err := <-done
-				t.Fatalf("gym env start ended before reporting its fleet (%v)\nstderr:\n%s", err, promTail(stderr.String(), 40))
+				t.Fatalf("gym env start ended before reporting its fleet (%v)\nstderr:\n%s", err, tail(stderr.String(), 40))
 			}
 			f := strings.Fields(l)
 			switch {
@@ -308,7 +305,7 @@ func startPromFleet(t *testing.T, runs, cfgPath string) promFleetProc {
 				}
 			}
 		case <-timeout:
-			t.Fatalf("gym env start reported no fleet within 40 s\nstdout:\n%s\nstderr:\n%s", out.String(), promTail(stderr.String(), 40))
+			t.Fatalf("gym env start reported no fleet within 40 s\nstdout:\n%s\nstderr:\n%s", out.String(), tail(stderr.String(), 40))
 		}
 	}
 	if fl.runDir == "" || fl.agentURL == "" {
@@ -471,23 +468,18 @@ func promWaitGauge(t *testing.T, tg promTarget, want float64, bound time.Duratio
 type promServer struct {
 	base   string
 	client *http.Client
-	log    *promBuffer
+	log    *lineLog
 }
 
 // startPrometheus runs a Prometheus 2.x on a free loopback port and waits
 // (bounded) until it is ready. Cleanup stops it by PID.
 func startPrometheus(t *testing.T, bin, config, storage string) *promServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	cmd := exec.Command(bin, "--config.file="+config, "--storage.tsdb.path="+storage,
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &promServer{base: "http://" + addr, client: &http.Client{Timeout: 5 * time.Second}, log: &promBuffer{}}
+	p := &promServer{base: "http://" + addr, client: &http.Client{Timeout: 5 * time.Second}, log: &lineLog{}}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -503,7 +495,7 @@ func startPrometheus(t *testing.T, bin, config, storage string) *promServer {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("prometheus log (tail):\n%s", promTail(p.log.String(), 30))
+			t.Logf("prometheus log (tail):\n%s", tail(p.log.String(), 30))
 		}
 	})
 	deadline := time.Now().Add(15 * time.Second)
@@ -752,26 +744,3 @@ func promFetch(t *testing.T, u string) string {
 }
 
 func promNear(a, b float64) bool { return math.Abs(a-b) <= 1e-9 }
-
-func promTail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// promBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type promBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *promBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *promBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}

@@ -130,6 +130,16 @@ func (t VerifyTally) Fraction() float64 {
 	return t.Success / (t.Success + t.Failure)
 }
 
+// fleetTally adds up the calls of every tally; its Rate is unset.
+func fleetTally(tallies []VerifyTally) VerifyTally {
+	var fleet VerifyTally
+	for _, v := range tallies {
+		fleet.Success += v.Success
+		fleet.Failure += v.Failure
+	}
+	return fleet
+}
+
 // VerifyTallies returns one tally per process that exported
 // gym.verify.calls or gym.verify.success_rate, in process order.
 func (r *Run) VerifyTallies() []VerifyTally {

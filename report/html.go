@@ -139,11 +139,7 @@ type htmlRoute struct {
 
 type htmlActive struct {
 	Chart *svgChart
-	Runs  []htmlActiveRun
-}
-
-type htmlActiveRun struct {
-	Span, Value, Exports, Process string
+	Runs  []activeRun
 }
 
 type htmlSlowest struct {
@@ -278,15 +274,7 @@ func buildPage(r *Run, opts HTMLOptions) *htmlPage {
 }
 
 func (p *htmlPage) header(r *Run) {
-	failed, rewarded := 0, 0
-	for _, ro := range r.Rollouts {
-		if ro.Error != "" {
-			failed++
-		}
-		if ro.Correct {
-			rewarded++
-		}
-	}
+	failed, rewarded := r.rolloutCounts()
 	dur := "-"
 	if !r.Start.IsZero() {
 		dur = fmtDuration(r.Duration())
@@ -297,11 +285,7 @@ func (p *htmlPage) header(r *Run) {
 		{Label: "Failed", Value: strconv.Itoa(failed), Bad: failed > 0},
 		{Label: "Rewarded", Value: strconv.Itoa(rewarded)},
 	}
-	var fleet VerifyTally
-	for _, v := range r.VerifyTallies() {
-		fleet.Success += v.Success
-		fleet.Failure += v.Failure
-	}
+	fleet := fleetTally(r.VerifyTallies())
 	if f := fleet.Fraction(); !math.IsNaN(f) {
 		p.Cards = append(p.Cards, htmlCard{Label: "Verify success", Value: fmtPercent(f),
 			Detail: fmtCount(fleet.Success) + " of " + fmtCount(fleet.Success+fleet.Failure), Bad: fleet.Failure > 0})
@@ -316,20 +300,9 @@ func (p *htmlPage) header(r *Run) {
 	if r.Start.IsZero() {
 		p.Facts = append(p.Facts, htmlFact{"Telemetry", "none exported"})
 	} else {
-		p.Facts = append(p.Facts, htmlFact{"Started", r.Start.Format("2006-01-02T15:04:05.000Z07:00") + " (earliest telemetry timestamp)"})
-		d := fmtDuration(r.Duration()) + " from first to last telemetry record"
-		if jobs := r.spansNamed(SpanJob, false); len(jobs) > 0 {
-			d += "; collection " + fmtDuration(jobs[0].Duration()) + " (" + SpanJob + " span)"
-		}
-		p.Facts = append(p.Facts, htmlFact{"Duration", d})
+		p.Facts = append(p.Facts, htmlFact{"Started", startedText(r)}, htmlFact{"Duration", durationText(r)})
 	}
-	line := fmt.Sprintf("%d in %s: %d failed, %d rewarded", len(r.Rollouts), RolloutsFile, failed, rewarded)
-	if len(r.SeriesNamed(MetricRolloutCalls)) > 0 {
-		c := r.CounterTotals(MetricRolloutCalls, AttrRolloutOutcome)
-		line += fmt.Sprintf("; agents counted %s failed of %s (%s)",
-			fmtCount(c[OutcomeFailure]), fmtCount(c[OutcomeSuccess]+c[OutcomeFailure]), MetricRolloutCalls)
-	}
-	p.Facts = append(p.Facts, htmlFact{"Rollouts", line},
+	p.Facts = append(p.Facts, htmlFact{"Rollouts", rolloutsText(r)},
 		htmlFact{"Traces", fmt.Sprintf("%d with %d spans", len(r.Traces), r.SpanCount())})
 
 	const maxGroups, maxTasks = 10, 20
@@ -408,17 +381,14 @@ func (p *htmlPage) verify(r *Run) {
 	if len(tallies) == 0 {
 		return
 	}
-	var fleet VerifyTally
 	for _, v := range tallies {
 		gauge := "-"
 		if !math.IsNaN(v.Rate) {
 			gauge = fmtPercent(v.Rate)
 		}
 		p.Verify.Tallies = append(p.Verify.Tallies, tallyView(v.Process.Name(), v, gauge))
-		fleet.Success += v.Success
-		fleet.Failure += v.Failure
 	}
-	f := tallyView("fleet", fleet, "")
+	f := tallyView("fleet", fleetTally(tallies), "")
 	p.Verify.Fleet = &f
 
 	width := verifyWindowWidth(r)
@@ -467,21 +437,7 @@ func (p *htmlPage) active(r *Run, swatch map[*Process]string) {
 	if len(readings) == 0 {
 		return
 	}
-	for i := 0; i < len(readings); {
-		j := i + 1
-		for j < len(readings) && readings[j].Value == readings[i].Value && readings[j].Process == readings[i].Process {
-			j++
-		}
-		span := fmtOffset(r.Offset(readings[i].Time))
-		exports := "1 export"
-		if j-i > 1 {
-			span += " .. " + fmtOffset(r.Offset(readings[j-1].Time))
-			exports = strconv.Itoa(j-i) + " exports"
-		}
-		p.Active.Runs = append(p.Active.Runs, htmlActiveRun{Span: span, Value: fmtCount(readings[i].Value),
-			Exports: exports, Process: readings[i].Process.Name()})
-		i = j
-	}
+	p.Active.Runs = activeRuns(r, readings)
 	p.Active.Chart = activeChart("chart-servers-active", r, readings, swatch)
 }
 
@@ -597,25 +553,15 @@ func spanAttrs(s *Span) []htmlKV {
 }
 
 func (p *htmlPage) problems(r *Run) {
-	probs := r.Problems()
-	for i := 0; i < len(probs); {
-		j := i
-		for j < len(probs) && probs[j].Kind == probs[i].Kind {
-			j++
+	eachShownProblem(r.Problems(), func(pr Problem) {
+		where := pr.File
+		if pr.File != "" && pr.Line > 0 {
+			where = fmt.Sprintf("%s:%d", pr.File, pr.Line)
 		}
-		for k := i; k < j && k < i+maxProblemsPerKind; k++ {
-			pr := probs[k]
-			where := pr.File
-			if pr.File != "" && pr.Line > 0 {
-				where = fmt.Sprintf("%s:%d", pr.File, pr.Line)
-			}
-			p.Problems = append(p.Problems, htmlProblem{Kind: string(pr.Kind), Where: where, Message: pr.Message})
-		}
-		if more := j - i - maxProblemsPerKind; more > 0 {
-			p.Problems = append(p.Problems, htmlProblem{Kind: string(probs[i].Kind), Message: fmt.Sprintf("... and %d more", more)})
-		}
-		i = j
-	}
+		p.Problems = append(p.Problems, htmlProblem{Kind: string(pr.Kind), Where: where, Message: pr.Message})
+	}, func(kind ProblemKind, more int) {
+		p.Problems = append(p.Problems, htmlProblem{Kind: string(kind), Message: fmt.Sprintf("... and %d more", more)})
+	})
 }
 
 // Chart geometry, in SVG user units.

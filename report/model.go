@@ -342,6 +342,20 @@ func (r *Run) Offset(t time.Time) time.Duration { return t.Sub(r.Start) }
 // Duration returns End minus Start: how long the telemetry spans.
 func (r *Run) Duration() time.Duration { return r.End.Sub(r.Start) }
 
+// rolloutCounts returns how many rollouts failed and how many the
+// verifier judged right.
+func (r *Run) rolloutCounts() (failed, rewarded int) {
+	for _, ro := range r.Rollouts {
+		if ro.Error != "" {
+			failed++
+		}
+		if ro.Correct {
+			rewarded++
+		}
+	}
+	return failed, rewarded
+}
+
 // SpanCount returns the number of spans in all traces.
 func (r *Run) SpanCount() int {
 	n := 0

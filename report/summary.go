@@ -44,14 +44,9 @@ func (r *Run) Summary() Summary {
 	}
 	sum.Traces = len(r.Traces)
 	sum.Spans = r.SpanCount()
+	sum.Rollouts = len(r.Rollouts)
+	sum.Failed, sum.Correct = r.rolloutCounts()
 	for _, ro := range r.Rollouts {
-		sum.Rollouts++
-		if ro.Error != "" {
-			sum.Failed++
-		}
-		if ro.Correct {
-			sum.Correct++
-		}
 		sum.DurationsMS = append(sum.DurationsMS, ro.DurationMS)
 	}
 	for _, n := range r.Notes {

@@ -103,32 +103,39 @@ func (t *textWriter) header() {
 	if r.Start.IsZero() {
 		fmt.Fprintf(tw, "  telemetry\tnone exported\n")
 	} else {
-		fmt.Fprintf(tw, "  started\t%s (earliest telemetry timestamp)\n", r.Start.Format("2006-01-02T15:04:05.000Z07:00"))
-		dur := fmt.Sprintf("%s from first to last telemetry record", fmtDuration(r.Duration()))
-		if jobs := r.spansNamed(SpanJob, false); len(jobs) > 0 {
-			dur += fmt.Sprintf("; collection %s (%s span)", fmtDuration(jobs[0].Duration()), SpanJob)
-		}
-		fmt.Fprintf(tw, "  duration\t%s\n", dur)
+		fmt.Fprintf(tw, "  started\t%s\n", startedText(r))
+		fmt.Fprintf(tw, "  duration\t%s\n", durationText(r))
 	}
-	failed, rewarded := 0, 0
-	for _, ro := range r.Rollouts {
-		if ro.Error != "" {
-			failed++
-		}
-		if ro.Correct {
-			rewarded++
-		}
+	fmt.Fprintf(tw, "  rollouts\t%s\n", rolloutsText(r))
+	fmt.Fprintf(tw, "  traces\t%d with %d spans\n", len(r.Traces), r.SpanCount())
+	_ = tw.Flush()
+	t.failures()
+}
+
+// startedText, durationText and rolloutsText are the header lines both
+// renderers show; startedText and durationText need telemetry (a non-zero
+// Run.Start).
+func startedText(r *Run) string {
+	return r.Start.Format("2006-01-02T15:04:05.000Z07:00") + " (earliest telemetry timestamp)"
+}
+
+func durationText(r *Run) string {
+	d := fmtDuration(r.Duration()) + " from first to last telemetry record"
+	if jobs := r.spansNamed(SpanJob, false); len(jobs) > 0 {
+		d += "; collection " + fmtDuration(jobs[0].Duration()) + " (" + SpanJob + " span)"
 	}
+	return d
+}
+
+func rolloutsText(r *Run) string {
+	failed, rewarded := r.rolloutCounts()
 	line := fmt.Sprintf("%d in %s: %d failed, %d rewarded", len(r.Rollouts), RolloutsFile, failed, rewarded)
-	if calls := r.SeriesNamed(MetricRolloutCalls); len(calls) > 0 {
+	if len(r.SeriesNamed(MetricRolloutCalls)) > 0 {
 		c := r.CounterTotals(MetricRolloutCalls, AttrRolloutOutcome)
 		line += fmt.Sprintf("; agents counted %s failed of %s (%s)",
 			fmtCount(c[OutcomeFailure]), fmtCount(c[OutcomeSuccess]+c[OutcomeFailure]), MetricRolloutCalls)
 	}
-	fmt.Fprintf(tw, "  rollouts\t%s\n", line)
-	fmt.Fprintf(tw, "  traces\t%d with %d spans\n", len(r.Traces), r.SpanCount())
-	_ = tw.Flush()
-	t.failures()
+	return line
 }
 
 // failures lists the failed rollouts' errors, one block per distinct
@@ -276,7 +283,6 @@ func (t *textWriter) verifySuccess() {
 	}
 	t.printf("  cumulative per process, at its last export:\n")
 	tw := t.table()
-	var fleet VerifyTally
 	for _, v := range tallies {
 		gauge := "-"
 		if !math.IsNaN(v.Rate) {
@@ -284,16 +290,12 @@ func (t *textWriter) verifySuccess() {
 		}
 		fmt.Fprintf(tw, "    %s\t%s of %s completed\t%s\t%s %s\n", v.Process.Name(),
 			fmtCount(v.Success), fmtCount(v.Success+v.Failure), fmtFrac(v.Fraction()), MetricVerifyRate, gauge)
-		fleet.Success += v.Success
-		fleet.Failure += v.Failure
 	}
+	fleet := fleetTally(tallies)
 	fmt.Fprintf(tw, "    fleet\t%s of %s completed\t%s\t\n", fmtCount(fleet.Success), fmtCount(fleet.Success+fleet.Failure), fmtFrac(fleet.Fraction()))
 	_ = tw.Flush()
 
-	width := r.ExportInterval()
-	if n := int(r.Duration()/width) + 1; n > maxWindows {
-		width *= time.Duration((n + maxWindows - 1) / maxWindows)
-	}
+	width := verifyWindowWidth(r)
 	windows := r.VerifyWindows(width)
 	if len(windows) == 0 {
 		return
@@ -342,23 +344,37 @@ func (t *textWriter) serversActive() {
 		return
 	}
 	tw := t.table()
+	for _, a := range activeRuns(t.run, readings) {
+		fmt.Fprintf(tw, "  %s\t%s\t%s by %s\n", a.Span, a.Value, a.Exports, a.Process)
+	}
+	_ = tw.Flush()
+}
+
+// activeRun is a stretch of consecutive gym.servers.active readings with
+// one value from one process, formatted for both renderers.
+type activeRun struct {
+	Span, Value, Exports, Process string
+}
+
+// activeRuns collapses readings (as ServersActive orders them) into runs.
+func activeRuns(r *Run, readings []GaugeReading) []activeRun {
+	var out []activeRun
 	for i := 0; i < len(readings); {
 		j := i + 1
 		for j < len(readings) && readings[j].Value == readings[i].Value && readings[j].Process == readings[i].Process {
 			j++
 		}
-		span := fmtOffset(t.run.Offset(readings[i].Time))
-		if j-i > 1 {
-			span += " .. " + fmtOffset(t.run.Offset(readings[j-1].Time))
-		}
+		span := fmtOffset(r.Offset(readings[i].Time))
 		exports := "1 export"
 		if j-i > 1 {
-			exports = fmt.Sprintf("%d exports", j-i)
+			span += " .. " + fmtOffset(r.Offset(readings[j-1].Time))
+			exports = strconv.Itoa(j-i) + " exports"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s by %s\n", span, fmtCount(readings[i].Value), exports, readings[i].Process.Name())
+		out = append(out, activeRun{Span: span, Value: fmtCount(readings[i].Value),
+			Exports: exports, Process: readings[i].Process.Name()})
 		i = j
 	}
-	_ = tw.Flush()
+	return out
 }
 
 func (t *textWriter) slowest() {
@@ -473,24 +489,34 @@ func (t *textWriter) problems() {
 		return
 	}
 	t.section(fmt.Sprintf("Problems: %d", len(probs)), "")
+	eachShownProblem(probs, func(p Problem) {
+		where := ""
+		switch {
+		case p.File != "" && p.Line > 0:
+			where = fmt.Sprintf("%s:%d: ", p.File, p.Line)
+		case p.File != "":
+			where = p.File + ": "
+		}
+		t.printf("  %s: %s%s\n", p.Kind, where, p.Message)
+	}, func(kind ProblemKind, more int) {
+		t.printf("  %s: ... and %d more\n", kind, more)
+	})
+}
+
+// eachShownProblem walks probs (sorted by kind, as Problems returns them)
+// and calls show for the first maxProblemsPerKind of each kind, then more
+// with the number left out of that kind, if any.
+func eachShownProblem(probs []Problem, show func(Problem), more func(kind ProblemKind, n int)) {
 	for i := 0; i < len(probs); {
 		j := i
 		for j < len(probs) && probs[j].Kind == probs[i].Kind {
 			j++
 		}
-		for k := i; k < j && k < i+maxProblemsPerKind; k++ {
-			p := probs[k]
-			where := ""
-			switch {
-			case p.File != "" && p.Line > 0:
-				where = fmt.Sprintf("%s:%d: ", p.File, p.Line)
-			case p.File != "":
-				where = p.File + ": "
-			}
-			t.printf("  %s: %s%s\n", p.Kind, where, p.Message)
+		for _, p := range probs[i:min(j, i+maxProblemsPerKind)] {
+			show(p)
 		}
-		if more := j - i - maxProblemsPerKind; more > 0 {
-			t.printf("  %s: ... and %d more\n", probs[i].Kind, more)
+		if n := j - i - maxProblemsPerKind; n > 0 {
+			more(probs[i].Kind, n)
 		}
 		i = j
 	}
