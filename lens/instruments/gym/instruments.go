@@ -187,7 +187,6 @@ func (i *Instruments) Record(ctx context.Context, m Measurement) error {
 	return nil
 }
 
-
 // ResetVerifyTally zeroes the verify tally (tests use it).
 func (i *Instruments) ResetVerifyTally() {
 	if i != nil {
