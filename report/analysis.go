@@ -72,27 +72,34 @@ func (r *Run) CounterTotals(name, key string) map[string]float64 {
 // SpanDurations returns the durations of every span with the given name,
 // sorted in increasing order. With agentsOnly set, only spans exported by
 // agent processes count (or every process, when no process says it is an
-// agent).
+// agent). Every span read counts, whether or not its trace was kept in
+// full.
 func (r *Run) SpanDurations(name string, agentsOnly bool) []time.Duration {
+	agents := agentsOnly && haveAgent(r.Processes)
 	var out []time.Duration
-	for _, s := range r.spansNamed(name, agentsOnly) {
-		out = append(out, s.Duration())
+	if r.index != nil {
+		for _, p := range r.Processes {
+			if !agents || p.ServerType == TypeAgent {
+				out = append(out, r.index.durations[durationKey{p, name}]...)
+			}
+		}
+	} else {
+		for _, s := range r.spansNamed(name, agentsOnly) {
+			out = append(out, s.Duration())
+		}
 	}
 	slices.Sort(out)
 	return out
 }
 
+// spansNamed returns the spans of Run.Traces with the given name, in
+// trace order; agentsOnly as for SpanDurations.
 func (r *Run) spansNamed(name string, agentsOnly bool) []*Span {
-	haveAgent := false
-	if agentsOnly {
-		for _, p := range r.Processes {
-			haveAgent = haveAgent || p.ServerType == TypeAgent
-		}
-	}
+	agents := agentsOnly && haveAgent(r.Processes)
 	var out []*Span
 	for _, t := range r.Traces {
 		for _, s := range t.Spans {
-			if s.Name == name && (!haveAgent || s.Process.ServerType == TypeAgent) {
+			if s.Name == name && (!agents || s.Process.ServerType == TypeAgent) {
 				out = append(out, s)
 			}
 		}
@@ -373,8 +380,18 @@ type RolloutTrace struct {
 }
 
 // SlowestRollouts returns the k longest gym.rollout spans exported by
-// agents (ties broken by trace id), longest first.
+// agents (ties broken by trace id), longest first. A Run from LoadWith
+// holds the traces of the LoadOptions.KeepSlowest slowest rollouts only,
+// so it returns at most that many.
 func (r *Run) SlowestRollouts(k int) []RolloutTrace {
+	if r.index != nil {
+		spans := r.index.slowest[:max(0, min(k, len(r.index.slowest)))]
+		out := make([]RolloutTrace, 0, len(spans))
+		for _, s := range spans {
+			out = append(out, RolloutTrace{Span: s, Trace: r.Trace(s.TraceID), Rollout: r.rolloutFor(s)})
+		}
+		return out
+	}
 	spans := r.spansNamed(SpanRollout, true)
 	sort.SliceStable(spans, func(i, j int) bool {
 		a, b := spans[i], spans[j]
@@ -455,14 +472,13 @@ type Problem struct {
 // from another run. The result is sorted by kind, file and position.
 func (r *Run) Problems() []Problem {
 	var out []Problem
-	for _, t := range r.Traces {
-		for _, s := range t.Orphans() {
-			out = append(out, Problem{
-				Kind: ProblemBrokenTrace, File: telemetryPath(s.Process), Line: s.Line,
-				TraceID: t.ID, SpanID: s.SpanID,
-				Message: fmt.Sprintf("trace %s: %s span %q of %s names parent %s, which no process exported",
-					t.ID, s.Kind, s.Name, s.Process.Name(), s.ParentSpanID),
-			})
+	if r.index != nil {
+		out = append(out, r.index.broken...)
+	} else {
+		for _, t := range r.Traces {
+			for _, s := range t.Orphans() {
+				out = append(out, brokenTraceProblem(s.Process, s.Line, t.ID, s.SpanID, s.ParentSpanID, s.Kind, s.Name))
+			}
 		}
 	}
 	for _, p := range r.Processes {

@@ -2,8 +2,17 @@
 //
 // A run directory (runs/<run id>/) holds config.yaml, rollouts.jsonl and
 // one telemetry/<process>.jsonl file per process. [Load] reads all of it
-// into a [Run]: the processes, every span grouped by trace, every metric
-// stream followed across exports, and the rollouts. The Run's methods
+// into a [Run]: the processes, the spans, every metric stream followed
+// across exports, and the rollouts. Spans are many (several per rollout,
+// about a kilobyte each once decoded), so a Run holds most of them as
+// numbers only: counts, and every span's duration for exact percentiles.
+// Only the traces a report draws are kept with every span and attribute:
+// the slowest rollouts' (as many as [LoadOptions] ask for), the
+// collection's gym.job span and the spans they link to. To get there Load
+// reads the telemetry twice, decoding the kept traces' lines a second
+// time; the Run it returns takes some 35 bytes per span (durations and
+// rollouts) instead of a kilobyte. [LoadOptions].AllSpans keeps every
+// span instead. The Run's methods
 // derive the views a report shows (duration distributions, verify success
 // per process and over time, HTTP latency per route, the slowest rollouts'
 // traces, problems such as broken traces), and [WriteText] renders them as

@@ -291,7 +291,7 @@ func (p *htmlPage) header(r *Run) {
 			Detail: fmtCount(fleet.Success) + " of " + fmtCount(fleet.Success+fleet.Failure), Bad: fleet.Failure > 0})
 	}
 	p.Cards = append(p.Cards,
-		htmlCard{Label: "Traces", Value: strconv.Itoa(len(r.Traces))},
+		htmlCard{Label: "Traces", Value: strconv.Itoa(r.TraceCount())},
 		htmlCard{Label: "Spans", Value: strconv.Itoa(r.SpanCount())},
 		htmlCard{Label: "Processes", Value: strconv.Itoa(len(r.Processes))},
 	)
@@ -303,7 +303,7 @@ func (p *htmlPage) header(r *Run) {
 		p.Facts = append(p.Facts, htmlFact{"Started", startedText(r)}, htmlFact{"Duration", durationText(r)})
 	}
 	p.Facts = append(p.Facts, htmlFact{"Rollouts", rolloutsText(r)},
-		htmlFact{"Traces", fmt.Sprintf("%d with %d spans", len(r.Traces), r.SpanCount())})
+		htmlFact{"Traces", fmt.Sprintf("%d with %d spans", r.TraceCount(), r.SpanCount())})
 
 	const maxGroups, maxTasks = 10, 20
 	groups := r.Failures()

@@ -56,8 +56,38 @@ func (e *FileError) Unwrap() error { return e.Err }
 // of config.yaml, rollouts.jsonl and telemetry/.
 var ErrNotRunDir = errors.New("not a run directory (no config.yaml, rollouts.jsonl or telemetry/)")
 
-// Load reads the run directory dir: every telemetry/*.jsonl file,
-// rollouts.jsonl and config.yaml.
+// DefaultKeepSlowest is the number of slowest rollouts whose traces Load
+// keeps in full.
+const DefaultKeepSlowest = 100
+
+// LoadOptions tunes LoadWith: which spans the Run holds in full. Whatever
+// they say, every span is read and counted, and its duration goes into
+// SpanDurations; they decide which traces Run.Traces holds with every span
+// and attribute, and so how much memory the Run takes.
+type LoadOptions struct {
+	// KeepSlowest is the number of slowest rollouts (gym.rollout spans,
+	// as SlowestRollouts ranks them) whose traces are kept in full; it is
+	// the most waterfalls a report of the Run can draw. Also kept are the
+	// trace of the first gym.job span and the traces that the kept spans
+	// link to. 0 keeps no rollout.
+	KeepSlowest int
+	// AllSpans keeps every span in Run.Traces, for tools that walk all the
+	// traces. Memory then grows with the run, by about a kilobyte per span;
+	// KeepSlowest is ignored.
+	AllSpans bool
+}
+
+// Load reads the run directory dir with LoadWith, keeping the traces of
+// the DefaultKeepSlowest slowest rollouts in full.
+func Load(dir string) (Run, error) {
+	return LoadWith(dir, LoadOptions{KeepSlowest: DefaultKeepSlowest})
+}
+
+// LoadWith reads the run directory dir: every telemetry/*.jsonl file,
+// rollouts.jsonl and config.yaml. Unless opts.AllSpans is set, the spans
+// are read in two passes: the first decodes every line and keeps a few
+// numbers per span, the second decodes again only the spans of the traces
+// opts asks to keep in full (see LoadOptions).
 //
 // Damage that leaves the rest of the data trustworthy becomes a Note and
 // reading goes on: a telemetry file whose last line was cut short, an
@@ -66,7 +96,7 @@ var ErrNotRunDir = errors.New("not a run directory (no config.yaml, rollouts.jso
 // line inside a telemetry file, a header announcing another format
 // version) is an error naming the file and line; the error is a
 // *FileError whenever a file is to blame.
-func Load(dir string) (Run, error) {
+func LoadWith(dir string, opts LoadOptions) (Run, error) {
 	run := Run{Dir: dir, traceByID: map[string]*Trace{}}
 	fi, err := os.Stat(dir)
 	switch {
@@ -88,11 +118,26 @@ func Load(dir string) (Run, error) {
 	}
 
 	l := loader{run: &run, series: map[string]*Series{}}
+	if !opts.AllSpans {
+		l.spans = newCollector(&run, opts.KeepSlowest)
+	}
 	if err := l.readConfig(); err != nil {
 		return run, err
 	}
 	if err := l.readTelemetry(); err != nil {
 		return run, err
+	}
+	if c := l.spans; c != nil {
+		idx, err := c.buildIndex(&l)
+		if err != nil {
+			return run, err
+		}
+		run.index = idx
+		for _, t := range c.traces {
+			l.widen(t.start)
+			l.widen(t.end)
+		}
+		l.spans = nil // the first pass's numbers are no longer needed
 	}
 	if err := l.readRollouts(); err != nil {
 		return run, err
@@ -104,6 +149,21 @@ func Load(dir string) (Run, error) {
 type loader struct {
 	run    *Run
 	series map[string]*Series
+	// spans gathers the first pass; nil when every span is kept.
+	spans *collector
+	// start and end bound the timestamps seen, in Unix nanoseconds; 0
+	// when none was.
+	start, end int64
+}
+
+// widen stretches the run's extent to take in ns.
+func (l *loader) widen(ns int64) {
+	if l.start == 0 || ns < l.start {
+		l.start = ns
+	}
+	if ns > l.end {
+		l.end = ns
+	}
 }
 
 func (l *loader) note(file string, line int, format string, args ...any) {
@@ -214,6 +274,9 @@ func (l *loader) readTelemetryFile(name string) error {
 
 	p := &Process{File: name}
 	l.run.Processes = append(l.run.Processes, p)
+	if l.spans != nil {
+		l.spans.startFile()
+	}
 	instance := ""
 	headerless := 0
 	err = telfile.Read(f, func(rec telfile.Record) error {
@@ -237,7 +300,11 @@ func (l *loader) readTelemetryFile(name string) error {
 		switch {
 		case rec.Span != nil:
 			p.Spans++
-			l.addSpan(p, rec.Line, rec.Span)
+			if l.spans != nil {
+				l.spans.add(p, rec.Line, rec.Span)
+			} else {
+				l.addSpan(p, rec.Line, rec.Span)
+			}
 		case rec.Metric != nil:
 			p.Metrics++
 			l.addMetric(p, instance, rec.Metric)
@@ -321,7 +388,8 @@ type detailError struct {
 func (e *detailError) Error() string { return e.msg }
 func (e *detailError) Unwrap() error { return errors.Unwrap(e.err) }
 
-func (l *loader) addSpan(p *Process, line int, in *telfile.Span) {
+// addSpan adds a span to its trace in Run.Traces and returns it.
+func (l *loader) addSpan(p *Process, line int, in *telfile.Span) *Span {
 	s := &Span{
 		Process:       p,
 		Line:          line,
@@ -349,6 +417,7 @@ func (l *loader) addSpan(p *Process, line int, in *telfile.Span) {
 	if _, dup := t.byID[s.SpanID]; !dup {
 		t.byID[s.SpanID] = s
 	}
+	return s
 }
 
 func (l *loader) addMetric(p *Process, instance string, m *telfile.Metric) {
@@ -448,17 +517,9 @@ func (l *loader) readRollouts() error {
 // finish sorts everything and fills the derived fields.
 func (l *loader) finish() {
 	run := l.run
-	var start, end int64
 	widen := func(t time.Time) {
-		if t.IsZero() {
-			return
-		}
-		ns := t.UnixNano()
-		if start == 0 || ns < start {
-			start = ns
-		}
-		if ns > end {
-			end = ns
+		if !t.IsZero() {
+			l.widen(t.UnixNano())
 		}
 	}
 	for _, t := range run.Traces {
@@ -477,8 +538,11 @@ func (l *loader) finish() {
 				t.End = s.End
 			}
 		}
-		widen(t.Start)
-		widen(t.End)
+		if run.index == nil {
+			// Otherwise Load took in every trace's extent already.
+			widen(t.Start)
+			widen(t.End)
+		}
 	}
 	sort.SliceStable(run.Traces, func(i, j int) bool {
 		a, b := run.Traces[i], run.Traces[j]
@@ -505,9 +569,9 @@ func (l *loader) finish() {
 		}
 		return attrKey(a.Attributes) < attrKey(b.Attributes)
 	})
-	if start != 0 {
-		run.Start = time.Unix(0, start).UTC()
-		run.End = time.Unix(0, end).UTC()
+	if l.start != 0 {
+		run.Start = time.Unix(0, l.start).UTC()
+		run.End = time.Unix(0, l.end).UTC()
 	}
 
 	switch {

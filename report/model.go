@@ -23,8 +23,11 @@ type Run struct {
 	Config *Config
 	// Processes has one entry per telemetry file, sorted by file name.
 	Processes []*Process
-	// Traces holds every exported span grouped by trace, sorted by start
-	// time and then trace id.
+	// Traces holds the traces kept in full, each with every span of every
+	// process, sorted by start time and then trace id. A Run from LoadWith
+	// keeps the traces its LoadOptions ask for (all of them with
+	// AllSpans); TraceCount and SpanCount count every trace and span read
+	// all the same.
 	Traces []*Trace
 	// Series holds every metric stream, sorted by metric name, process
 	// file and attribute set.
@@ -40,6 +43,9 @@ type Run struct {
 	Start, End time.Time
 
 	traceByID map[string]*Trace
+	// index describes every span read when Traces holds only some of
+	// them; nil when Traces holds all (AllSpans, or a Run made by hand).
+	index *spanIndex
 }
 
 // Config is the part of config.yaml (the effective configuration gym run
@@ -315,11 +321,13 @@ func (n Note) String() string {
 	return n.File + ": " + n.Message
 }
 
-// Trace returns the trace with the given id, or nil.
+// Trace returns the trace with the given id, or nil when it was not kept
+// in full (see Run.Traces).
 func (r *Run) Trace(id string) *Trace { return r.traceByID[id] }
 
 // LinkTarget returns the span l points at, or nil when no process of the
-// run exported it.
+// run exported it. Only spans of Run.Traces are found; LoadWith keeps the
+// traces that their spans link to.
 func (r *Run) LinkTarget(l Link) *Span {
 	if t := r.traceByID[l.TraceID]; t != nil {
 		return t.byID[l.SpanID]
@@ -356,8 +364,21 @@ func (r *Run) rolloutCounts() (failed, rewarded int) {
 	return failed, rewarded
 }
 
-// SpanCount returns the number of spans in all traces.
+// TraceCount returns the number of distinct trace ids among the spans
+// read, whether or not their traces were kept in full.
+func (r *Run) TraceCount() int {
+	if r.index != nil {
+		return r.index.traces
+	}
+	return len(r.Traces)
+}
+
+// SpanCount returns the number of spans read, whether or not their traces
+// were kept in full.
 func (r *Run) SpanCount() int {
+	if r.index != nil {
+		return r.index.spans
+	}
 	n := 0
 	for _, t := range r.Traces {
 		n += len(t.Spans)

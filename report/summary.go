@@ -27,9 +27,10 @@ func (s Summary) SuccessFraction() float64 {
 	return float64(s.Correct) / float64(s.Rollouts)
 }
 
-// Summarize loads dir (see Load) and condenses it into a Summary.
+// Summarize loads dir (see LoadWith) and condenses it into a Summary. The
+// summary draws no trace, so none is kept in full while loading.
 func Summarize(dir string) (Summary, error) {
-	run, err := Load(dir)
+	run, err := LoadWith(dir, LoadOptions{})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -42,7 +43,7 @@ func (r *Run) Summary() Summary {
 	for _, p := range r.Processes {
 		sum.Processes = append(sum.Processes, *p)
 	}
-	sum.Traces = len(r.Traces)
+	sum.Traces = r.TraceCount()
 	sum.Spans = r.SpanCount()
 	sum.Rollouts = len(r.Rollouts)
 	sum.Failed, sum.Correct = r.rolloutCounts()

@@ -107,7 +107,7 @@ func (t *textWriter) header() {
 		fmt.Fprintf(tw, "  duration\t%s\n", durationText(r))
 	}
 	fmt.Fprintf(tw, "  rollouts\t%s\n", rolloutsText(r))
-	fmt.Fprintf(tw, "  traces\t%d with %d spans\n", len(r.Traces), r.SpanCount())
+	fmt.Fprintf(tw, "  traces\t%d with %d spans\n", r.TraceCount(), r.SpanCount())
 	_ = tw.Flush()
 	t.failures()
 }

@@ -72,7 +72,9 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gym report: --quiet needs --html (it silences the text report in favour of the page)")
 		return exitUsage
 	}
-	run, err := report.Load(dirs[0])
+	// Only the traces drawn as waterfalls are kept with every span, so a
+	// large run is read in bounded memory.
+	run, err := report.LoadWith(dirs[0], report.LoadOptions{KeepSlowest: *slowest})
 	if err != nil {
 		fmt.Fprintf(stderr, "gym report: %v\n", err)
 		return exitUnreadable

@@ -152,7 +152,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gym run: %v\n", stopErr)
 		code = 1
 	}
-	run, err := report.Load(sess.runDir)
+	// The summary draws DefaultSlowestK waterfalls; no other trace needs
+	// to be kept in full, whatever the number of rollouts.
+	run, err := report.LoadWith(sess.runDir, report.LoadOptions{KeepSlowest: report.DefaultSlowestK})
 	if err != nil {
 		fmt.Fprintf(stderr, "gym run: read run back: %v\n", err)
 		return 1
