@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 // wakeSize is how many queued spans wake the export goroutine before the
@@ -52,11 +53,11 @@ func batchSettingsFrom(cfg Config) batchSettings {
 // can carry the spans that kept arriving.
 const exportWorkers = 2
 
-// spanBatcher is the span processor lens installs. Like the SDK's batch
-// span processor it holds finished spans in a bounded queue, exports them
-// from goroutines of its own at least once per interval, and drops (and
-// counts) spans rather than block a caller when the queue is full. It
-// differs where that matters on a busy server:
+// spanBatcher is the span processor lens installs on its tracer. Like the
+// SDK's batch span processor it holds finished spans in a bounded queue,
+// exports them from goroutines of its own at least once per interval, and
+// drops (and counts) spans rather than block a caller when the queue is
+// full. It differs where that matters on a busy server:
 //
 //   - Ending a span appends it under a mutex; an export goroutine is woken
 //     only when wakeSize spans are waiting, not handed every span over a
@@ -73,11 +74,11 @@ const exportWorkers = 2
 //     does not wait on exports.
 type spanBatcher struct {
 	set batchSettings
-	exp sdktrace.SpanExporter
+	exp spanExporter
 	log *slog.Logger
 
 	mu      sync.Mutex
-	queue   []sdktrace.ReadOnlySpan
+	queue   []*tracer.Span
 	active  int             // exports in flight; under mu
 	waiters []chan struct{} // closed when active drops to 0; under mu
 
@@ -94,12 +95,12 @@ type spanBatcher struct {
 	reporter chan struct{} // closed when reportLoop returned
 }
 
-func newSpanBatcher(exp sdktrace.SpanExporter, log *slog.Logger, set batchSettings) *spanBatcher {
+func newSpanBatcher(exp spanExporter, log *slog.Logger, set batchSettings) *spanBatcher {
 	b := &spanBatcher{
 		set:      set,
 		exp:      exp,
 		log:      log,
-		queue:    make([]sdktrace.ReadOnlySpan, 0, wakeSize),
+		queue:    make([]*tracer.Span, 0, wakeSize),
 		kick:     make(chan struct{}, exportWorkers),
 		slots:    make(chan struct{}, exportWorkers),
 		stop:     make(chan struct{}),
@@ -112,13 +113,10 @@ func newSpanBatcher(exp sdktrace.SpanExporter, log *slog.Logger, set batchSettin
 	return b
 }
 
-// OnStart does nothing: only finished spans are exported.
-func (b *spanBatcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-
-// OnEnd queues a finished, sampled span. It never blocks on export: when
-// the queue is full the span is dropped and counted.
-func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
-	if b.closed.Load() || !s.SpanContext().IsSampled() {
+// OnEnd queues a finished span. It never blocks on export: when the queue
+// is full the span is dropped and counted.
+func (b *spanBatcher) OnEnd(s *tracer.Span) {
+	if b.closed.Load() {
 		return
 	}
 	b.mu.Lock()
@@ -146,7 +144,7 @@ func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
 func (b *spanBatcher) loop() {
 	t := time.NewTicker(b.set.interval)
 	defer t.Stop()
-	var buf []sdktrace.ReadOnlySpan // this worker's batch, reused
+	var buf []*tracer.Span // this worker's batch, reused
 	for {
 		select {
 		case <-b.stop:
@@ -167,7 +165,7 @@ func (b *spanBatcher) loop() {
 // take moves up to a batch of queued spans into buf and counts an export
 // in flight; it returns an empty batch, and counts nothing, when the queue
 // is empty. Every take is followed by one call to done.
-func (b *spanBatcher) take(buf []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+func (b *spanBatcher) take(buf []*tracer.Span) []*tracer.Span {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(len(b.queue), b.set.batch)
@@ -184,7 +182,7 @@ func (b *spanBatcher) take(buf []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan 
 
 // done ends an export counted by take, and wakes ForceFlush callers
 // waiting for the last one.
-func (b *spanBatcher) done(batch []sdktrace.ReadOnlySpan) {
+func (b *spanBatcher) done(batch []*tracer.Span) {
 	clear(batch) // let the spans go
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -201,7 +199,7 @@ func (b *spanBatcher) done(batch []sdktrace.ReadOnlySpan) {
 // for the batches; it returns buf for reuse. Each export holds one of the
 // exportWorkers slots, so a flush running beside the workers does not add
 // a third export in flight.
-func (b *spanBatcher) drain(ctx context.Context, buf []sdktrace.ReadOnlySpan) ([]sdktrace.ReadOnlySpan, error) {
+func (b *spanBatcher) drain(ctx context.Context, buf []*tracer.Span) ([]*tracer.Span, error) {
 	var errs []error
 	for {
 		select {
@@ -214,7 +212,7 @@ func (b *spanBatcher) drain(ctx context.Context, buf []sdktrace.ReadOnlySpan) ([
 			<-b.slots
 			return buf, errors.Join(errs...)
 		}
-		if err := b.exp.ExportSpans(ctx, buf); err != nil {
+		if err := b.exp.export(ctx, buf); err != nil {
 			errs = append(errs, err)
 		}
 		b.done(buf)
@@ -294,10 +292,10 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 		case <-stopped:
 		case <-ctx.Done():
 			// A worker is stuck in an export; give up on what is queued.
-			err = errors.Join(ctx.Err(), b.exp.Shutdown(ctx))
+			err = errors.Join(ctx.Err(), b.exp.shutdown(ctx))
 			return
 		}
-		err = errors.Join(b.ForceFlush(ctx), b.exp.Shutdown(ctx))
+		err = errors.Join(b.ForceFlush(ctx), b.exp.shutdown(ctx))
 	})
 	return err
 }

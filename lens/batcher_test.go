@@ -5,14 +5,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 // recordingExporter keeps every batch it is handed; block, when set, holds
@@ -76,18 +77,19 @@ var defaultBatch = batchSettingsFrom(Config{})
 // every20ms is defaultBatch with a short interval.
 var every20ms = func() batchSettings { s := defaultBatch; s.interval = 20 * time.Millisecond; return s }()
 
-func sampledSpan(i int) sdktrace.ReadOnlySpan {
-	return tracetest.SpanStub{
-		Name: "s",
-		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID: trace.TraceID{1}, SpanID: trace.SpanID{byte(i), byte(i >> 8), 1}, TraceFlags: trace.FlagsSampled,
-		}),
-	}.Snapshot()
+// batcherTestTracer makes real, ended spans for the batcher tests; it has
+// no processor of its own, so the tests hand the spans over themselves.
+var batcherTestTracer = tracer.NewProvider(nil).Tracer("batcher-test")
+
+func sampledSpan(i int) *tracer.Span {
+	_, s := batcherTestTracer.Start(context.Background(), "s"+strconv.Itoa(i))
+	s.End()
+	return s.(*tracer.Span)
 }
 
 func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 	exp := &recordingExporter{}
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
 	for i := range wakeSize {
 		b.OnEnd(sampledSpan(i))
 	}
@@ -103,9 +105,6 @@ func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	// An unsampled span is never queued.
-	b.OnEnd(tracetest.SpanStub{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: trace.TraceID{2}, SpanID: trace.SpanID{2}})}.Snapshot())
 	for i := range 10 {
 		b.OnEnd(sampledSpan(i))
 	}
@@ -130,7 +129,7 @@ func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 func TestBatcherDropsWhenFullAndReportsOnce(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	var logs bytes.Buffer
-	b := newSpanBatcher(exp, slog.New(slog.NewTextHandler(&logs, nil)), defaultBatch)
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.NewTextHandler(&logs, nil)), defaultBatch)
 	n := defaultBatch.queue*2 + 100
 	for i := range n {
 		b.OnEnd(sampledSpan(i)) // never blocks, even with the exporter stuck
@@ -158,7 +157,7 @@ func TestBatcherDropsWhenFullAndReportsOnce(t *testing.T) {
 
 func TestBatcherShutdownBoundedByContext(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})} // never released
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
 	b.OnEnd(sampledSpan(1))
 	if err := shutdownWithin(t, b, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown = %v, want the deadline", err)
@@ -194,7 +193,7 @@ func waitInFlight(t *testing.T, exp *recordingExporter) {
 
 func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
 	for i := range wakeSize { // a full batch: the loop starts exporting and blocks
 		b.OnEnd(sampledSpan(i))
 	}
@@ -211,7 +210,7 @@ func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
 func TestBatcherReportsDropsWhileExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	logs := &lockedBuffer{}
-	b := newSpanBatcher(exp, slog.New(slog.NewTextHandler(logs, nil)), every20ms)
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.NewTextHandler(logs, nil)), every20ms)
 	for i := range defaultBatch.queue * 2 { // the first full batch blocks the loop
 		b.OnEnd(sampledSpan(i))
 	}
@@ -251,8 +250,10 @@ func (l *lockedBuffer) String() string {
 // run at once.
 func TestBatcherTakesTheBacklogInLargeExports(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
-	backlog := 3*defaultBatch.batch + 300
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
+	// However many spans the two first (stuck) exports took, at most a
+	// batch each, two full batches' worth is left behind them.
+	backlog := 4*defaultBatch.batch + 300
 	for i := range backlog {
 		b.OnEnd(sampledSpan(i))
 	}
@@ -294,7 +295,7 @@ func TestBatcherTakesTheBacklogInLargeExports(t *testing.T) {
 // the flush count as flushed only once their export has returned.
 func TestBatcherForceFlushWaitsForExportsInFlight(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
 	for i := range wakeSize {
 		b.OnEnd(sampledSpan(i))
 	}
@@ -356,7 +357,7 @@ func TestBatcherConcurrentAccounting(t *testing.T) {
 	exp := &recordingExporter{}
 	set := defaultBatch
 	set.queue, set.batch = 1000, 300 // small, so the queue fills and drops happen
-	b := newSpanBatcher(exp, slog.New(slog.DiscardHandler), set)
+	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), set)
 	const writers, each = 8, 5000
 	var wg sync.WaitGroup
 	for w := range writers {

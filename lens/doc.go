@@ -13,10 +13,20 @@
 //	Setup(cfg, opts) ──► export strategy says no ──► no-op Handle, gate all off
 //	   │ yes
 //	   ├── exporters (otlp | console | prometheus | file) per signal
+//	   ├── tracer: lens's own (internal/tracer) ──► span batcher ──► exporters
+//	   ├── meter and logger: the OpenTelemetry SDK's
 //	   ├── global providers + W3C trace-context/baggage propagators
 //	   └── gate mask published: Enabled(g) becomes true for resolved groups
 //
 // Why a bit mask: instrumentation sites sit on hot paths, and a site whose
 // group is off must cost one atomic load and a bit test, nothing more. All
 // attribute building and span creation belongs inside `if lens.Enabled(g)`.
+//
+// Why a tracer of its own: a fleet server starts a span or more for every
+// request, and the SDK's span was the largest single cost telemetry added
+// per rollout (see internal/tracer). lens's spans implement the same
+// trace.Span API, are encoded in place by the run-directory and console
+// exporters, and reach exporters written for the SDK (OTLP, or one passed
+// in Options.SpanExporter) in the SDK's read-only form. Metrics and logs
+// stay on the SDK.
 package lens

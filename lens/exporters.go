@@ -71,11 +71,11 @@ func (s *exporterSet) fileSink() (*fileexport.Sink, error) {
 
 func (s *exporterSet) grpc() bool { return s.cfg.OTLPProtocol != ProtocolHTTPProtobuf }
 
-func (s *exporterSet) spanExporters(ctx context.Context) ([]sdktrace.SpanExporter, error) {
+func (s *exporterSet) spanExporters(ctx context.Context) ([]spanExporter, error) {
 	if s.opts.SpanExporter != nil {
-		return []sdktrace.SpanExporter{s.opts.SpanExporter}, nil
+		return []spanExporter{sdkSpans{s.opts.SpanExporter}}, nil
 	}
-	var out []sdktrace.SpanExporter
+	var out []spanExporter
 	for _, name := range s.cfg.Exporters {
 		switch name {
 		case ExporterOTLP:
@@ -89,15 +89,15 @@ func (s *exporterSet) spanExporters(ctx context.Context) ([]sdktrace.SpanExporte
 			if err != nil {
 				return nil, fmt.Errorf("lens: otlp trace exporter: %w", err)
 			}
-			out = append(out, e)
+			out = append(out, sdkSpans{e})
 		case ExporterConsole:
-			out = append(out, s.consoleSink().SpanExporter())
+			out = append(out, fileSpans{s.consoleSink().SpanExporter()})
 		case ExporterFile:
 			f, err := s.fileSink()
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, f.SpanExporter())
+			out = append(out, fileSpans{f.SpanExporter()})
 		}
 	}
 	return out, nil

@@ -31,6 +31,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 // ScopeName is the instrumentation scope of the tracer, meter and logger a
@@ -75,7 +77,7 @@ type Handle struct {
 	groupSet  *GroupSet
 	res       *resource.Resource
 
-	tp     *sdktrace.TracerProvider
+	tp     *tracer.Provider
 	mp     *sdkmetric.MeterProvider
 	lp     *sdklog.LoggerProvider
 	tracer trace.Tracer
@@ -85,8 +87,8 @@ type Handle struct {
 	closers  []func(context.Context) error
 
 	// abortExports cancels span exports still running when Shutdown's
-	// context ends: the SDK's batch processor would otherwise keep
-	// retrying its last batch for its own export timeout (30 s).
+	// context ends: an OTLP exporter would otherwise keep retrying its
+	// last batch for its own export timeout (30 s).
 	abortCtx     context.Context
 	abortExports context.CancelFunc
 
@@ -182,8 +184,8 @@ func (h *Handle) ForceFlush(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	if h.tp != nil {
-		errs = append(errs, h.tp.ForceFlush(ctx))
+	for _, b := range h.batchers {
+		errs = append(errs, b.ForceFlush(ctx))
 	}
 	if h.mp != nil {
 		errs = append(errs, h.mp.ForceFlush(ctx))
@@ -234,8 +236,13 @@ func (h *Handle) release(ctx context.Context) error {
 	logglobal.SetLoggerProvider(lognoop.NewLoggerProvider())
 	var errs []error
 	if h.tp != nil {
+		h.tp.Stop()
 		stop := context.AfterFunc(ctx, h.abortExports)
-		errs = append(errs, wrap("traces", h.tp.Shutdown(ctx)))
+		var terrs []error
+		for _, b := range h.batchers {
+			terrs = append(terrs, b.Shutdown(ctx))
+		}
+		errs = append(errs, wrap("traces", errors.Join(terrs...)))
 		stop()
 		h.abortExports()
 	}
@@ -410,17 +417,14 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, warn *slog
 	if err != nil || len(exps) == 0 {
 		return err
 	}
-	tpOpts := []sdktrace.TracerProviderOption{
-		sdktrace.WithResource(h.res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
-	}
 	h.abortCtx, h.abortExports = context.WithCancel(context.Background())
+	procs := make([]tracer.Processor, 0, len(exps))
 	for _, e := range exps {
-		b := newSpanBatcher(abortableExporter{SpanExporter: e, abort: h.abortCtx}, warn, batchSettingsFrom(h.cfg))
+		b := newSpanBatcher(abortable{spanExporter: e, abort: h.abortCtx}, warn, batchSettingsFrom(h.cfg))
 		h.batchers = append(h.batchers, b)
-		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(b))
+		procs = append(procs, b)
 	}
-	h.tp = sdktrace.NewTracerProvider(tpOpts...)
+	h.tp = tracer.NewProvider(h.res, procs...)
 	h.tracer = h.tp.Tracer(ScopeName)
 	otel.SetTracerProvider(h.tp)
 	return nil
@@ -516,19 +520,4 @@ func (r *rateLimitedErrorHandler) Handle(err error) {
 	r.last = now
 	r.mu.Unlock()
 	r.log.Warn("telemetry export error", "err", err, "suppressed_since_last", n)
-}
-
-// abortableExporter ends an export in flight once abort is done, so a
-// shutdown bounded by a context really ends with it.
-type abortableExporter struct {
-	sdktrace.SpanExporter
-	abort context.Context
-}
-
-func (e abortableExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(e.abort, cancel)
-	defer stop()
-	return e.SpanExporter.ExportSpans(ctx, spans)
 }

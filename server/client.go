@@ -133,9 +133,9 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
 		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, tg.spanName, startOptions(ctx)...)
-		// Attributes after the start, from the target's cached list: the SDK
-		// copies them once into the span, where as start options they would
-		// be copied into the start config first. Nothing reads them in
+		// Attributes after the start, from the target's cached list: the
+		// tracer copies them once into the span, where as start options they
+		// would be copied into the start config first. Nothing reads them in
 		// between (see the ingress's SERVER spans).
 		span.SetAttributes(tg.attrs...)
 		defer func() {

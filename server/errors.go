@@ -57,6 +57,9 @@ func (e *StatusError) Error() string {
 // StatusOf returns the HTTP status carried by err (an *Error or a
 // *StatusError), or 0.
 func StatusOf(err error) int {
+	if err == nil {
+		return 0 // without errors.As, whose target would escape and allocate
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Status

@@ -153,14 +153,11 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	statusWriters.Put(sw)
 
 	if span != nil {
-		// Every attribute in one call, at the end: the SDK then allocates
-		// the span's attribute list once, at its final size. Given at start
-		// (as options) they would be copied into the start config and the
-		// list regrown for the ones known only now. The exported span is the
-		// same; nothing reads attributes in between (the sampler is
-		// parent-based, and lens installs no OnStart processor).
-		// The list is built in a pooled array: the SDK copies the values
-		// into the span and keeps nothing of the slice it is given.
+		// Every attribute in one call, at the end, gathered in a pooled
+		// array: the tracer copies the values into the span and keeps
+		// nothing of the slice. Given at start (as options) they would be
+		// copied into the start config first. The exported span is the
+		// same; nothing reads attributes before the span ends.
 		buf := attrBufs.Get().(*[maxServerAttrs]attribute.KeyValue)
 		attrs := append(append(buf[:0], in.static...), catchAll...)
 		attrs = append(attrs, attribute.String("url.path", r.URL.Path),

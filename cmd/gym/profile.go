@@ -13,7 +13,10 @@ import (
 )
 
 // CPUProfileDirEnv names a directory; when set, every gym process writes a
-// CPU profile <name>.pprof there. A diagnostic for performance work.
+// CPU profile <name>.pprof there, and as it exits an allocation profile
+// <name>.allocs.pprof (every allocation since start, sampled at the
+// runtime's default rate; read it with -sample_index=alloc_objects or
+// alloc_space). A diagnostic for performance work.
 const CPUProfileDirEnv = "GYM_CPUPROFILE_DIR"
 
 // RunStatsDirEnv names a directory; when set, every gym process appends a
@@ -43,6 +46,15 @@ func startCPUProfile(name string, log *slog.Logger) func() {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		af, err := os.Create(filepath.Join(dir, name+".allocs.pprof"))
+		if err != nil {
+			log.Warn("allocation profile", "err", err)
+			return
+		}
+		defer af.Close()
+		if err := pprof.Lookup("allocs").WriteTo(af, 0); err != nil {
+			log.Warn("allocation profile", "err", err)
+		}
 	}
 }
 

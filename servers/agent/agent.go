@@ -117,7 +117,7 @@ func (a *agent) run(ctx context.Context, req protocol.RunRequest) (resp protocol
 	}
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupRollout) {
-		// Attributes after the start rather than as an option: the SDK
+		// Attributes after the start rather than as an option: the tracer
 		// copies them once instead of twice.
 		ctx, span = lens.Start(ctx, telemetry.GroupRollout, RolloutSpanName)
 		span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id), attribute.String(AttrTaskID, req.Task.ID))

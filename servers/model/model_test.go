@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
@@ -165,46 +165,51 @@ func TestBuiltinResponseShape(t *testing.T) {
 }
 
 // TestLatencyHonoursCancellation asks a server that would think for ten
-// minutes and abandons the call once the handler is running (seen by the
-// start of its gym.model.responses span). The call must return with the
-// cancellation, and the server must drain without waiting out the latency:
-// stop fails the test when the drain times out, and TestMain when the
-// handler is still asleep.
+// minutes and abandons the call once the request has reached the model's
+// handler (a middleware inside the instrumentation says so). The call must
+// return with the cancellation, and the server must drain without waiting
+// out the latency: stop fails the test when the drain times out, and
+// TestMain when the handler is still asleep.
 func TestLatencyHonoursCancellation(t *testing.T) {
-	servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: telemetry.ServerTypeModel,
-		SpanExporter: tracetest.NewInMemoryExporter()})
+	exp := tracetest.NewInMemoryExporter()
+	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: telemetry.ServerTypeModel,
+		SpanExporter: exp})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tp, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider)
-	if !ok {
-		t.Fatalf("global tracer provider is %T, not the SDK's", otel.GetTracerProvider())
+	var once sync.Once
+	reached := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			once.Do(cancel)
+			next.ServeHTTP(w, r)
+		})
 	}
-	tp.RegisterSpanProcessor(onStart{name: model.SpanName, fn: cancel})
 
 	cfg := withP(0, 1)
 	cfg.LatencyMS = float64(10 * time.Minute / time.Millisecond)
-	url, c, stop := start(t, cfg, server.Options{ShutdownTimeout: 30 * time.Second})
+	url, c, stop := start(t, cfg, server.Options{ShutdownTimeout: 30 * time.Second, Middleware: reached})
 	_, err := ask(ctx, c, url, user("What is 1 + 1?"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned call: %v, want context.Canceled", err)
 	}
 	stop()
-}
-
-// onStart is a span processor calling fn when a span named name starts.
-type onStart struct {
-	name string
-	fn   func()
-}
-
-func (p onStart) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	if s.Name() == p.name {
-		p.fn()
+	if err := h.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The handler did run (and saw the cancellation): its span ended with
+	// the abandoned call's error.
+	var found bool
+	for _, s := range exp.GetSpans() {
+		if s.Name == model.SpanName {
+			found = true
+			if s.Status.Code != codes.Error || !strings.Contains(s.Status.Description, "abandoned") {
+				t.Errorf("%s status %+v, want the abandoned-call error", model.SpanName, s.Status)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no %s span: the model handler never ran", model.SpanName)
 	}
 }
-func (onStart) OnEnd(sdktrace.ReadOnlySpan)      {}
-func (onStart) Shutdown(context.Context) error   { return nil }
-func (onStart) ForceFlush(context.Context) error { return nil }
 
 func TestConfig(t *testing.T) {
 	d := model.Defaults()

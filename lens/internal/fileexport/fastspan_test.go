@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 var tricky = []string{
@@ -162,4 +163,86 @@ func BenchmarkExportSpansToFile(b *testing.B) {
 		}
 	}
 	_ = tp.Shutdown(ctx)
+}
+
+// lensSpans builds, with lens's own tracer, spans carrying the same data as
+// stubs() (names, kinds, every attribute type, remote parents, errors,
+// events, links).
+func lensSpans(t *testing.T) []*tracer.Span {
+	t.Helper()
+	var got []*tracer.Span
+	p := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { got = append(got, s) }))
+	for i, st := range stubs() {
+		stub := tracetest.SpanStubFromReadOnlySpan(st)
+		ctx := context.Background()
+		if stub.Parent.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: stub.Parent.TraceID(), SpanID: stub.Parent.SpanID(), TraceFlags: trace.FlagsSampled, Remote: true}))
+		}
+		var links []trace.Link
+		for _, l := range stub.Links {
+			links = append(links, trace.Link{SpanContext: l.SpanContext, Attributes: l.Attributes})
+		}
+		_, s := p.Tracer(stub.InstrumentationScope.Name).Start(ctx, stub.Name, trace.WithSpanKind(stub.SpanKind),
+			trace.WithTimestamp(stub.StartTime), trace.WithAttributes(stub.Attributes...), trace.WithLinks(links...))
+		for _, ev := range stub.Events {
+			s.AddEvent(ev.Name, trace.WithTimestamp(ev.Time), trace.WithAttributes(ev.Attributes...))
+		}
+		s.SetStatus(stub.Status.Code, stub.Status.Description)
+		s.End(trace.WithTimestamp(stub.EndTime))
+		if len(got) != i+1 {
+			t.Fatalf("span %d was not handed over at End", i)
+		}
+	}
+	return got
+}
+
+type collectLens func(*tracer.Span)
+
+func (c collectLens) OnEnd(s *tracer.Span) { c(s) }
+
+// A lens span is encoded in place, and must come out exactly as its SDK
+// form does, and as the reflective encoder has it.
+func TestLensSpansEncodeLikeTheirSDKForm(t *testing.T) {
+	for i, sp := range lensSpans(t) {
+		direct := appendSpan(nil, sp)
+		viaSDK := appendSpan(nil, sp.Snapshot())
+		if !bytes.Equal(direct, viaSDK) {
+			t.Errorf("span %d:\nin place %s\nvia SDK  %s", i, direct, viaSDK)
+		}
+		slow, err := telfile.AppendLine(nil, spanRecord(sp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := parseOne(t, direct), parseOne(t, slow); !reflect.DeepEqual(a, b) {
+			t.Errorf("span %d differs:\nfast %s\nslow %s", i, direct, slow)
+		}
+	}
+}
+
+func TestExportLensSpansWritesLines(t *testing.T) {
+	var buf bytes.Buffer
+	sink := NewSink(&buf, nil)
+	spans := lensSpans(t)
+	if err := sink.SpanExporter().ExportLensSpans(context.Background(), spans); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err := telfile.Read(bytes.NewReader(buf.Bytes()), func(r telfile.Record) error {
+		if r.Span == nil {
+			return nil // the sink's resource line
+		}
+		var want string // the name as JSON carries it (bad UTF-8 replaced)
+		if n < len(spans) {
+			_ = json.Unmarshal(appendString(nil, spans[n].Name()), &want)
+		}
+		if n >= len(spans) || r.Span.Name != want {
+			t.Errorf("record %d: %+v, want span %q", n, r.Span, spans[n].Name())
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != len(spans) {
+		t.Fatalf("read %d of %d spans back: %v", n, len(spans), err)
+	}
 }

@@ -9,15 +9,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
-type spanExporter struct {
+// SpanExporter writes finished spans to a sink: the SDK's spans through
+// ExportSpans (it is an sdktrace.SpanExporter), lens's own through
+// ExportLensSpans, both in the same line format.
+type SpanExporter struct {
 	exporterBase
-	bufMu sync.Mutex // exports may overlap (the SDK does not promise otherwise)
+	bufMu sync.Mutex // exports may overlap (two batcher workers, or the SDK's)
 	buf   []byte     // reused for every export, never above writeChunk plus one span
 }
 
-var _ sdktrace.SpanExporter = (*spanExporter)(nil)
+var _ sdktrace.SpanExporter = (*SpanExporter)(nil)
 
 // writeChunk is how much encoded output an export gathers before it hands
 // it to the sink. A batch is written in pieces of about this size, each
@@ -28,15 +32,23 @@ var _ sdktrace.SpanExporter = (*spanExporter)(nil)
 const writeChunk = 64 << 10
 
 // SpanExporter returns an exporter that writes finished spans to the sink.
-// Use it with sdktrace.WithBatcher or sdktrace.WithSyncer. Shutting it down
-// stops only this exporter.
-func (s *Sink) SpanExporter() sdktrace.SpanExporter {
-	return &spanExporter{exporterBase: exporterBase{sink: s}}
+// Shutting it down stops only this exporter.
+func (s *Sink) SpanExporter() *SpanExporter {
+	return &SpanExporter{exporterBase: exporterBase{sink: s}}
 }
 
-// ExportSpans encodes the batch and appends it to the sink, in writes of
-// whole lines.
-func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+// ExportSpans encodes a batch of SDK spans and appends it to the sink, in
+// writes of whole lines.
+func (e *SpanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	return exportSpans(ctx, e, spans)
+}
+
+// ExportLensSpans does the same for spans of lens's tracer, read in place.
+func (e *SpanExporter) ExportLensSpans(ctx context.Context, spans []*tracer.Span) error {
+	return exportSpans(ctx, e, spans)
+}
+
+func exportSpans[S spanData](ctx context.Context, e *SpanExporter, spans []S) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -66,7 +78,7 @@ func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 
 // spanRecord is the reflective form of a span line. The exporter writes
 // appendSpan's direct encoding; tests hold the two to the same output.
-func spanRecord(sp sdktrace.ReadOnlySpan) *telfile.Span {
+func spanRecord[S spanData](sp S) *telfile.Span {
 	sc := sp.SpanContext()
 	rec := &telfile.Span{
 		TraceID:    sc.TraceID().String(),
@@ -123,7 +135,7 @@ func spanKind(k trace.SpanKind) string {
 	case trace.SpanKindConsumer:
 		return telfile.KindConsumer
 	default:
-		// The SDK already maps "unspecified" to internal.
+		// Both tracers already map "unspecified" to internal.
 		return telfile.KindInternal
 	}
 }
