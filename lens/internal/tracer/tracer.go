@@ -30,8 +30,10 @@ const (
 )
 
 // inlineAttrs is how many attributes a span holds without a second
-// allocation: enough for every span the fleet's servers start.
-const inlineAttrs = 8
+// allocation: enough for the spans a fleet starts per request (a SERVER
+// span has five, a CLIENT span four), and small enough that a span fits
+// a 512-byte allocation.
+const inlineAttrs = 5
 
 // Processor receives every recording span once it has ended. OnEnd runs on
 // the caller's goroutine and must not block; the span no longer changes
@@ -127,9 +129,12 @@ func (t *Tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		s := &nonRecording{sc: sc, p: t.p}
 		return trace.ContextWithSpan(ctx, s), s
 	}
-	s := &Span{tracer: t, sc: sc, parent: parent, kind: cfg.SpanKind(), name: name}
-	if s.kind == trace.SpanKindUnspecified {
-		s.kind = trace.SpanKindInternal
+	s := &Span{tracer: t, sc: sc, kind: int8(cfg.SpanKind()), name: name}
+	if s.kind == int8(trace.SpanKindUnspecified) {
+		s.kind = int8(trace.SpanKindInternal)
+	}
+	if parent.IsValid() {
+		s.parentID, s.hasParent, s.parentRemote = parent.SpanID(), true, parent.IsRemote()
 	}
 	if ts := cfg.Timestamp(); !ts.IsZero() {
 		s.start = ts
@@ -169,27 +174,49 @@ func newSpanID() trace.SpanID {
 // End on it is read-only, and the accessors without a Set/Add in their
 // name (Name, Attributes, Events, ...) are for processors and exporters,
 // which only see ended spans.
+//
+// The layout is kept to one 512-byte allocation: the parent is stored as
+// its span id (its trace is the span's own), the end as a duration, and
+// what few spans have (events, links, a status description, drop counts)
+// behind a pointer.
 type Span struct {
 	embedded.Span
 
-	tracer *Tracer
-	sc     trace.SpanContext
-	parent trace.SpanContext
-	kind   trace.SpanKind
-	start  time.Time
+	tracer   *Tracer
+	sc       trace.SpanContext
+	start    time.Time
+	parentID trace.SpanID
 
-	mu            sync.Mutex
-	ended         bool
-	name          string
-	end           time.Time
-	attrs         []attribute.KeyValue
+	mu           sync.Mutex
+	status       codes.Code
+	kind         int8 // a trace.SpanKind
+	ended        bool
+	hasParent    bool
+	parentRemote bool
+	name         string
+	dur          time.Duration // from start to end
+	attrs        []attribute.KeyValue
+	more         *extras
+	inline       [inlineAttrs]attribute.KeyValue
+}
+
+// extras is the part of a span most spans never need.
+type extras struct {
 	events        []sdktrace.Event
 	links         []sdktrace.Link
-	status        sdktrace.Status
+	statusDesc    string
 	droppedAttrs  int
 	droppedEvents int
 	droppedLinks  int
-	inline        [inlineAttrs]attribute.KeyValue
+}
+
+// extra returns s.more, allocating it on first use; s.mu is held (or s is
+// not shared yet).
+func (s *Span) extra() *extras {
+	if s.more == nil {
+		s.more = new(extras)
+	}
+	return s.more
 }
 
 var _ trace.Span = (*Span)(nil)
@@ -197,15 +224,14 @@ var _ trace.Span = (*Span)(nil)
 // End ends the span: later calls, and every setter from now on, do
 // nothing. trace.WithTimestamp sets the end time.
 func (s *Span) End(opts ...trace.SpanEndOption) {
-	var end time.Time
+	// From the monotonic clock, so the duration cannot be negative when
+	// the wall clock steps.
+	dur := time.Since(s.start)
 	if len(opts) > 0 {
 		cfg := trace.NewSpanEndConfig(opts...)
-		end = cfg.Timestamp()
-	}
-	if end.IsZero() {
-		// From the monotonic clock, so the duration cannot be negative
-		// when the wall clock steps.
-		end = s.start.Add(time.Since(s.start))
+		if ts := cfg.Timestamp(); !ts.IsZero() {
+			dur = ts.Sub(s.start)
+		}
 	}
 	s.mu.Lock()
 	if s.ended {
@@ -213,7 +239,7 @@ func (s *Span) End(opts ...trace.SpanEndOption) {
 		return
 	}
 	s.ended = true
-	s.end = end
+	s.dur = dur
 	s.mu.Unlock()
 	for _, p := range s.tracer.p.procs {
 		p.OnEnd(s)
@@ -232,13 +258,14 @@ func (s *Span) AddEvent(name string, opts ...trace.EventOption) {
 
 // addEvent appends an event; s.mu is held.
 func (s *Span) addEvent(name string, ts time.Time, attrs []attribute.KeyValue) {
-	if len(s.events) >= MaxEvents {
-		s.droppedEvents++
+	x := s.extra()
+	if len(x.events) >= MaxEvents {
+		x.droppedEvents++
 		return
 	}
 	ev := sdktrace.Event{Name: name, Time: ts}
 	ev.Attributes, ev.DroppedAttributeCount = capped(attrs)
-	s.events = append(s.events, ev)
+	x.events = append(x.events, ev)
 }
 
 // capped returns a copy of attrs cut to MaxAttributes, and how many were
@@ -270,13 +297,14 @@ func (s *Span) addLink(l trace.Link) {
 	if !l.SpanContext.IsValid() {
 		return
 	}
-	if len(s.links) >= MaxLinks {
-		s.droppedLinks++
+	x := s.extra()
+	if len(x.links) >= MaxLinks {
+		x.droppedLinks++
 		return
 	}
 	sl := sdktrace.Link{SpanContext: l.SpanContext}
 	sl.Attributes, sl.DroppedAttributeCount = capped(l.Attributes)
-	s.links = append(s.links, sl)
+	x.links = append(x.links, sl)
 }
 
 // IsRecording reports whether the span has not ended yet.
@@ -331,14 +359,15 @@ func (s *Span) SetStatus(code codes.Code, description string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended || s.status.Code == codes.Ok {
+	if s.ended || s.status == codes.Ok {
 		return
 	}
-	st := sdktrace.Status{Code: code}
-	if code == codes.Error {
-		st.Description = description
+	s.status = code
+	if code == codes.Error && description != "" {
+		s.extra().statusDesc = description
+	} else if s.more != nil {
+		s.more.statusDesc = ""
 	}
-	s.status = st
 }
 
 // SetName renames the span.
@@ -371,7 +400,7 @@ func (s *Span) addAttrs(kvs []attribute.KeyValue) {
 next:
 	for _, kv := range kvs {
 		if !kv.Valid() {
-			s.droppedAttrs++
+			s.extra().droppedAttrs++
 			continue
 		}
 		for i := range s.attrs {
@@ -381,7 +410,7 @@ next:
 			}
 		}
 		if len(s.attrs) >= MaxAttributes {
-			s.droppedAttrs++
+			s.extra().droppedAttrs++
 			continue
 		}
 		s.attrs = append(s.attrs, kv)
@@ -394,30 +423,53 @@ func (s *Span) TracerProvider() trace.TracerProvider { return s.tracer.p }
 // Name returns the span's name. For ended spans.
 func (s *Span) Name() string { return s.name }
 
-// Parent returns the parent's span context (invalid for a root).
-func (s *Span) Parent() trace.SpanContext { return s.parent }
+// Parent returns the parent's span context (invalid for a root): its trace,
+// flags and trace state are the span's own.
+func (s *Span) Parent() trace.SpanContext {
+	if !s.hasParent {
+		return trace.SpanContext{}
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: s.sc.TraceID(), SpanID: s.parentID,
+		TraceFlags: s.sc.TraceFlags(), TraceState: s.sc.TraceState(), Remote: s.parentRemote})
+}
 
 // SpanKind returns the span's kind.
-func (s *Span) SpanKind() trace.SpanKind { return s.kind }
+func (s *Span) SpanKind() trace.SpanKind { return trace.SpanKind(s.kind) }
 
 // StartTime returns when the span started.
 func (s *Span) StartTime() time.Time { return s.start }
 
 // EndTime returns when the span ended. For ended spans.
-func (s *Span) EndTime() time.Time { return s.end }
+func (s *Span) EndTime() time.Time { return s.start.Add(s.dur) }
 
 // Attributes returns the span's attributes, keys unique. For ended spans;
 // the slice must not be modified.
 func (s *Span) Attributes() []attribute.KeyValue { return s.attrs }
 
 // Events returns the span's events. For ended spans.
-func (s *Span) Events() []sdktrace.Event { return s.events }
+func (s *Span) Events() []sdktrace.Event {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.events
+}
 
 // Links returns the span's links. For ended spans.
-func (s *Span) Links() []sdktrace.Link { return s.links }
+func (s *Span) Links() []sdktrace.Link {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.links
+}
 
 // Status returns the span's status. For ended spans.
-func (s *Span) Status() sdktrace.Status { return s.status }
+func (s *Span) Status() sdktrace.Status {
+	st := sdktrace.Status{Code: s.status}
+	if s.more != nil {
+		st.Description = s.more.statusDesc
+	}
+	return st
+}
 
 // InstrumentationScope returns the scope of the tracer that started it.
 func (s *Span) InstrumentationScope() instrumentation.Scope { return s.tracer.scope }
@@ -428,26 +480,30 @@ func (s *Span) Resource() *resource.Resource { return s.tracer.p.res }
 // Dropped returns how many attributes, events and links went over the
 // limits. For ended spans.
 func (s *Span) Dropped() (attrs, events, links int) {
-	return s.droppedAttrs, s.droppedEvents, s.droppedLinks
+	if s.more == nil {
+		return 0, 0, 0
+	}
+	return s.more.droppedAttrs, s.more.droppedEvents, s.more.droppedLinks
 }
 
 // Snapshot returns an ended span in the SDK's read-only form, for
 // exporters written for the SDK.
 func (s *Span) Snapshot() sdktrace.ReadOnlySpan {
+	da, de, dl := s.Dropped()
 	return tracetest.SpanStub{
 		Name:                 s.name,
 		SpanContext:          s.sc,
-		Parent:               s.parent,
-		SpanKind:             s.kind,
+		Parent:               s.Parent(),
+		SpanKind:             s.SpanKind(),
 		StartTime:            s.start,
-		EndTime:              s.end,
+		EndTime:              s.EndTime(),
 		Attributes:           s.attrs,
-		Events:               s.events,
-		Links:                s.links,
-		Status:               s.status,
-		DroppedAttributes:    s.droppedAttrs,
-		DroppedEvents:        s.droppedEvents,
-		DroppedLinks:         s.droppedLinks,
+		Events:               s.Events(),
+		Links:                s.Links(),
+		Status:               s.Status(),
+		DroppedAttributes:    da,
+		DroppedEvents:        de,
+		DroppedLinks:         dl,
 		Resource:             s.tracer.p.res,
 		InstrumentationScope: s.tracer.scope,
 	}.Snapshot()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -361,5 +362,13 @@ func TestConcurrentUse(t *testing.T) {
 	sp := c.got()[0]
 	if n := len(sp.Attributes()); n == 0 || n > 8 {
 		t.Errorf("%d attributes, want 1..8 (one key per goroutine)", n)
+	}
+}
+
+// A span must stay one 512-byte allocation: that is most of what makes
+// it cheaper than the SDK's (see the package doc).
+func TestSpanSize(t *testing.T) {
+	if n := unsafe.Sizeof(Span{}); n > 512 {
+		t.Errorf("Span is %d bytes, over the 512-byte size class", n)
 	}
 }
