@@ -16,12 +16,12 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
@@ -79,17 +79,16 @@ func (s *exporterSet) spanExporters(ctx context.Context) ([]spanExporter, error)
 	for _, name := range s.cfg.Exporters {
 		switch name {
 		case ExporterOTLP:
-			var e sdktrace.SpanExporter
-			var err error
+			var c otlptrace.Client
 			if s.grpc() {
-				e, err = otlptracegrpc.New(ctx)
+				c = otlptracegrpc.NewClient()
 			} else {
-				e, err = otlptracehttp.New(ctx)
+				c = otlptracehttp.NewClient()
 			}
-			if err != nil {
+			if err := c.Start(ctx); err != nil {
 				return nil, fmt.Errorf("lens: otlp trace exporter: %w", err)
 			}
-			out = append(out, sdkSpans{e})
+			out = append(out, newOTLPSpans(c))
 		case ExporterConsole:
 			out = append(out, fileSpans{s.consoleSink().SpanExporter()})
 		case ExporterFile:
