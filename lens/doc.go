@@ -25,8 +25,9 @@
 // Why a tracer of its own: a fleet server starts a span or more for every
 // request, and the SDK's span was the largest single cost telemetry added
 // per rollout (see internal/tracer). lens's spans implement the same
-// trace.Span API, are encoded in place by the run-directory and console
-// exporters, and reach exporters written for the SDK (OTLP, or one passed
-// in Options.SpanExporter) in the SDK's read-only form. Metrics and logs
-// stay on the SDK.
+// trace.Span API and are encoded in place by the run-directory and console
+// exporters; over OTLP, internal/otlpenc maps them to the protobuf and the
+// official OTLP trace clients send it; an exporter written for the SDK
+// (Options.SpanExporter) receives them in the SDK's read-only form.
+// Metrics and logs stay on the SDK.
 package lens
