@@ -79,6 +79,10 @@ type LoadOptions struct {
 
 // Load reads the run directory dir with LoadWith, keeping the traces of
 // the DefaultKeepSlowest slowest rollouts in full.
+//
+// The Run's aggregates (counts, durations, tallies, problems) cover every
+// span, but Run.Traces does not hold every trace: a tool that walks all
+// traces must call LoadWith with AllSpans set.
 func Load(dir string) (Run, error) {
 	return LoadWith(dir, LoadOptions{KeepSlowest: DefaultKeepSlowest})
 }

@@ -164,7 +164,9 @@ func (s *Server) build() http.Handler {
 		h := s.handlers[i]
 		if pattern != "GET "+HealthPath {
 			if s.opts.Middleware != nil {
-				h = s.opts.Middleware(h)
+				// The route's own recoverer sits inside the middleware;
+				// this one answers 500 for a panic in the middleware.
+				h = s.recoverer(s.opts.Middleware(h))
 			}
 			h = wrap(pattern, h)
 		}

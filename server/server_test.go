@@ -428,3 +428,51 @@ func TestUninstrumentedInstallsNothing(t *testing.T) {
 		}
 	}
 }
+
+// Options.Middleware wraps every route but the health check, and a panic
+// in the middleware itself is answered like a handler's: 500, and the
+// server goes on.
+func TestMiddleware(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	mw := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, r.URL.Path)
+			mu.Unlock()
+			if r.Header.Get("X-Middleware-Panic") != "" {
+				panic("middleware boom")
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	s, calls := newEchoServer(t, server.Options{Name: "echo", Middleware: mw})
+	base := start(t, s)
+	if status, body := post(t, base+"/echo", `{"name":"mw"}`); status != 200 || !strings.Contains(body, "hello mw") {
+		t.Fatalf("through the middleware: %d %s", status, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/echo", strings.NewReader(`{"name":"x"}`))
+	req.Header.Set("X-Middleware-Panic", "1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a panicking middleware dropped the connection: %v", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 500 || !strings.Contains(string(b), "handler panicked") {
+		t.Errorf("panicking middleware: %d %s, want the runtime's 500", res.StatusCode, b)
+	}
+	if res, err := http.Get(base + "/health"); err != nil || res.StatusCode != 200 {
+		t.Fatalf("health: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != "/echo" || seen[1] != "/echo" {
+		t.Errorf("middleware saw %v, want the two /echo calls and not /health", seen)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("handler reached %d times, want 1 (not for the panicking middleware)", calls.Load())
+	}
+}

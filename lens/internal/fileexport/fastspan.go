@@ -123,8 +123,10 @@ func appendSpan[S spanData](b []byte, sp S) []byte {
 	return append(b, "}\n"...)
 }
 
-// appendAttrs writes an attribute object. Keys are unique in what both
-// tracers hand over, so no de-duplication is needed.
+// appendAttrs writes an attribute object as given. A span's attribute
+// keys are unique (both tracers see to it); event and link attributes are
+// written as the caller set them, a repeated key included, which JSON
+// readers resolve to the last value.
 func appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {
 	b = append(b, '{')
 	for i, kv := range kvs {

@@ -55,6 +55,7 @@ type Encoder struct {
 type group struct {
 	res   *resource.Resource
 	scope instrumentation.Scope
+	rs    *tracepb.ResourceSpans
 	ss    *tracepb.ScopeSpans
 }
 
@@ -70,11 +71,17 @@ type slab[T any] struct {
 func (s *slab[T]) next() *T {
 	if s.n == len(s.items) {
 		s.items = append(s.items, new(T))
+	} else if s.items[s.n] == nil {
+		s.items[s.n] = new(T)
 	}
 	p := s.items[s.n]
 	s.n++
 	return p
 }
+
+// release lets go of the objects the last batch did not use, which may
+// still point at an earlier batch's strings and slices.
+func (s *slab[T]) release() { clear(s.items[s.n:]) }
 
 func (s *slab[T]) reset() { s.n = 0 }
 
@@ -86,7 +93,28 @@ func (e *Encoder) Encode(spans []*tracer.Span) []*tracepb.ResourceSpans {
 		ss := e.scopeSpans(s.Resource(), s.InstrumentationScope())
 		ss.Spans = append(ss.Spans, e.span(s))
 	}
+	e.release()
 	return e.out
+}
+
+func (e *Encoder) release() {
+	e.resources.release()
+	e.scopes.release()
+	e.spans.release()
+	e.statuses.release()
+	e.events.release()
+	e.links.release()
+	e.kvs.release()
+	e.values.release()
+	e.strs.release()
+	e.ints.release()
+	e.doubles.release()
+	e.bools.release()
+	e.arrays.release()
+	e.arrayVals.release()
+	e.bytes.release()
+	e.kvlists.release()
+	e.kvlistVal.release()
 }
 
 func (e *Encoder) reset() {
@@ -127,10 +155,10 @@ func (e *Encoder) scopeSpans(res *resource.Resource, scope instrumentation.Scope
 	}
 	ss := e.scopes.next()
 	ss.Scope, ss.SchemaUrl, ss.Spans = e.scope(scope), scope.SchemaURL, ss.Spans[:0]
-	e.groups = append(e.groups, group{res: res, scope: scope, ss: ss})
-	for _, rs := range e.out {
-		if rs.Resource == e.resource(res) {
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+	for _, g := range e.groups {
+		if g.res == res {
+			g.rs.ScopeSpans = append(g.rs.ScopeSpans, ss)
+			e.groups = append(e.groups, group{res: res, scope: scope, rs: g.rs, ss: ss})
 			return ss
 		}
 	}
@@ -138,6 +166,7 @@ func (e *Encoder) scopeSpans(res *resource.Resource, scope instrumentation.Scope
 	rs.Resource, rs.SchemaUrl = e.resource(res), res.SchemaURL()
 	rs.ScopeSpans = append(rs.ScopeSpans[:0], ss)
 	e.out = append(e.out, rs)
+	e.groups = append(e.groups, group{res: res, scope: scope, rs: rs, ss: ss})
 	return ss
 }
 
@@ -274,9 +303,8 @@ func (e *Encoder) value(v attribute.Value) *commonpb.AnyValue {
 		w.BytesValue = v.AsByteSlice()
 		p.Value = w
 	case attribute.STRINGSLICE:
-		p.Value = e.array(len(v.AsStringSlice()), func(i int) *commonpb.AnyValue {
-			return e.value(attribute.StringValue(v.AsStringSlice()[i]))
-		})
+		s := v.AsStringSlice()
+		p.Value = e.array(len(s), func(i int) *commonpb.AnyValue { return e.value(attribute.StringValue(s[i])) })
 	case attribute.INT64SLICE:
 		s := v.AsInt64Slice()
 		p.Value = e.array(len(s), func(i int) *commonpb.AnyValue { return e.value(attribute.Int64Value(s[i])) })

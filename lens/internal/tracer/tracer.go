@@ -129,10 +129,7 @@ func (t *Tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		s := &nonRecording{sc: sc, p: t.p}
 		return trace.ContextWithSpan(ctx, s), s
 	}
-	s := &Span{tracer: t, sc: sc, kind: int8(cfg.SpanKind()), name: name}
-	if s.kind == int8(trace.SpanKindUnspecified) {
-		s.kind = int8(trace.SpanKindInternal)
-	}
+	s := &Span{tracer: t, sc: sc, kind: int8(trace.ValidateSpanKind(cfg.SpanKind())), name: name}
 	if parent.IsValid() {
 		s.parentID, s.hasParent, s.parentRemote = parent.SpanID(), true, parent.IsRemote()
 	}
@@ -258,14 +255,23 @@ func (s *Span) AddEvent(name string, opts ...trace.EventOption) {
 
 // addEvent appends an event; s.mu is held.
 func (s *Span) addEvent(name string, ts time.Time, attrs []attribute.KeyValue) {
-	x := s.extra()
-	if len(x.events) >= MaxEvents {
-		x.droppedEvents++
-		return
-	}
 	ev := sdktrace.Event{Name: name, Time: ts}
 	ev.Attributes, ev.DroppedAttributeCount = capped(attrs)
-	x.events = append(x.events, ev)
+	x := s.extra()
+	x.events = keepNewest(x.events, ev, MaxEvents, &x.droppedEvents)
+}
+
+// keepNewest appends v to list; at max entries it drops the oldest one
+// (and counts it) instead, as the SDK does: on a long span the last events,
+// an error recorded just before the end among them, are the ones to keep.
+func keepNewest[T any](list []T, v T, max int, dropped *int) []T {
+	if len(list) < max {
+		return append(list, v)
+	}
+	*dropped++
+	copy(list, list[1:])
+	list[len(list)-1] = v
+	return list
 }
 
 // capped returns a copy of attrs cut to MaxAttributes, and how many were
@@ -282,8 +288,8 @@ func capped(attrs []attribute.KeyValue) ([]attribute.KeyValue, int) {
 	return append([]attribute.KeyValue(nil), attrs...), dropped
 }
 
-// AddLink links the span to another; a link to an invalid span context is
-// ignored.
+// AddLink links the span to another. A link with an invalid span context
+// is kept only if it carries attributes or a trace state, as in the SDK.
 func (s *Span) AddLink(l trace.Link) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -294,17 +300,13 @@ func (s *Span) AddLink(l trace.Link) {
 
 // addLink appends a link; s.mu is held (or s is not shared yet).
 func (s *Span) addLink(l trace.Link) {
-	if !l.SpanContext.IsValid() {
-		return
-	}
-	x := s.extra()
-	if len(x.links) >= MaxLinks {
-		x.droppedLinks++
+	if !l.SpanContext.IsValid() && len(l.Attributes) == 0 && l.SpanContext.TraceState().Len() == 0 {
 		return
 	}
 	sl := sdktrace.Link{SpanContext: l.SpanContext}
 	sl.Attributes, sl.DroppedAttributeCount = capped(l.Attributes)
-	x.links = append(x.links, sl)
+	x := s.extra()
+	x.links = keepNewest(x.links, sl, MaxLinks, &x.droppedLinks)
 }
 
 // IsRecording reports whether the span has not ended yet.
@@ -380,7 +382,7 @@ func (s *Span) SetName(name string) {
 }
 
 // SetAttributes sets attributes; a key already set takes the new value.
-// Attributes with an empty key or no value are dropped.
+// Attributes with an empty key are dropped.
 func (s *Span) SetAttributes(kv ...attribute.KeyValue) {
 	if len(kv) == 0 {
 		return

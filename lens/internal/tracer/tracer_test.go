@@ -254,26 +254,18 @@ func TestEventsErrorsStatusLinks(t *testing.T) {
 func TestLimitsOnEventsAndLinks(t *testing.T) {
 	tr, c, _ := newTracer(t)
 	other := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{5}, SpanID: trace.SpanID{6}})
-	_, s := tr.Start(context.Background(), "limits")
 	wide := make([]attribute.KeyValue, MaxAttributes+2)
 	for i := range wide {
 		wide[i] = attribute.Int(fmt.Sprint("k", i), i)
 	}
-	s.AddEvent("wide", trace.WithAttributes(wide...))
-	s.AddLink(trace.Link{SpanContext: other, Attributes: wide})
-	for range MaxEvents + 3 - 1 {
-		s.AddEvent("e")
-	}
-	for range MaxLinks + 2 - 1 {
-		s.AddLink(trace.Link{SpanContext: other})
-	}
-	s.End()
-	sp := c.got()[0]
-	_, de, dl := sp.Dropped()
-	if len(sp.Events()) != MaxEvents || de != 3 || len(sp.Links()) != MaxLinks || dl != 2 {
-		t.Errorf("events %d (dropped %d), links %d (dropped %d)", len(sp.Events()), de, len(sp.Links()), dl)
-	}
-	ev, l := sp.Events()[0], sp.Links()[0]
+
+	// Attributes of one event or link are capped too, and copied.
+	_, w := tr.Start(context.Background(), "wide")
+	w.AddEvent("wide", trace.WithAttributes(wide...))
+	w.AddLink(trace.Link{SpanContext: other, Attributes: wide})
+	w.End()
+	ws := c.got()[0]
+	ev, l := ws.Events()[0], ws.Links()[0]
 	if len(ev.Attributes) != MaxAttributes || ev.DroppedAttributeCount != 2 ||
 		len(l.Attributes) != MaxAttributes || l.DroppedAttributeCount != 2 {
 		t.Errorf("event attributes %d (dropped %d), link attributes %d (dropped %d), want %d and 2",
@@ -282,6 +274,37 @@ func TestLimitsOnEventsAndLinks(t *testing.T) {
 	wide[0] = attribute.String("changed", "later")
 	if ev.Attributes[0].Key == "changed" {
 		t.Error("the event shares the caller's attribute slice")
+	}
+
+	// Past the limit the oldest events and links make room, so an error
+	// recorded just before the end is kept.
+	_, s := tr.Start(context.Background(), "long")
+	for i := range MaxEvents + 2 {
+		s.AddEvent(fmt.Sprint("e", i))
+	}
+	s.RecordError(errors.New("late failure"))
+	for i := range MaxLinks + 2 {
+		s.AddLink(trace.Link{SpanContext: other, Attributes: []attribute.KeyValue{attribute.Int("i", i)}})
+	}
+	// An invalid span context is kept when it carries attributes, as the
+	// SDK does; a bare one is ignored.
+	s.AddLink(trace.Link{Attributes: []attribute.KeyValue{attribute.String("why", "unknown peer")}})
+	s.AddLink(trace.Link{})
+	s.End()
+	sp := c.got()[1]
+	_, de, dl := sp.Dropped()
+	evs, links := sp.Events(), sp.Links()
+	if len(evs) != MaxEvents || de != 3 || len(links) != MaxLinks || dl != 3 {
+		t.Fatalf("events %d (dropped %d), links %d (dropped %d)", len(evs), de, len(links), dl)
+	}
+	if evs[0].Name != "e3" || evs[len(evs)-1].Name != "exception" {
+		t.Errorf("events kept from %q to %q, want e3 to exception", evs[0].Name, evs[len(evs)-1].Name)
+	}
+	if last := links[len(links)-1]; last.SpanContext.IsValid() || len(last.Attributes) != 1 {
+		t.Errorf("last link %+v, want the invalid one with its attribute", last)
+	}
+	if first := links[0]; first.Attributes[0].Value.AsInt64() != 3 {
+		t.Errorf("oldest link kept %+v, want i=3", first)
 	}
 }
 
