@@ -71,11 +71,20 @@ func (s *exporterSet) fileSink() (*fileexport.Sink, error) {
 
 func (s *exporterSet) grpc() bool { return s.cfg.OTLPProtocol != ProtocolHTTPProtobuf }
 
-func (s *exporterSet) spanExporters(ctx context.Context) ([]spanExporter, error) {
+func (s *exporterSet) spanExporters(ctx context.Context) (out []spanExporter, err error) {
 	if s.opts.SpanExporter != nil {
 		return []spanExporter{sdkSpans{s.opts.SpanExporter}}, nil
 	}
-	var out []spanExporter
+	var built []spanExporter
+	defer func() {
+		if err != nil {
+			// Stop what was started already (an OTLP client holds a
+			// connection and goroutines); nothing will use it.
+			for _, e := range built {
+				_ = e.shutdown(ctx)
+			}
+		}
+	}()
 	for _, name := range s.cfg.Exporters {
 		switch name {
 		case ExporterOTLP:
@@ -88,18 +97,18 @@ func (s *exporterSet) spanExporters(ctx context.Context) ([]spanExporter, error)
 			if err := c.Start(ctx); err != nil {
 				return nil, fmt.Errorf("lens: otlp trace exporter: %w", err)
 			}
-			out = append(out, newOTLPSpans(c))
+			built = append(built, newOTLPSpans(c))
 		case ExporterConsole:
-			out = append(out, fileSpans{s.consoleSink().SpanExporter()})
+			built = append(built, fileSpans{s.consoleSink().SpanExporter()})
 		case ExporterFile:
 			f, err := s.fileSink()
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, fileSpans{f.SpanExporter()})
+			built = append(built, fileSpans{f.SpanExporter()})
 		}
 	}
-	return out, nil
+	return built, nil
 }
 
 func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, error) {

@@ -600,3 +600,27 @@ func TestOTLPShutdownAbortsAbandonedExport(t *testing.T) {
 	t.Logf("Shutdown returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	waitExportGoroutinesGone(t, start, 3*time.Second)
 }
+
+// When a span exporter after the OTLP one cannot be built (here the file
+// exporter without its path), Setup fails and the OTLP client it had
+// already started is stopped: TestMain's leak check would see its
+// connection's goroutines otherwise.
+func TestSetupStopsTheOTLPClientWhenALaterExporterFails(t *testing.T) {
+	clearOTLPEnv(t)
+	isolateTelemetry(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	cfg := mustLoad(t, enabledVars(map[string]string{
+		"NEMO_GYM_OTEL_EXPORTER":      "otlp,file",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1",
+	}))
+	h, err := lens.Setup(context.Background(), cfg, lens.Options{ServiceName: "leak-test",
+		Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		_ = h.Shutdown(context.Background())
+		t.Fatal("Setup with the file exporter but no file path succeeded")
+	}
+	if !strings.Contains(err.Error(), "file exporter") {
+		t.Errorf("error %v, want it to name the file exporter", err)
+	}
+}
