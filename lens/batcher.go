@@ -120,6 +120,12 @@ func (b *spanBatcher) OnEnd(s *tracer.Span) {
 		return
 	}
 	b.mu.Lock()
+	if b.closed.Load() {
+		// Shutdown closed the batcher between the check above and the
+		// lock; its final drain has run or will not see this span.
+		b.mu.Unlock()
+		return
+	}
 	if len(b.queue) >= b.set.queue {
 		b.mu.Unlock()
 		b.dropped.Add(1)
@@ -281,7 +287,11 @@ func (b *spanBatcher) ForceFlush(ctx context.Context) error {
 func (b *spanBatcher) Shutdown(ctx context.Context) error {
 	var err error
 	b.once.Do(func() {
+		// Under mu, so every span queued before this point is in the
+		// queue the final flush below drains, and none is added after.
+		b.mu.Lock()
 		b.closed.Store(true)
+		b.mu.Unlock()
 		close(b.stop)
 		<-b.reporter
 		// Whatever happens below, the drops so far are reported.

@@ -121,7 +121,11 @@ func (t *Tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		scc.TraceState = parent.TraceState()
 	} else {
 		scc.TraceID = newTraceID()
-		scc.TraceFlags = trace.FlagsSampled
+		if !t.p.stopped.Load() {
+			// A root after Stop is not sampled: this process exports
+			// nothing of it, so the processes it calls need not either.
+			scc.TraceFlags = trace.FlagsSampled
+		}
 	}
 	scc.SpanID = newSpanID()
 	sc := trace.NewSpanContext(scc)

@@ -341,8 +341,8 @@ func TestStopMakesLaterSpansNonRecording(t *testing.T) {
 	_, after := tr.Start(context.Background(), "after")
 	after.End()
 	before.End()
-	if after.IsRecording() || !after.SpanContext().IsValid() {
-		t.Errorf("span after Stop: recording %v, sc %v", after.IsRecording(), after.SpanContext())
+	if after.IsRecording() || !after.SpanContext().IsValid() || after.SpanContext().IsSampled() {
+		t.Errorf("root after Stop: recording %v, sc %v (want valid, not sampled)", after.IsRecording(), after.SpanContext())
 	}
 	if got := c.got(); len(got) != 1 || got[0].Name() != "before" {
 		t.Errorf("exported %d spans, want only the one started before Stop", len(got))
