@@ -470,6 +470,9 @@ type Problem struct {
 // says telemetry was on and exported to files), gym.servers.active
 // written by a process other than the orchestrator, and telemetry files
 // from another run. The result is sorted by kind, file and position.
+//
+// A Run read without AllSpans lists the first few broken traces only (as
+// many as a report shows); Unlisted counts the others.
 func (r *Run) Problems() []Problem {
 	var out []Problem
 	if r.index != nil {
@@ -527,6 +530,16 @@ func (r *Run) Problems() []Problem {
 		return a.Line < b.Line
 	})
 	return out
+}
+
+// Unlisted returns how many problems of kind the Run counted but Problems
+// does not list: broken traces beyond the first few of a Run read without
+// AllSpans, 0 otherwise.
+func (r *Run) Unlisted(kind ProblemKind) int {
+	if kind == ProblemBrokenTrace && r.index != nil {
+		return r.index.brokenUnlisted
+	}
+	return 0
 }
 
 func telemetryPath(p *Process) string { return TelemetryDir + "/" + p.File }

@@ -553,7 +553,7 @@ func spanAttrs(s *Span) []htmlKV {
 }
 
 func (p *htmlPage) problems(r *Run) {
-	eachShownProblem(r.Problems(), func(pr Problem) {
+	eachShownProblem(r.Problems(), r.Unlisted, func(pr Problem) {
 		where := pr.File
 		if pr.File != "" && pr.Line > 0 {
 			where = fmt.Sprintf("%s:%d", pr.File, pr.Line)

@@ -44,8 +44,12 @@ type spanIndex struct {
 	// slowest are the kept slowest gym.rollout spans in SlowestRollouts
 	// order (agents' spans only when some process is an agent).
 	slowest []*Span
-	// broken lists the broken-trace problems of the whole run.
-	broken []Problem
+	// broken lists the first maxProblemsPerKind broken-trace problems of
+	// the whole run (what a report shows); brokenUnlisted counts the rest.
+	// A run whose spans mostly lost their parents (a full export queue, a
+	// caller outside the fleet) would otherwise hold a problem per span.
+	broken         []Problem
+	brokenUnlisted int
 }
 
 type durationKey struct {
@@ -520,6 +524,10 @@ func (c *collector) buildIndex(l *loader) (*spanIndex, error) {
 	slowest := c.slowestEntries()
 	want := c.detailTraces(slowest)
 	orphans := c.orphans()
+	// Refs run in file and line order, the order Problems sorts broken
+	// traces in, so the first ones are the ones a report lists.
+	unlisted := max(0, len(orphans)-maxProblemsPerKind)
+	orphans = orphans[:len(orphans)-unlisted]
 	d := &detailLoader{l: l, c: c, byPos: map[spanPos]*Span{}}
 	if err := d.load(want, orphans); err != nil {
 		return nil, err
@@ -538,7 +546,7 @@ func (c *collector) buildIndex(l *loader) (*spanIndex, error) {
 			d.broken = append(d.broken, brokenTraceProblem(s.Process, s.Line, t.ID, s.SpanID, s.ParentSpanID, s.Kind, s.Name))
 		}
 	}
-	idx := &spanIndex{traces: len(c.traces), spans: len(c.refs), broken: d.broken,
+	idx := &spanIndex{traces: len(c.traces), spans: len(c.refs), broken: d.broken, brokenUnlisted: unlisted,
 		durations: make(map[durationKey][]time.Duration, len(c.durations))}
 	for _, e := range slowest {
 		s := d.byPos[spanPos{e.file, e.line}]

@@ -488,8 +488,8 @@ func (t *textWriter) problems() {
 		t.printf("  none found\n")
 		return
 	}
-	t.section(fmt.Sprintf("Problems: %d", len(probs)), "")
-	eachShownProblem(probs, func(p Problem) {
+	t.section(fmt.Sprintf("Problems: %d", len(probs)+t.run.Unlisted(ProblemBrokenTrace)), "")
+	eachShownProblem(probs, t.run.Unlisted, func(p Problem) {
 		where := ""
 		switch {
 		case p.File != "" && p.Line > 0:
@@ -505,8 +505,8 @@ func (t *textWriter) problems() {
 
 // eachShownProblem walks probs (sorted by kind, as Problems returns them)
 // and calls show for the first maxProblemsPerKind of each kind, then more
-// with the number left out of that kind, if any.
-func eachShownProblem(probs []Problem, show func(Problem), more func(kind ProblemKind, n int)) {
+// with the number left out of that kind (unlisted ones included), if any.
+func eachShownProblem(probs []Problem, unlisted func(ProblemKind) int, show func(Problem), more func(kind ProblemKind, n int)) {
 	for i := 0; i < len(probs); {
 		j := i
 		for j < len(probs) && probs[j].Kind == probs[i].Kind {
@@ -515,7 +515,7 @@ func eachShownProblem(probs []Problem, show func(Problem), more func(kind Proble
 		for _, p := range probs[i:min(j, i+maxProblemsPerKind)] {
 			show(p)
 		}
-		if n := j - i - maxProblemsPerKind; n > 0 {
+		if n := max(0, j-i-maxProblemsPerKind) + unlisted(probs[i].Kind); n > 0 {
 			more(probs[i].Kind, n)
 		}
 		i = j
