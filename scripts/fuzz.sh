@@ -24,6 +24,7 @@ targets=(
   "./orchestrator FuzzParseFleetConfig"
   "./servers/resources FuzzVerifyBody"
   "./servers/agent FuzzRunBody"
+  "./lens/internal/otlpenc FuzzEncodeMatchesTheSDKExporter"
 )
 
 selected() { # target -> true when no names were given or it is one of them

@@ -11,5 +11,8 @@
 // clients marshal a request before UploadTraces returns and keep nothing
 // of it. The mapping is the OTLP specification's, field for field what the
 // SDK exporter sends (the tests hold the two side by side), plus the trace
-// state of links, which the SDK exporter leaves out.
+// state of links, which the SDK exporter leaves out, and one repair: text
+// that is not valid UTF-8 is sent with U+FFFD in place of the bad bytes,
+// where the SDK exporter fails the whole batch (protobuf will not marshal
+// such a string).
 package otlpenc

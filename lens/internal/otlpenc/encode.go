@@ -2,7 +2,9 @@ package otlpenc
 
 import (
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -154,7 +156,7 @@ func (e *Encoder) scopeSpans(res *resource.Resource, scope instrumentation.Scope
 		}
 	}
 	ss := e.scopes.next()
-	ss.Scope, ss.SchemaUrl, ss.Spans = e.scope(scope), scope.SchemaURL, ss.Spans[:0]
+	ss.Scope, ss.SchemaUrl, ss.Spans = e.scope(scope), text(scope.SchemaURL), ss.Spans[:0]
 	for _, g := range e.groups {
 		if g.res == res {
 			g.rs.ScopeSpans = append(g.rs.ScopeSpans, ss)
@@ -163,7 +165,7 @@ func (e *Encoder) scopeSpans(res *resource.Resource, scope instrumentation.Scope
 		}
 	}
 	rs := e.resources.next()
-	rs.Resource, rs.SchemaUrl = e.resource(res), res.SchemaURL()
+	rs.Resource, rs.SchemaUrl = e.resource(res), text(res.SchemaURL())
 	rs.ScopeSpans = append(rs.ScopeSpans[:0], ss)
 	e.out = append(e.out, rs)
 	e.groups = append(e.groups, group{res: res, scope: scope, rs: rs, ss: ss})
@@ -183,13 +185,16 @@ func (e *Encoder) resource(res *resource.Resource) *resourcepb.Resource {
 }
 
 func (e *Encoder) scope(scope instrumentation.Scope) *commonpb.InstrumentationScope {
+	if scope == (instrumentation.Scope{}) {
+		return nil // no scope at all: the field is left out
+	}
 	if s, ok := e.scopeCache[scope]; ok {
 		return s
 	}
 	if e.scopeCache == nil || len(e.scopeCache) > 64 {
 		e.scopeCache = map[instrumentation.Scope]*commonpb.InstrumentationScope{}
 	}
-	s := &commonpb.InstrumentationScope{Name: scope.Name, Version: scope.Version,
+	s := &commonpb.InstrumentationScope{Name: text(scope.Name), Version: text(scope.Version),
 		Attributes: ownKeyValues(scope.Attributes.ToSlice())}
 	e.scopeCache[scope] = s
 	return s
@@ -211,7 +216,7 @@ func (e *Encoder) span(s *tracer.Span) *tracepb.Span {
 		p.ParentSpanId = e.id(psid[:])
 	}
 	p.Flags = flags(sc.TraceFlags(), parent.IsRemote())
-	p.Name = s.Name()
+	p.Name = text(s.Name())
 	p.Kind = kind(s.SpanKind())
 	p.StartTimeUnixNano = unixNanos(s.StartTime())
 	p.EndTimeUnixNano = unixNanos(s.EndTime())
@@ -228,14 +233,14 @@ func (e *Encoder) span(s *tracer.Span) *tracepb.Span {
 	}
 	st := s.Status()
 	ps := e.statuses.next()
-	ps.Code, ps.Message = statusCode(st.Code), st.Description
+	ps.Code, ps.Message = statusCode(st.Code), text(st.Description)
 	p.Status = ps
 	return p
 }
 
 func (e *Encoder) event(ev sdktrace.Event) *tracepb.Span_Event {
 	p := e.events.next()
-	p.Name = ev.Name
+	p.Name = text(ev.Name)
 	p.TimeUnixNano = unixNanos(ev.Time)
 	p.Attributes = e.keyValues(p.Attributes[:0], ev.Attributes)
 	p.DroppedAttributesCount = clamp(ev.DroppedAttributeCount)
@@ -272,7 +277,7 @@ func (e *Encoder) id(b []byte) []byte {
 func (e *Encoder) keyValues(dst []*commonpb.KeyValue, attrs []attribute.KeyValue) []*commonpb.KeyValue {
 	for _, kv := range attrs {
 		p := e.kvs.next()
-		p.Key = string(kv.Key)
+		p.Key = text(string(kv.Key))
 		p.Value = e.value(kv.Value)
 		dst = append(dst, p)
 	}
@@ -284,7 +289,7 @@ func (e *Encoder) value(v attribute.Value) *commonpb.AnyValue {
 	switch v.Type() {
 	case attribute.STRING:
 		w := e.strs.next()
-		w.StringValue = v.AsString()
+		w.StringValue = text(v.AsString())
 		p.Value = w
 	case attribute.INT64:
 		w := e.ints.next()
@@ -348,6 +353,17 @@ func (e *Encoder) array(n int, elem func(int) *commonpb.AnyValue) *commonpb.AnyV
 func ownKeyValues(attrs []attribute.KeyValue) []*commonpb.KeyValue {
 	var e Encoder
 	return e.keyValues(nil, attrs)
+}
+
+// text returns s as valid UTF-8, each invalid sequence replaced by U+FFFD.
+// Protobuf refuses to marshal a string field that is not UTF-8, and one
+// such value (an attribute read from a request, say) would fail the whole
+// export and lose every span in it; the SDK exporter has that failure.
+func text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func flags(tf trace.TraceFlags, remote bool) uint32 {
