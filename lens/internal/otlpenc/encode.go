@@ -308,20 +308,15 @@ func (e *Encoder) value(v attribute.Value) *commonpb.AnyValue {
 		w.BytesValue = v.AsByteSlice()
 		p.Value = w
 	case attribute.STRINGSLICE:
-		s := v.AsStringSlice()
-		p.Value = e.array(len(s), func(i int) *commonpb.AnyValue { return e.value(attribute.StringValue(s[i])) })
+		p.Value = arrayOf(e, v.AsStringSlice(), attribute.StringValue)
 	case attribute.INT64SLICE:
-		s := v.AsInt64Slice()
-		p.Value = e.array(len(s), func(i int) *commonpb.AnyValue { return e.value(attribute.Int64Value(s[i])) })
+		p.Value = arrayOf(e, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		s := v.AsFloat64Slice()
-		p.Value = e.array(len(s), func(i int) *commonpb.AnyValue { return e.value(attribute.Float64Value(s[i])) })
+		p.Value = arrayOf(e, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.BOOLSLICE:
-		s := v.AsBoolSlice()
-		p.Value = e.array(len(s), func(i int) *commonpb.AnyValue { return e.value(attribute.BoolValue(s[i])) })
+		p.Value = arrayOf(e, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.SLICE:
-		s := v.AsSlice()
-		p.Value = e.array(len(s), func(i int) *commonpb.AnyValue { return e.value(s[i]) })
+		p.Value = arrayOf(e, v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
 	case attribute.MAP:
 		w := e.kvlists.next()
 		l := e.kvlistVal.next()
@@ -335,14 +330,14 @@ func (e *Encoder) value(v attribute.Value) *commonpb.AnyValue {
 	return p
 }
 
-// array builds an ArrayValue of n elements; the rare slice kinds take a
-// closure, the scalars above do not.
-func (e *Encoder) array(n int, elem func(int) *commonpb.AnyValue) *commonpb.AnyValue_ArrayValue {
+// arrayOf builds an ArrayValue from a slice attribute, each element
+// mapped as a scalar value of its own.
+func arrayOf[T any](e *Encoder, elems []T, val func(T) attribute.Value) *commonpb.AnyValue_ArrayValue {
 	w := e.arrays.next()
 	a := e.arrayVals.next()
 	a.Values = a.Values[:0]
-	for i := range n {
-		a.Values = append(a.Values, elem(i))
+	for _, x := range elems {
+		a.Values = append(a.Values, e.value(val(x)))
 	}
 	w.ArrayValue = a
 	return w
