@@ -17,6 +17,8 @@ import (
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/gymlens/gymlens/internal/servertest"
 )
 
 // Collector faults: `gym serve resources_servers` exporting over OTLP/gRPC
@@ -164,13 +166,6 @@ func (l *collLoad) check(t *testing.T, what string) {
 	if l.ok == 0 {
 		t.Errorf("%s: no request succeeded", what)
 	}
-}
-
-// collClosedPort returns the endpoint URL of a loopback port that was just
-// closed: connections to it are refused.
-func collClosedPort(t *testing.T) string {
-	t.Helper()
-	return "http://" + freeAddr(t)
 }
 
 // collBlackhole listens on a loopback port, accepts every connection and
@@ -342,7 +337,7 @@ func collWarnings(stderr string, lifetime time.Duration) (got, allowed int) {
 }
 
 func TestOTLPEndpointDownServesAndWarnsRarely(t *testing.T) {
-	endpoint := collClosedPort(t)
+	endpoint := "http://" + servertest.FreeAddr(t) // refused: nothing listens
 	srv, base, started := collServe(t, endpoint)
 
 	load := collDriveFor(base, 8, "down-", 10*time.Second, 4*time.Second)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -475,7 +476,7 @@ type promServer struct {
 // (bounded) until it is ready. Cleanup stops it by PID.
 func startPrometheus(t *testing.T, bin, config, storage string) *promServer {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 	cmd := exec.Command(bin, "--config.file="+config, "--storage.tsdb.path="+storage,
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

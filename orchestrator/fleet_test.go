@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gymlens/gymlens/dataset"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/telfile"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/protocol"
@@ -395,18 +395,6 @@ exec `+gymBin+` "$@"
 	wantNoLeftovers(t, runDir)
 }
 
-// deadAddr returns a loopback address nobody listens on.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestFleetStartTimeouts(t *testing.T) {
 	cfg := orchestrator.Config{Servers: []orchestrator.ServerSpec{{Name: "stuck", Type: telemetry.ServerTypeResources}}}
 	cases := []struct {
@@ -458,7 +446,7 @@ wait
 			go func() {
 				f, err := orchestrator.Start(context.Background(), cfg, orchestrator.Options{
 					Binary: bin, RunDir: runDir, Logger: testLogger(t), HealthTimeout: 2 * time.Second, StopTimeout: 2 * time.Second,
-					ExtraEnv: []string{"PIDDIR=" + dir, "DEAD_ADDR=" + deadAddr(t)},
+					ExtraEnv: []string{"PIDDIR=" + dir, "DEAD_ADDR=" + servertest.FreeAddr(t)},
 				})
 				done <- result{f, err}
 			}()

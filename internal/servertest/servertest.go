@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -79,28 +80,14 @@ func EnableTelemetryGroups(t testing.TB, groups string, opts telemetry.InitOptio
 	return h
 }
 
-// PostRaw sends body verbatim as a JSON POST and returns the status and the
-// response body. Tests use it for requests the typed client cannot
-// produce, such as malformed JSON.
+// PostRaw sends body verbatim as a JSON POST on a client of its own (see
+// Post) and returns the status and the response body. Tests use it for
+// requests the typed client cannot produce, such as malformed JSON.
 func PostRaw(t testing.TB, url, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
 	c := &http.Client{Transport: &http.Transport{}}
 	defer c.CloseIdleConnections()
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("read response: %v", err)
-	}
-	return res.StatusCode, raw
+	return Post(t, c, url, []byte(body))
 }
 
 // Post sends body as a JSON POST on c and returns the status and the
@@ -158,4 +145,20 @@ func CheckErrorBody(t testing.TB, status int, raw []byte) {
 	if eb.Error.Type != wantType || eb.Error.Message == "" {
 		t.Errorf("status %d: error body %s, want type %q and a message", status, raw, wantType)
 	}
+}
+
+// FreeAddr returns a loopback address ("127.0.0.1:PORT") whose port was
+// free a moment ago: the listener that claimed it is closed again, so
+// connections to it are refused until something else binds it.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -93,20 +92,6 @@ func (f fleet) run(t *testing.T, req protocol.RunRequest) protocol.RunResponse {
 
 var sum = protocol.Task{ID: "add-1", Question: "What is 17 + 25?", Expected: "42"}
 
-// closedURL returns the base URL of a loopback port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr
-}
-
 var hexID = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 func TestRunRewardFollowsCorrectness(t *testing.T) {
@@ -136,7 +121,7 @@ func TestRunRewardFollowsCorrectness(t *testing.T) {
 }
 
 func TestRunReportsPeerFailuresAs200(t *testing.T) {
-	noModel := startFleet(t, fleetOptions{correctProbability: 1, modelURL: closedURL(t)})
+	noModel := startFleet(t, fleetOptions{correctProbability: 1, modelURL: "http://" + servertest.FreeAddr(t)})
 	resp := noModel.run(t, protocol.RunRequest{Task: sum})
 	if !strings.Contains(resp.Error, "model call failed") || resp.Reward != 0 || resp.Answer != "" {
 		t.Errorf("unreachable model: %+v", resp)
@@ -144,7 +129,7 @@ func TestRunReportsPeerFailuresAs200(t *testing.T) {
 
 	// A base URL with a query string: the call still works, and the error
 	// of a failed call does not repeat the query.
-	noResources := startFleet(t, fleetOptions{correctProbability: 1, resourcesURL: closedURL(t) + "/?token=hush"})
+	noResources := startFleet(t, fleetOptions{correctProbability: 1, resourcesURL: "http://" + servertest.FreeAddr(t) + "/?token=hush"})
 	resp = noResources.run(t, protocol.RunRequest{Task: sum})
 	if !strings.Contains(resp.Error, "verify call failed") || resp.Reward != 0 || resp.Correct || resp.Answer != "The answer is 42." {
 		t.Errorf("unreachable resources: %+v", resp)
@@ -333,7 +318,7 @@ func TestRunIsOneTrace(t *testing.T) {
 
 func TestUnreachableResourcesIsAFailedRollout(t *testing.T) {
 	h, reader, exp := telemetryOn(t)
-	f := startFleet(t, fleetOptions{correctProbability: 1, resourcesURL: closedURL(t) + "?token=hush"})
+	f := startFleet(t, fleetOptions{correctProbability: 1, resourcesURL: "http://" + servertest.FreeAddr(t) + "?token=hush"})
 	resp := f.run(t, protocol.RunRequest{Task: sum})
 	if resp.Error == "" || resp.Reward != 0 || resp.Correct {
 		t.Fatalf("run against a closed resources port: %+v; want 200 with error and reward 0", resp)
