@@ -105,8 +105,8 @@ func newVerifier(cfg Config) *verifier {
 
 type verifier struct {
 	cfg        Config
-	tolerance  *big.Rat      // nil: exact comparison
-	workRounds int           // SHA-256 rounds per verification (Config.WorkMicros); 0: none
+	tolerance  *big.Rat // nil: exact comparison
+	workRounds int      // SHA-256 rounds per verification (Config.WorkMicros); 0: none
 }
 
 // handle wraps one verification with its span and its single metric
