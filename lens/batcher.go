@@ -39,10 +39,10 @@ func batchSettingsFrom(cfg Config) batchSettings {
 	}
 	s.batch = min(s.batch, s.queue)
 	if s.interval <= 0 {
-		s.interval = 5 * time.Second
+		s.interval = defaultScheduleDelay
 	}
 	if s.timeout <= 0 {
-		s.timeout = 30 * time.Second
+		s.timeout = defaultExportTimeout
 	}
 	return s
 }
@@ -73,15 +73,18 @@ const exportWorkers = 2
 //   - Drops are logged at most once per interval, from a goroutine that
 //     does not wait on exports.
 type spanBatcher struct {
-	set batchSettings
-	exp spanExporter
-	log *slog.Logger
+	set       batchSettings
+	wakeEvery int // queued spans per wake-up: min(wakeSize, set.batch)
+	exp       spanExporter
+	log       *slog.Logger
 
 	mu      sync.Mutex
 	queue   []*tracer.Span
 	active  int             // exports in flight; under mu
 	waiters []chan struct{} // closed when active drops to 0; under mu
 
+	abort   context.Context // parent of the workers' exports; cancelled by Shutdown
+	cancel  context.CancelFunc
 	kick    chan struct{}
 	slots   chan struct{} // one per export in flight, workers' and flushes' alike
 	stop    chan struct{}
@@ -97,15 +100,17 @@ type spanBatcher struct {
 
 func newSpanBatcher(exp spanExporter, log *slog.Logger, set batchSettings) *spanBatcher {
 	b := &spanBatcher{
-		set:      set,
-		exp:      exp,
-		log:      log,
-		queue:    make([]*tracer.Span, 0, wakeSize),
-		kick:     make(chan struct{}, exportWorkers),
-		slots:    make(chan struct{}, exportWorkers),
-		stop:     make(chan struct{}),
-		reporter: make(chan struct{}),
+		set:       set,
+		wakeEvery: min(wakeSize, set.batch),
+		exp:       exp,
+		log:       log,
+		queue:     make([]*tracer.Span, 0, wakeSize),
+		kick:      make(chan struct{}, exportWorkers),
+		slots:     make(chan struct{}, exportWorkers),
+		stop:      make(chan struct{}),
+		reporter:  make(chan struct{}),
 	}
+	b.abort, b.cancel = context.WithCancel(context.Background())
 	for range exportWorkers {
 		b.workers.Go(b.loop)
 	}
@@ -135,7 +140,7 @@ func (b *spanBatcher) OnEnd(s *tracer.Span) {
 	// Every wakeSize spans, not just the first: while one worker is in a
 	// long export the backlog keeps growing, and the next worker must hear
 	// of it.
-	wake := len(b.queue)%min(wakeSize, b.set.batch) == 0
+	wake := len(b.queue)%b.wakeEvery == 0
 	b.mu.Unlock()
 	if wake {
 		select {
@@ -158,7 +163,7 @@ func (b *spanBatcher) loop() {
 		case <-t.C:
 		case <-b.kick:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), b.set.timeout)
+		ctx, cancel := context.WithTimeout(b.abort, b.set.timeout)
 		var err error
 		buf, err = b.drain(ctx, buf)
 		if err != nil {
@@ -178,11 +183,18 @@ func (b *spanBatcher) take(buf []*tracer.Span) []*tracer.Span {
 	if n == 0 {
 		return buf[:0]
 	}
+	b.active++
+	if n == len(b.queue) {
+		// The usual case: everything queued fits one export. The queue
+		// and the worker's buffer trade places, with no copy under the
+		// lock every ending span takes.
+		buf, b.queue = b.queue, buf[:0]
+		return buf
+	}
 	buf = append(buf[:0], b.queue[:n]...)
 	rest := copy(b.queue, b.queue[n:])
 	clear(b.queue[rest:])
 	b.queue = b.queue[:rest]
-	b.active++
 	return buf
 }
 
@@ -292,6 +304,10 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 		b.mu.Lock()
 		b.closed.Store(true)
 		b.mu.Unlock()
+		// Exports still running (an OTLP exporter retrying its last
+		// batch for its own 30 s) end when ctx does, not later.
+		stopAbort := context.AfterFunc(ctx, b.cancel)
+		defer func() { stopAbort(); b.cancel() }()
 		close(b.stop)
 		<-b.reporter
 		// Whatever happens below, the drops so far are reported.

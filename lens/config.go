@@ -92,8 +92,8 @@ const (
 	DefaultSpanQueueSize  = 8192
 	DefaultSpanBatchSize  = 1024
 	maxSpanQueueSize      = 1 << 20
-	defaultScheduleDelay  = "5000"
-	defaultExportTimeout  = "30000"
+	defaultScheduleDelay  = 5 * time.Second
+	defaultExportTimeout  = 30 * time.Second
 	maxMillisecondSetting = int64(math.MaxInt64 / time.Millisecond)
 )
 
@@ -116,8 +116,8 @@ var settings = []Setting{
 	{Key: KeyOTLPEndpoint, Standard: true, Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
 	{Key: KeyOTLPProtocol, Standard: true, Default: ProtocolGRPC, Doc: "OTLP transport: grpc or http/protobuf"},
 	{Key: KeyMetricExportInterval, Standard: true, Default: "10000", Doc: "milliseconds between metric exports"},
-	{Key: KeyBSPScheduleDelay, Standard: true, Default: defaultScheduleDelay, Doc: "longest wait, in milliseconds, before queued spans are exported"},
-	{Key: KeyBSPExportTimeout, Standard: true, Default: defaultExportTimeout, Doc: "milliseconds one span export may take before it is abandoned"},
+	{Key: KeyBSPScheduleDelay, Standard: true, Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported"},
+	{Key: KeyBSPExportTimeout, Standard: true, Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned"},
 	{Key: KeyBSPMaxQueueSize, Standard: true, Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted"},
 	{Key: KeyBSPMaxExportBatch, Standard: true, Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size"},
 }

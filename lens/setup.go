@@ -86,12 +86,6 @@ type Handle struct {
 	promAddr string
 	closers  []func(context.Context) error
 
-	// abortExports cancels span exports still running when Shutdown's
-	// context ends: an OTLP exporter would otherwise keep retrying its
-	// last batch for its own export timeout (30 s).
-	abortCtx     context.Context
-	abortExports context.CancelFunc
-
 	batchers []*spanBatcher
 
 	prevSlog     *slog.Logger
@@ -237,14 +231,11 @@ func (h *Handle) release(ctx context.Context) error {
 	var errs []error
 	if h.tp != nil {
 		h.tp.Stop()
-		stop := context.AfterFunc(ctx, h.abortExports)
 		var terrs []error
 		for _, b := range h.batchers {
 			terrs = append(terrs, b.Shutdown(ctx))
 		}
 		errs = append(errs, wrap("traces", errors.Join(terrs...)))
-		stop()
-		h.abortExports()
 	}
 	if h.mp != nil {
 		errs = append(errs, wrap("metrics", h.mp.Shutdown(ctx)))
@@ -417,10 +408,9 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, warn *slog
 	if err != nil || len(exps) == 0 {
 		return err
 	}
-	h.abortCtx, h.abortExports = context.WithCancel(context.Background())
 	procs := make([]tracer.Processor, 0, len(exps))
 	for _, e := range exps {
-		b := newSpanBatcher(abortable{spanExporter: e, abort: h.abortCtx}, warn, batchSettingsFrom(h.cfg))
+		b := newSpanBatcher(e, warn, batchSettingsFrom(h.cfg))
 		h.batchers = append(h.batchers, b)
 		procs = append(procs, b)
 	}

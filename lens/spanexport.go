@@ -83,18 +83,3 @@ func (o *otlpSpans) export(ctx context.Context, spans []*tracer.Span) error {
 }
 
 func (o *otlpSpans) shutdown(ctx context.Context) error { return o.client.Stop(ctx) }
-
-// abortable ends an export in flight once abort is done, so a shutdown
-// bounded by a context really ends with it.
-type abortable struct {
-	spanExporter
-	abort context.Context
-}
-
-func (a abortable) export(ctx context.Context, spans []*tracer.Span) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(a.abort, cancel)
-	defer stop()
-	return a.spanExporter.export(ctx, spans)
-}

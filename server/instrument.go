@@ -221,32 +221,24 @@ func (h headerCarrier) Get(key string) string {
 	return ""
 }
 
-func (h headerCarrier) Values(key string) []string {
-	switch key {
-	case "traceparent":
-		return h["Traceparent"]
-	case "tracestate":
-		return h["Tracestate"]
-	case "baggage":
-		return h["Baggage"]
-	}
-	return http.Header(h).Values(key)
-}
+func (h headerCarrier) Values(key string) []string { return h[canonicalKey(key)] }
 
-// Set writes the propagation headers under their canonical keys directly,
-// as Get reads them: http.Header.Set would allocate the canonical form of
-// the lowercase name on every call.
-func (h headerCarrier) Set(key, value string) {
+// Set writes under the canonical key, as Values reads.
+func (h headerCarrier) Set(key, value string) { h[canonicalKey(key)] = []string{value} }
+
+// canonicalKey spells the propagation headers' lowercase names in their
+// canonical form without building it: http.CanonicalHeaderKey allocates a
+// new string for a name that is not canonical already, on every call.
+func canonicalKey(key string) string {
 	switch key {
 	case "traceparent":
-		h["Traceparent"] = []string{value}
+		return "Traceparent"
 	case "tracestate":
-		h["Tracestate"] = []string{value}
+		return "Tracestate"
 	case "baggage":
-		h["Baggage"] = []string{value}
-	default:
-		http.Header(h).Set(key, value)
+		return "Baggage"
 	}
+	return http.CanonicalHeaderKey(key)
 }
 
 func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Keys() }

@@ -100,23 +100,22 @@ func (e *Encoder) Encode(spans []*tracer.Span) []*tracepb.ResourceSpans {
 }
 
 func (e *Encoder) release() {
-	e.resources.release()
-	e.scopes.release()
-	e.spans.release()
-	e.statuses.release()
-	e.events.release()
-	e.links.release()
-	e.kvs.release()
-	e.values.release()
-	e.strs.release()
-	e.ints.release()
-	e.doubles.release()
-	e.bools.release()
-	e.arrays.release()
-	e.arrayVals.release()
-	e.bytes.release()
-	e.kvlists.release()
-	e.kvlistVal.release()
+	for _, s := range e.slabs() {
+		s.release()
+	}
+}
+
+// slabs lists every object slab, for reset and release to walk alike.
+func (e *Encoder) slabs() []interface {
+	reset()
+	release()
+} {
+	return []interface {
+		reset()
+		release()
+	}{&e.resources, &e.scopes, &e.spans, &e.statuses, &e.events,
+		&e.links, &e.kvs, &e.values, &e.strs, &e.ints, &e.doubles, &e.bools, &e.arrays, &e.arrayVals,
+		&e.bytes, &e.kvlists, &e.kvlistVal}
 }
 
 func (e *Encoder) reset() {
@@ -126,23 +125,9 @@ func (e *Encoder) reset() {
 	e.groups = e.groups[:0]
 	clear(e.out)
 	e.out = e.out[:0]
-	e.resources.reset()
-	e.scopes.reset()
-	e.spans.reset()
-	e.statuses.reset()
-	e.events.reset()
-	e.links.reset()
-	e.kvs.reset()
-	e.values.reset()
-	e.strs.reset()
-	e.ints.reset()
-	e.doubles.reset()
-	e.bools.reset()
-	e.arrays.reset()
-	e.arrayVals.reset()
-	e.bytes.reset()
-	e.kvlists.reset()
-	e.kvlistVal.reset()
+	for _, s := range e.slabs() {
+		s.reset()
+	}
 	e.ids = e.ids[:0]
 }
 
