@@ -154,14 +154,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The summary draws DefaultSlowestK waterfalls; no other trace needs
 	// to be kept in full, whatever the number of rollouts.
-	run, err := report.LoadWith(sess.runDir, report.LoadOptions{KeepSlowest: report.DefaultSlowestK})
+	k := report.DefaultSlowestK
+	run, err := report.LoadWith(sess.runDir, report.LoadOptions{KeepSlowest: k})
 	if err != nil {
 		fmt.Fprintf(stderr, "gym run: read run back: %v\n", err)
 		return 1
 	}
 	printSummary(stdout, sess.runID, sess.runDir, run.Summary(), sum)
 	fmt.Fprintln(stdout)
-	if err := report.WriteText(stdout, run, report.TextOptions{SlowestK: report.DefaultSlowestK}); err != nil {
+	if err := report.WriteText(stdout, run, report.TextOptions{SlowestK: k}); err != nil {
 		fmt.Fprintf(stderr, "gym run: report: %v\n", err)
 		return 1
 	}
