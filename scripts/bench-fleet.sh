@@ -15,6 +15,8 @@
 # its counters, max_rss_kib among them, when it exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/load.sh
+source scripts/lib/load.sh # median
 ROLLOUTS="${ROLLOUTS:-2000}"
 ROUNDS="${ROUNDS:-3}"
 CONCURRENCY="${CONCURRENCY:-16}"
@@ -46,8 +48,7 @@ for i in $(seq "$ROUNDS"); do
   echo "round $i: off ${r_off}/s  on ${r_on}/s" >&2
   off+=("$r_off"); on+=("$r_on")
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-m_on=$(median "${on[@]}"); m_off=$(median "${off[@]}")
+m_on=$(printf '%s\n' "${on[@]}" | median); m_off=$(printf '%s\n' "${off[@]}" | median)
 target=0.9
 [ "$SPANS" = all ] && target=0.8
 awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" -v t="$target" 'BEGIN {
@@ -63,7 +64,7 @@ for f in "$work"/stats/on-1/*.runstats; do
   name=$(basename "$f" .runstats)
   mapfile -t p_on < <(peak on "$name"); mapfile -t p_off < <(peak off "$name")
   [ ${#p_on[@]} -gt 0 ] && [ ${#p_off[@]} -gt 0 ] || continue
-  awk -v name="$name" -v on="$(median "${p_on[@]}")" -v off="$(median "${p_off[@]}")" 'BEGIN {
+  awk -v name="$name" -v on="$(printf '%s\n' "${p_on[@]}" | median)" -v off="$(printf '%s\n' "${p_off[@]}" | median)" 'BEGIN {
     printf "peak RSS %-13s off %6.1f MiB, on %6.1f MiB, ratio on/off %.2f%s\n", name, off/1024, on/1024, on/off,
       (name == "orchestrator") ? "" : " (target <= 1.25)" }'
 done

@@ -82,7 +82,6 @@ declare -A TARGET=([off]=0.97 [default]=0.90 [all]=0.85)
 SMOKE=${BH_SMOKE:-0}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-bench-http.XXXXXX")
-failed=0
 
 SCRIPT_NAME=bench-http
 # shellcheck source=lib/procs.sh
@@ -154,33 +153,6 @@ snapshot() {
   return 1
 }
 
-# stop_and_wait PID: SIGTERM, then waits up to EXIT_BOUND s for the exit.
-# Sets STOP_SECS (how long it took) and STOP_CODE (the exit code; 124 when
-# it had to be killed).
-stop_and_wait() {
-  local pid=$1 term i
-  term=$(now_ns)
-  STOP_CODE=0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < EXIT_BOUND * 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.01
-  done
-  STOP_SECS=$(secs "$term")
-  if kill -0 "$pid" 2>/dev/null; then
-    stop_pid "$pid" 1
-    STOP_CODE=124
-    return 0
-  fi
-  wait "$pid" || STOP_CODE=$?
-  forget_pid "$pid"
-}
-
-# median: the median of the numbers on stdin, one a line.
-median() {
-  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
 # ---- one run --------------------------------------------------------------
 
 declare -A R_RPS R_P50 R_P99 R_CPU R_ALLOCS R_SPANS R_POINTS R_SPR R_DROPPED
@@ -242,9 +214,9 @@ run_variant() {
   read_load "$dir/load.txt"
 
   local shut code scode
-  stop_and_wait "$pid"
+  stop_and_wait "$pid" "$EXIT_BOUND"
   shut=$STOP_SECS code=$STOP_CODE
-  stop_and_wait "$spid"
+  stop_and_wait "$spid" "$EXIT_BOUND"
   scode=$STOP_CODE
 
   if [[ -z $LOAD_RPS || -z $LOAD_TOTAL || $LOAD_TOTAL == 0 ]]; then

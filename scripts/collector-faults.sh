@@ -45,7 +45,6 @@ EXIT_BOUND=40    # s after SIGTERM before a server is killed (flush 10 s + drain
 TARGET_RATIO=0.9
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-collector-faults.XXXXXX")
-failed=0
 
 SCRIPT_NAME=collector-faults
 # shellcheck source=lib/procs.sh
@@ -278,21 +277,13 @@ run_variant() {
     return
   fi
 
-  local term code=0 shut lifetime
-  term=$(now_ns)
-  kill -TERM "$pid"
-  for ((i = 0; i < EXIT_BOUND * 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.01
-  done
-  if kill -0 "$pid" 2>/dev/null; then
+  local code shut lifetime
+  stop_and_wait "$pid" "$EXIT_BOUND"
+  if ((STOP_CODE == 124)); then
     fail "$variant round $round: still running ${EXIT_BOUND} s after SIGTERM; killed"
-    stop_pid "$pid" 1
     return
   fi
-  shut=$(secs "$term")
-  wait "$pid" || code=$?
-  forget_pid "$pid"
+  code=$STOP_CODE shut=$STOP_SECS
   lifetime=$(secs "$started")
 
   local warnings window dropped flush

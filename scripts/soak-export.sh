@@ -62,7 +62,6 @@ REPORT_INTERVAL=5  # s between drop reports (batchInterval in lens/batcher.go)
 DROP_MSG='telemetry export queue full: spans dropped'
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-soak-export.XXXXXX")
-failed=0
 
 SCRIPT_NAME=soak-export
 # shellcheck source=lib/procs.sh
@@ -154,21 +153,10 @@ fi
 
 # ---- shutdown -------------------------------------------------------------
 
-term=$(now_ns)
-kill -TERM "$pid"
-for ((i = 0; i < EXIT_BOUND * 100; i++)); do
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.01
-done
-code=0
-if kill -0 "$pid" 2>/dev/null; then
-  stop_pid "$pid" 1
-  code=killed
-else
-  wait "$pid" || code=$?
-  forget_pid "$pid"
-fi
-shut=$(secs "$term")
+stop_and_wait "$pid" "$EXIT_BOUND"
+code=$STOP_CODE
+((code == 124)) && code=killed
+shut=$STOP_SECS
 lifetime=$(secs "$started")
 
 # ---- figures --------------------------------------------------------------

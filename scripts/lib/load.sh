@@ -149,3 +149,30 @@ read_load() {
   LOAD_P99_MS=$(awk "$to_ms"' $1 == "99%" && NF == 2 { printf "%.3f", ms($2); exit }' "$f")
   LOAD_MAX_MS=$(awk "$to_ms"' $1 == "Latency" && NF >= 4 { printf "%.3f", ms($4); exit }' "$f")
 }
+
+# stop_and_wait PID BOUND: SIGTERM, then waits up to BOUND seconds for the
+# exit, killing the process after that. Sets STOP_SECS (how long it took)
+# and STOP_CODE (the exit code; 124 when it had to be killed).
+stop_and_wait() {
+  local pid=$1 bound=$2 term i
+  term=$(now_ns)
+  STOP_CODE=0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < bound * 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  STOP_SECS=$(secs "$term")
+  if kill -0 "$pid" 2>/dev/null; then
+    stop_pid "$pid" 1
+    STOP_CODE=124
+    return 0
+  fi
+  wait "$pid" || STOP_CODE=$?
+  forget_pid "$pid"
+}
+
+# median: the median of the numbers on stdin, one a line.
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
