@@ -28,17 +28,18 @@ cleanup() {
 }
 trap cleanup EXIT
 go build -o "$work/gym" ./cmd/gym
+# shellcheck source=lib/load.sh
+source scripts/lib/load.sh # set_clean_env, alternate_rounds
 # Only this script's settings reach the runs.
-unset_env=(-u OTEL_EXPORTER_OTLP_ENDPOINT)
-while read -r name; do unset_env+=(-u "$name"); done < <(compgen -e | grep -E '^(NEMO_GYM_OTEL_|NEMO_LENS_)' || true)
+set_clean_env
 
-one() { # variant
-  local variant=$1 flags=() stats="$work/stats" runs="$work/runs"
+one() { # variant round
+  local variant=$1 round=$2 flags=() stats="$work/stats" runs="$work/runs"
   rm -rf "$stats" "$runs"
   mkdir -p "$stats" "$runs"
   [ "$variant" = off ] && flags=(--no-telemetry)
   # env execs gym, so $! is gym's pid and the signals below reach it.
-  env "${unset_env[@]}" GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run --rollouts "$ROLLOUTS" \
+  env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run --rollouts "$ROLLOUTS" \
     --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$runs" --quiet "${flags[@]}" \
     >"$work/run.out" 2>"$work/run.err" &
   gp=$!
@@ -60,12 +61,16 @@ one() { # variant
   b=$(wc -l <"$f")
   # shellcheck disable=SC2086
   kill -USR1 $pids
-  sleep 0.3
+  # Each process writes its second line when the signal reaches it.
+  for ((i = 0; i < 200; i++)); do
+    [ "$(cat "$stats"/*.runstats 2>/dev/null | grep -c event=signal)" -ge "$((2 * $(ls "$stats"/*.runstats | wc -l)))" ] && break
+    sleep 0.05
+  done
   kill -INT "$gp"
   wait "$gp" || true
   gp=""
   local n=$((b - a))
-  awk -v n="$n" -v w="$WINDOW" -v v="$variant" 'BEGIN { printf "%s: %.0f rollouts/s in the window\n", v, n / w }'
+  awk -v n="$n" -v w="$WINDOW" -v v="$variant" -v r="$round" 'BEGIN { printf "%s (round %d): %.0f rollouts/s in the window\n", v, r, n / w }'
   for x in "$stats"/*.runstats; do
     awk -v n="$n" -v name="$(basename "$x" .runstats)" '
       /event=signal/ {
@@ -82,7 +87,5 @@ one() { # variant
   done
 }
 
-for i in $(seq "$ROUNDS"); do
-  echo "== round $i (span groups $SPANS when on)"
-  if ((i % 2 == 1)); then one off; one on; else one on; one off; fi
-done
+echo "span groups when on: $SPANS; variants alternate over $ROUNDS rounds"
+alternate_rounds "$ROUNDS" one off on
