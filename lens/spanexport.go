@@ -24,7 +24,7 @@ type spanExporter interface {
 type fileSpans struct{ e *fileexport.SpanExporter }
 
 func (f fileSpans) export(ctx context.Context, spans []*tracer.Span) error {
-	return f.e.ExportLensSpans(ctx, spans)
+	return f.e.ExportSpans(ctx, spans)
 }
 
 func (f fileSpans) shutdown(ctx context.Context) error { return f.e.Shutdown(ctx) }

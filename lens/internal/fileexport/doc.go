@@ -1,13 +1,15 @@
 // Package fileexport writes OpenTelemetry spans, metrics and logs to a local
 // file in gymlens's own telemetry format (see internal/telfile).
 //
-// A [Sink] owns one destination. Its three exporters (SpanExporter,
-// MetricExporter and LogExporter) plug into the SDK providers and may all be
-// used at once: every export call is encoded completely in memory and then
-// appended with a single Write while holding the sink's lock, so batches from
+// A [Sink] owns one destination. Its three exporters may all be used at
+// once: SpanExporter takes the ended spans of lens's own tracer (lens's
+// batcher calls it), MetricExporter and LogExporter plug into the SDK's
+// meter and logger providers. Every export is encoded in memory and appended
+// under the sink's lock in writes of whole lines (one Write per batch, except
+// that a large span batch goes in pieces of about 64 KiB), so lines from
 // different signals never interleave and a crash can cut off at most the
-// batch being written. The reader in internal/telfile recognises such a cut
-// off final line and reports it as telfile.ErrTruncated.
+// final line. The reader in internal/telfile recognises such a cut off final
+// line and reports it as telfile.ErrTruncated.
 //
 // The sink writes a resource header line lazily, just before its first
 // batch. Opening the same file again (for example on the next run) appends a

@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 // Spans are by far the most frequent record, and encoding them through
@@ -23,25 +20,9 @@ import (
 // no intermediate map, no reflection, a handful of appends. The tests parse
 // its output with the telfile reader, which keeps the two in step.
 
-// spanData is what the encoder reads of a finished span. The SDK's
-// ReadOnlySpan provides it, and so does lens's own tracer.Span, which the
-// encoder then reads in place.
-type spanData interface {
-	Name() string
-	SpanContext() trace.SpanContext
-	Parent() trace.SpanContext
-	SpanKind() trace.SpanKind
-	StartTime() time.Time
-	EndTime() time.Time
-	Status() sdktrace.Status
-	Attributes() []attribute.KeyValue
-	Events() []sdktrace.Event
-	Links() []sdktrace.Link
-	InstrumentationScope() instrumentation.Scope
-}
-
-// appendSpan appends one span line, newline included.
-func appendSpan[S spanData](b []byte, sp S) []byte {
+// appendSpan appends one span line, newline included. It reads the ended
+// span through its accessors, in place: no snapshot, no interface calls.
+func appendSpan(b []byte, sp *tracer.Span) []byte {
 	sc := sp.SpanContext()
 	b = append(b, `{"type":"span","trace_id":"`...)
 	tid := sc.TraceID()
@@ -124,7 +105,7 @@ func appendSpan[S spanData](b []byte, sp S) []byte {
 }
 
 // appendAttrs writes an attribute object as given. A span's attribute
-// keys are unique (both tracers see to it); event and link attributes are
+// keys are unique (the tracer sees to it); event and link attributes are
 // written as the caller set them, a repeated key included, which JSON
 // readers resolve to the last value.
 func appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {

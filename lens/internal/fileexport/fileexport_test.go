@@ -20,11 +20,10 @@ import (
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 func testResource() *resource.Resource {
@@ -57,11 +56,63 @@ func ofType(recs []telfile.Record, typ string) []telfile.Record {
 	return out
 }
 
+// exportAtEnd is a tracer processor that exports each span the moment it
+// ends, one export (and one line) per End, in the order spans end.
+type exportAtEnd struct {
+	tb  testing.TB
+	exp *SpanExporter
+}
+
+func (p exportAtEnd) OnEnd(s *tracer.Span) {
+	if err := p.exp.ExportSpans(context.Background(), []*tracer.Span{s}); err != nil {
+		p.tb.Errorf("exporting %q: %v", s.Name(), err)
+	}
+}
+
+// batchOf is a tracer processor that exports spans in batches of n from
+// whichever goroutine fills one, so that exports overlap each other as
+// they do under lens's batcher, which runs two export workers.
+type batchOf struct {
+	tb  testing.TB
+	exp *SpanExporter
+	n   int
+
+	mu      sync.Mutex
+	pending []*tracer.Span
+}
+
+func (b *batchOf) OnEnd(s *tracer.Span) {
+	b.mu.Lock()
+	b.pending = append(b.pending, s)
+	var full []*tracer.Span
+	if len(b.pending) >= b.n {
+		full, b.pending = b.pending, nil
+	}
+	b.mu.Unlock()
+	if full != nil {
+		b.export(full)
+	}
+}
+
+// flush exports what is left over, a batch shorter than n.
+func (b *batchOf) flush() {
+	b.mu.Lock()
+	rest := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	b.export(rest)
+}
+
+func (b *batchOf) export(spans []*tracer.Span) {
+	if err := b.exp.ExportSpans(context.Background(), spans); err != nil {
+		b.tb.Errorf("exporting %d spans: %v", len(spans), err)
+	}
+}
+
 func TestSpans(t *testing.T) {
 	var buf bytes.Buffer
 	sink := NewSink(&buf, testResource())
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(sink.SpanExporter()))
-	tr := tp.Tracer("gymlens/test")
+	tr := tracer.NewProvider(nil, exportAtEnd{t, sink.SpanExporter()}).Tracer("gymlens/test")
 
 	ctx, root := tr.Start(context.Background(), "session", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
@@ -82,9 +133,6 @@ func TestSpans(t *testing.T) {
 	root.SetStatus(codes.Ok, "")
 	root.End()
 
-	if err := tp.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	recs := parse(t, buf.Bytes())
 	if len(recs) != 3 || recs[0].Type != telfile.TypeResource {
 		t.Fatalf("got %d records, first %q; want header + 2 spans", len(recs), recs[0].Type)
@@ -144,7 +192,7 @@ func TestSpans(t *testing.T) {
 func TestRemoteParent(t *testing.T) {
 	var buf bytes.Buffer
 	sink := NewSink(&buf, nil)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(sink.SpanExporter()))
+	tp := tracer.NewProvider(nil, exportAtEnd{t, sink.SpanExporter()})
 	remote := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    trace.TraceID{1, 2, 3},
 		SpanID:     trace.SpanID{4, 5, 6},
@@ -154,7 +202,6 @@ func TestRemoteParent(t *testing.T) {
 	ctx := trace.ContextWithRemoteSpanContext(context.Background(), remote)
 	_, sp := tp.Tracer("t").Start(ctx, "handler")
 	sp.End()
-	_ = tp.Shutdown(context.Background())
 
 	recs := parse(t, buf.Bytes())
 	s := recs[1].Span
@@ -251,7 +298,7 @@ func TestLogs(t *testing.T) {
 	var buf bytes.Buffer
 	sink := NewSink(&buf, testResource())
 	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(sink.LogExporter())))
-	tp := sdktrace.NewTracerProvider() // spans only need valid IDs here
+	tp := tracer.NewProvider(nil) // spans only need valid IDs here
 	logger := lp.Logger("gymlens/log")
 
 	ctx, span := tp.Tracer("t").Start(context.Background(), "op")
@@ -345,7 +392,7 @@ func TestShutdownIsPerExporter(t *testing.T) {
 		t.Fatalf("stopped exporter wrote %q", buf.String())
 	}
 
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	tp := tracer.NewProvider(nil, exportAtEnd{t, spans})
 	_, sp := tp.Tracer("t").Start(ctx, "still-works")
 	sp.End()
 	recs := parse(t, buf.Bytes())
@@ -389,16 +436,18 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return w.Buffer.Write(p)
 }
 
+// TestOneWritePerBatch: a batch well under writeChunk reaches the writer,
+// header included, in a single Write.
 func TestOneWritePerBatch(t *testing.T) {
 	var w countingWriter
 	sink := NewSink(&w, testResource())
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(sink.SpanExporter(),
-		sdktrace.WithBatchTimeout(time.Hour), sdktrace.WithMaxExportBatchSize(100)))
+	var spans []*tracer.Span
+	tp := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { spans = append(spans, s) }))
 	for i := range 10 {
 		_, sp := tp.Tracer("t").Start(context.Background(), fmt.Sprint("s", i))
 		sp.End()
 	}
-	if err := tp.ForceFlush(context.Background()); err != nil {
+	if err := sink.SpanExporter().ExportSpans(context.Background(), spans); err != nil {
 		t.Fatal(err)
 	}
 	if w.writes != 1 {
@@ -407,7 +456,6 @@ func TestOneWritePerBatch(t *testing.T) {
 	if n := len(parse(t, w.Bytes())); n != 11 {
 		t.Errorf("%d records, want 11", n)
 	}
-	_ = tp.Shutdown(context.Background())
 }
 
 func TestConcurrentWriters(t *testing.T) {
@@ -416,7 +464,8 @@ func TestConcurrentWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(sink.SpanExporter(), sdktrace.WithMaxExportBatchSize(7)))
+	batches := &batchOf{tb: t, exp: sink.SpanExporter(), n: 7}
+	tp := tracer.NewProvider(nil, batches)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(
 		sdkmetric.NewPeriodicReader(sink.MetricExporter(), sdkmetric.WithInterval(5*time.Millisecond))))
 	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(sink.LogExporter())))
@@ -446,8 +495,9 @@ func TestConcurrentWriters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	batches.flush()
 	ctx := context.Background()
-	for _, err := range []error{tp.Shutdown(ctx), mp.Shutdown(ctx), lp.Shutdown(ctx), sink.Close()} {
+	for _, err := range []error{mp.Shutdown(ctx), lp.Shutdown(ctx), sink.Close()} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -504,12 +554,9 @@ func TestOpenFileAppendsAndCloseIsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(sink.SpanExporter()))
+		tp := tracer.NewProvider(nil, exportAtEnd{t, sink.SpanExporter()})
 		_, sp := tp.Tracer("t").Start(context.Background(), fmt.Sprint("run-", run))
 		sp.End()
-		if err := tp.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
 		if err := sink.MetricExporter().ForceFlush(context.Background()); err != nil {
 			t.Errorf("ForceFlush on file: %v", err)
 		}
@@ -520,9 +567,9 @@ func TestOpenFileAppendsAndCloseIsIdempotent(t *testing.T) {
 			t.Errorf("second Close: %v", err)
 		}
 		// Exports after Close fail loudly instead of vanishing.
-		_, sp2 := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "late")
+		_, sp2 := tracer.NewProvider(nil).Tracer("t").Start(context.Background(), "late")
 		sp2.End()
-		err = sink.SpanExporter().ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{sp2.(sdktrace.ReadOnlySpan)})
+		err = sink.SpanExporter().ExportSpans(context.Background(), []*tracer.Span{sp2.(*tracer.Span)})
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("export after Close = %v, want ErrClosed", err)
 		}
@@ -583,16 +630,14 @@ func TestLargeBatchWritesWholeLinesInChunks(t *testing.T) {
 	var w countingWriter
 	sink := NewSink(&w, testResource())
 	exp := sink.SpanExporter()
-	tp := sdktrace.NewTracerProvider()
 	const n = 2048
-	rec := tracetest.NewSpanRecorder()
-	tp.RegisterSpanProcessor(rec)
+	spans := make([]*tracer.Span, 0, n)
+	tp := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { spans = append(spans, s) }))
 	for i := range n {
 		_, sp := tp.Tracer("t").Start(context.Background(), fmt.Sprint("span-", i),
 			trace.WithAttributes(attribute.String("padding", strings.Repeat("x", 200))))
 		sp.End()
 	}
-	spans := rec.Ended()
 	ctx := context.Background()
 	if err := exp.ExportSpans(ctx, spans); err != nil {
 		t.Fatal(err)
@@ -616,5 +661,4 @@ func TestLargeBatchWritesWholeLinesInChunks(t *testing.T) {
 	if perSpan := allocs / n; perSpan > 6 {
 		t.Errorf("%.1f allocations per span exported", perSpan)
 	}
-	_ = tp.Shutdown(ctx)
 }

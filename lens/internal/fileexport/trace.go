@@ -5,23 +5,22 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
 	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
-// SpanExporter writes finished spans to a sink: the SDK's spans through
-// ExportSpans (it is an sdktrace.SpanExporter), lens's own through
-// ExportLensSpans, both in the same line format.
+// SpanExporter writes the ended spans of lens's tracer to a sink, reading
+// them in place (ExportSpans). It is deliberately not an
+// sdktrace.SpanExporter: lens's tracer is the only source of spans, and
+// lens itself turns its spans into SDK snapshots for a caller's exporter
+// written for the SDK, so this one needs to know a single span type.
 type SpanExporter struct {
 	exporterBase
-	bufMu sync.Mutex // exports may overlap (two batcher workers, or the SDK's)
+	bufMu sync.Mutex // exports may overlap (two batcher workers, a flush)
 	buf   []byte     // reused for every export, never above writeChunk plus one span
 }
-
-var _ sdktrace.SpanExporter = (*SpanExporter)(nil)
 
 // writeChunk is how much encoded output an export gathers before it hands
 // it to the sink. A batch is written in pieces of about this size, each
@@ -37,18 +36,9 @@ func (s *Sink) SpanExporter() *SpanExporter {
 	return &SpanExporter{exporterBase: exporterBase{sink: s}}
 }
 
-// ExportSpans encodes a batch of SDK spans and appends it to the sink, in
-// writes of whole lines.
-func (e *SpanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	return exportSpans(ctx, e, spans)
-}
-
-// ExportLensSpans does the same for spans of lens's tracer, read in place.
-func (e *SpanExporter) ExportLensSpans(ctx context.Context, spans []*tracer.Span) error {
-	return exportSpans(ctx, e, spans)
-}
-
-func exportSpans[S spanData](ctx context.Context, e *SpanExporter, spans []S) error {
+// ExportSpans encodes a batch of ended spans and appends it to the
+// sink, in writes of whole lines.
+func (e *SpanExporter) ExportSpans(ctx context.Context, spans []*tracer.Span) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -78,7 +68,7 @@ func exportSpans[S spanData](ctx context.Context, e *SpanExporter, spans []S) er
 
 // spanRecord is the reflective form of a span line. The exporter writes
 // appendSpan's direct encoding; tests hold the two to the same output.
-func spanRecord[S spanData](sp S) *telfile.Span {
+func spanRecord(sp *tracer.Span) *telfile.Span {
 	sc := sp.SpanContext()
 	rec := &telfile.Span{
 		TraceID:    sc.TraceID().String(),
@@ -135,7 +125,8 @@ func spanKind(k trace.SpanKind) string {
 	case trace.SpanKindConsumer:
 		return telfile.KindConsumer
 	default:
-		// Both tracers already map "unspecified" to internal.
+		// The tracer already maps "unspecified" to internal; anything
+		// else unknown is written as internal too.
 		return telfile.KindInternal
 	}
 }
