@@ -77,33 +77,12 @@ func (r *Run) CounterTotals(name, key string) map[string]float64 {
 func (r *Run) SpanDurations(name string, agentsOnly bool) []time.Duration {
 	agents := agentsOnly && haveAgent(r.Processes)
 	var out []time.Duration
-	if r.index != nil {
-		for _, p := range r.Processes {
-			if !agents || p.ServerType == TypeAgent {
-				out = append(out, r.index.durations[durationKey{p, name}]...)
-			}
-		}
-	} else {
-		for _, s := range r.spansNamed(name, agentsOnly) {
-			out = append(out, s.Duration())
+	for _, p := range r.Processes {
+		if !agents || p.ServerType == TypeAgent {
+			out = append(out, r.index.durations[durationKey{p, name}]...)
 		}
 	}
 	slices.Sort(out)
-	return out
-}
-
-// spansNamed returns the spans of Run.Traces with the given name, in
-// trace order; agentsOnly as for SpanDurations.
-func (r *Run) spansNamed(name string, agentsOnly bool) []*Span {
-	agents := agentsOnly && haveAgent(r.Processes)
-	var out []*Span
-	for _, t := range r.Traces {
-		for _, s := range t.Spans {
-			if s.Name == name && (!agents || s.Process.ServerType == TypeAgent) {
-				out = append(out, s)
-			}
-		}
-	}
 	return out
 }
 
@@ -384,28 +363,7 @@ type RolloutTrace struct {
 // holds the traces of the LoadOptions.KeepSlowest slowest rollouts only,
 // so it returns at most that many.
 func (r *Run) SlowestRollouts(k int) []RolloutTrace {
-	if r.index != nil {
-		spans := r.index.slowest[:max(0, min(k, len(r.index.slowest)))]
-		out := make([]RolloutTrace, 0, len(spans))
-		for _, s := range spans {
-			out = append(out, RolloutTrace{Span: s, Trace: r.Trace(s.TraceID), Rollout: r.rolloutFor(s)})
-		}
-		return out
-	}
-	spans := r.spansNamed(SpanRollout, true)
-	sort.SliceStable(spans, func(i, j int) bool {
-		a, b := spans[i], spans[j]
-		if a.Duration() != b.Duration() {
-			return a.Duration() > b.Duration()
-		}
-		if a.TraceID != b.TraceID {
-			return a.TraceID < b.TraceID
-		}
-		return a.SpanID < b.SpanID
-	})
-	if k < len(spans) {
-		spans = spans[:max(k, 0)]
-	}
+	spans := r.index.slowest[:max(0, min(k, len(r.index.slowest)))]
 	out := make([]RolloutTrace, 0, len(spans))
 	for _, s := range spans {
 		out = append(out, RolloutTrace{Span: s, Trace: r.Trace(s.TraceID), Rollout: r.rolloutFor(s)})
@@ -471,19 +429,10 @@ type Problem struct {
 // written by a process other than the orchestrator, and telemetry files
 // from another run. The result is sorted by kind, file and position.
 //
-// A Run read without AllSpans lists the first few broken traces only (as
-// many as a report shows); Unlisted counts the others.
+// Only the first few broken traces are listed (as many as a report
+// shows); Unlisted counts the others.
 func (r *Run) Problems() []Problem {
-	var out []Problem
-	if r.index != nil {
-		out = append(out, r.index.broken...)
-	} else {
-		for _, t := range r.Traces {
-			for _, s := range t.Orphans() {
-				out = append(out, brokenTraceProblem(s.Process, s.Line, t.ID, s.SpanID, s.ParentSpanID, s.Kind, s.Name))
-			}
-		}
-	}
+	out := slices.Clone(r.index.broken)
 	for _, p := range r.Processes {
 		if p.Empty() {
 			what := "only a resource header"
@@ -533,10 +482,9 @@ func (r *Run) Problems() []Problem {
 }
 
 // Unlisted returns how many problems of kind the Run counted but Problems
-// does not list: broken traces beyond the first few of a Run read without
-// AllSpans, 0 otherwise.
+// does not list: broken traces beyond the first few, 0 for other kinds.
 func (r *Run) Unlisted(kind ProblemKind) int {
-	if kind == ProblemBrokenTrace && r.index != nil {
+	if kind == ProblemBrokenTrace {
 		return r.index.brokenUnlisted
 	}
 	return 0

@@ -7,17 +7,16 @@
 // about a kilobyte each once decoded), so a Run holds most of them as
 // numbers only: counts, and every span's duration for exact percentiles.
 // Only the traces a report draws are kept with every span and attribute:
-// the slowest rollouts' (as many as [LoadOptions] ask for), the
-// collection's gym.job span and the spans they link to. To get there Load
+// the slowest rollouts' (as many as [LoadOptions] ask for) and the spans
+// they link to, such as the collection's gym.job span. To get there Load
 // reads the telemetry twice, decoding the kept traces' lines a second
 // time; the Run it returns takes some 35 bytes per span (durations and
-// rollouts) instead of a kilobyte. [LoadOptions].AllSpans keeps every
-// span instead. The Run's methods
-// derive the views a report shows (duration distributions, verify success
-// per process and over time, HTTP latency per route, the slowest rollouts'
-// traces, problems such as broken traces), and [WriteText] renders them as
-// text. The model carries no presentation, so other renderers can be built
-// on the same methods.
+// rollouts) instead of a kilobyte. The Run's methods derive the views a
+// report shows (duration distributions, verify success per process and
+// over time, HTTP latency per route, the slowest rollouts' traces,
+// problems such as broken traces), and [WriteText] renders them as text.
+// The model carries no presentation, so other renderers can be built on
+// the same methods.
 //
 //	run dir ──Load──► Run (processes, traces, series, rollouts, notes)
 //	                   │  Problems, VerifyWindows, SlowestRollouts, ...

@@ -461,8 +461,8 @@ func (p *htmlPage) slowest(r *Run, k int, swatch map[*Process]string) {
 			t.Rewarded = ro.Correct
 		}
 		if tr == nil {
-			// Cannot happen for a span read from the run, but a Run built
-			// by hand may lack the index.
+			// Cannot happen: Load keeps the trace of every span it ranks
+			// among the slowest. Drawn alone rather than failing.
 			tr = &Trace{ID: span.TraceID, Spans: []*Span{span}, Start: span.Start, End: span.End,
 				byID: map[string]*Span{span.SpanID: span}}
 		}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"container/heap"
 	"encoding/hex"
@@ -18,23 +17,30 @@ import (
 )
 
 // A run of a hundred thousand rollouts holds some 700 000 spans, and a
-// span with its attributes takes about a kilobyte of memory once decoded. So unless LoadOptions.AllSpans asks for everything, Load reads
-// the telemetry twice:
+// span with its attributes takes about a kilobyte of memory once decoded.
+// So Load reads the telemetry twice:
 //
 //  1. Every line is decoded and checked, and each span leaves only a few
 //     numbers behind: its duration (for the exact percentiles), its place
 //     in the files and its ids (for finding broken traces), the extent of
-//     its trace. The slowest rollout spans are picked on the way.
+//     its trace. The slowest rollout spans are picked on the way, and so
+//     is the gym.job span whose duration the report's header shows.
 //  2. Only the lines of the traces a report draws are decoded again and
-//     kept in full: the slowest rollouts, the collection's gym.job span,
-//     and the targets of their links. The spans whose parent is missing
-//     are decoded again too, to describe the problem.
+//     kept in full: the slowest rollouts and the targets of their links
+//     (the collection's gym.job span, in a run of gym). The spans whose
+//     parent is missing are decoded again too, to describe the problem.
+//
+// Ids are compared as numbers in the first pass. The format writes them in
+// lowercase hex, but a file from another exporter or edited by hand may
+// hold anything; such ids are numbered as they come (see
+// collector.spanNumber), so that no trace needs its spans decoded to be
+// checked, whatever its ids look like.
 //
 // The numbers of the first pass are dropped once the Run is built, except
 // the durations.
 
 // spanIndex is what a Run read by Load knows about the spans it does not
-// hold in full.
+// hold in full. A Run made by hand has the zero spanIndex: no span read.
 type spanIndex struct {
 	// traces and spans count every trace id and every span read.
 	traces, spans int
@@ -50,6 +56,10 @@ type spanIndex struct {
 	// caller outside the fleet) would otherwise hold a problem per span.
 	broken         []Problem
 	brokenUnlisted int
+	// job is the duration of the run's first gym.job span (in Run.Traces
+	// order, as if every trace were held); hasJob is set when there is one.
+	job    time.Duration
+	hasJob bool
 }
 
 type durationKey struct {
@@ -59,14 +69,63 @@ type durationKey struct {
 
 // spanRef is what the first pass keeps of one span: 32 bytes.
 type spanRef struct {
-	// id and parent are the span and parent span ids as numbers; they are
-	// meaningless for a span of an inexact trace (see collector.inexact).
+	// id and parent are the span and parent span ids as numbers (see
+	// collector.spanNumber).
 	id, parent uint64
 	// trace indexes collector.traces; file indexes Run.Processes; line is
 	// the 1-based line in that file.
 	trace, file, line uint32
-	// root is set when the span names no parent.
-	root bool
+	// flags marks a root span and says which numbering id and parent are
+	// in.
+	flags refFlags
+}
+
+// refFlags describe a spanRef's ids.
+type refFlags uint8
+
+const (
+	// refRoot marks a span that names no parent.
+	refRoot refFlags = 1 << iota
+	// refOddID and refOddParent mark an id or parent that was not in
+	// canonical form, so its number is one collector.oddSpanIDs gave.
+	refOddID
+	refOddParent
+)
+
+// spanKey is a span id as the first pass compares it. Two ids are equal as
+// strings exactly when their keys are: a canonical id is its own value, an
+// odd one a number given out in another space, which odd tells apart.
+type spanKey struct {
+	trace uint32
+	odd   bool
+	n     uint64
+}
+
+// key returns the key of the span's own id.
+func (r *spanRef) key() spanKey { return spanKey{r.trace, r.flags&refOddID != 0, r.id} }
+
+// parentKey returns the key of the span's parent id.
+func (r *spanRef) parentKey() spanKey { return spanKey{r.trace, r.flags&refOddParent != 0, r.parent} }
+
+// compare orders keys by trace, then canonical before odd, then number.
+func (a spanKey) compare(b spanKey) int {
+	switch {
+	case a.trace != b.trace:
+		if a.trace < b.trace {
+			return -1
+		}
+		return 1
+	case a.odd != b.odd:
+		if b.odd {
+			return -1
+		}
+		return 1
+	case a.n < b.n:
+		return -1
+	case a.n > b.n:
+		return 1
+	}
+	return 0
 }
 
 // traceSum is what the first pass keeps of one trace.
@@ -87,25 +146,35 @@ type rankEntry struct {
 	spanID            string
 }
 
+// jobSpan is what the first pass keeps of a gym.job span.
+type jobSpan struct {
+	start  int64
+	spanID string
+	dur    time.Duration
+}
+
 // collector gathers the first pass.
 type collector struct {
 	run  *Run
 	keep int
 
+	// ids finds canonical trace ids, oddIDs the others; oddTraceIDs
+	// spells the latter back.
 	ids         map[[16]byte]uint32
 	oddIDs      map[string]uint32
 	oddTraceIDs map[uint32]string
 	traces      []traceSum
-	// inexact marks the traces with a span id or parent span id that is
-	// not 16 lowercase hex digits; those traces are loaded in full and
-	// checked for orphans span by span.
-	inexact map[uint32]bool
+	// oddSpanIDs numbers the span ids (own or parent) that are not 16
+	// lowercase hex digits, in the order met. It costs a map entry per
+	// distinct odd id, but only while the first pass runs.
+	oddSpanIDs map[string]uint64
 
 	refs []spanRef
 	// fileRefs[f] is the range of refs read from file f.
 	fileRefs [][2]int
-	// jobTraces holds the traces with a gym.job span.
-	jobTraces map[uint32]bool
+	// jobs holds, by trace, the gym.job span that comes first in the
+	// trace's own order (start time, then span id, then reading order).
+	jobs map[uint32]jobSpan
 	// slowest holds one heap of rollout spans per file.
 	slowest []*rankHeap
 
@@ -116,7 +185,7 @@ func newCollector(run *Run, keep int) *collector {
 	return &collector{
 		run: run, keep: max(keep, 0),
 		ids: map[[16]byte]uint32{}, oddIDs: map[string]uint32{}, oddTraceIDs: map[uint32]string{},
-		inexact: map[uint32]bool{}, jobTraces: map[uint32]bool{},
+		oddSpanIDs: map[string]uint64{}, jobs: map[uint32]jobSpan{},
 		durations: map[durationKey][]time.Duration{},
 	}
 }
@@ -141,15 +210,15 @@ func (c *collector) add(p *Process, line int, s *telfile.Span) {
 		ts.end = max(ts.end, s.EndNS)
 	}
 
-	ref := spanRef{trace: ti, file: uint32(f), line: uint32(line), root: s.ParentSpanID == ""}
-	var ok bool
-	if ref.id, ok = parseHex64(s.SpanID); !ok {
-		c.inexact[ti] = true
+	ref := spanRef{trace: ti, file: uint32(f), line: uint32(line)}
+	var odd bool
+	if ref.id, odd = c.spanNumber(s.SpanID); odd {
+		ref.flags |= refOddID
 	}
-	if !ref.root {
-		if ref.parent, ok = parseHex64(s.ParentSpanID); !ok {
-			c.inexact[ti] = true
-		}
+	if s.ParentSpanID == "" {
+		ref.flags |= refRoot
+	} else if ref.parent, odd = c.spanNumber(s.ParentSpanID); odd {
+		ref.flags |= refOddParent
 	}
 	c.refs = append(c.refs, ref)
 	c.fileRefs[f][1] = len(c.refs)
@@ -162,13 +231,38 @@ func (c *collector) add(p *Process, line int, s *telfile.Span) {
 
 	switch s.Name {
 	case SpanJob:
-		c.jobTraces[ti] = true
+		// Ties keep the span read first, as the stable sort of a trace's
+		// spans does.
+		j, seen := c.jobs[ti]
+		if !seen || s.StartNS < j.start || s.StartNS == j.start && s.SpanID < j.spanID {
+			c.jobs[ti] = jobSpan{start: s.StartNS, spanID: s.SpanID, dur: d}
+		}
 	case SpanRollout:
 		if c.keep > 0 {
 			c.slowest[f].offer(rankEntry{dur: int64(d), start: s.StartNS, trace: ti, file: uint32(f),
 				line: uint32(line), spanID: s.SpanID})
 		}
 	}
+}
+
+// spanNumber returns the number a span id is compared by, and whether it
+// is odd. A canonical id (16 lowercase hex digits) is its own value; any
+// other string gets the next number of a second numbering, kept apart by
+// the odd flag, so it can equal no canonical id. The same string always
+// gets the same number, which is all that finding a parent needs. An id in
+// uppercase hex is odd: the format writes lowercase, and the full reading
+// of a trace (Trace.Span) compares ids as strings, so it is another id
+// than its lowercase spelling.
+func (c *collector) spanNumber(id string) (uint64, bool) {
+	if v, ok := parseHex64(id); ok {
+		return v, false
+	}
+	n, ok := c.oddSpanIDs[id]
+	if !ok {
+		n = uint64(len(c.oddSpanIDs))
+		c.oddSpanIDs[id] = n
+	}
+	return n, true
 }
 
 // traceIndex returns the index of the trace with the given id, adding it
@@ -312,74 +406,46 @@ func (c *collector) slowestEntries() []rankEntry {
 	return all[:min(len(all), c.keep)]
 }
 
-// detailTraces marks the traces to load in full: the slowest rollouts',
-// the first gym.job span's (the header shows its duration) and the
-// inexact ones.
+// detailTraces marks the traces to load in full: the slowest rollouts'.
 func (c *collector) detailTraces(slowest []rankEntry) []bool {
 	want := make([]bool, len(c.traces))
 	for _, e := range slowest {
 		want[e.trace] = true
 	}
-	job, found := uint32(0), false
-	for ti := range c.jobTraces {
-		if !found || c.traces[ti].start < c.traces[job].start ||
-			c.traces[ti].start == c.traces[job].start && c.compareTraceIDs(ti, job) < 0 {
-			job, found = ti, true
-		}
-	}
-	if found {
-		want[job] = true
-	}
-	for ti := range c.inexact {
-		want[ti] = true
-	}
 	return want
 }
 
+// firstJob returns the gym.job span that Run.Traces would list first if
+// it held every trace: the one of the earliest trace (ties by trace id).
+func (c *collector) firstJob() (jobSpan, bool) {
+	best, found := uint32(0), false
+	for ti := range c.jobs {
+		if !found || c.traces[ti].start < c.traces[best].start ||
+			c.traces[ti].start == c.traces[best].start && c.compareTraceIDs(ti, best) < 0 {
+			best, found = ti, true
+		}
+	}
+	return c.jobs[best], found
+}
+
 // orphans returns the refs (as indexes, ascending) of the spans whose
-// parent no span of their trace has, leaving out inexact traces.
+// parent no span of their trace has.
 func (c *collector) orphans() []int {
 	order := make([]uint32, len(c.refs))
 	for i := range order {
 		order[i] = uint32(i)
 	}
-	key := func(r spanRef) (uint32, uint64) { return r.trace, r.id }
 	slices.SortFunc(order, func(a, b uint32) int {
-		ta, ia := key(c.refs[a])
-		tb, ib := key(c.refs[b])
-		if ta != tb {
-			if ta < tb {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case ia < ib:
-			return -1
-		case ia > ib:
-			return 1
-		}
-		return 0
+		return c.refs[a].key().compare(c.refs[b].key())
 	})
 	var out []int
-	for i, r := range c.refs {
-		if r.root || c.inexact[r.trace] {
+	for i := range c.refs {
+		r := &c.refs[i]
+		if r.flags&refRoot != 0 {
 			continue
 		}
-		_, found := slices.BinarySearchFunc(order, r, func(o uint32, want spanRef) int {
-			got := c.refs[o]
-			switch {
-			case got.trace != want.trace:
-				if got.trace < want.trace {
-					return -1
-				}
-				return 1
-			case got.id < want.parent:
-				return -1
-			case got.id > want.parent:
-				return 1
-			}
-			return 0
+		_, found := slices.BinarySearchFunc(order, r.parentKey(), func(o uint32, want spanKey) int {
+			return c.refs[o].key().compare(want)
 		})
 		if !found {
 			out = append(out, i)
@@ -462,7 +528,7 @@ func (d *detailLoader) load(want []bool, orphans []int) error {
 }
 
 // scan calls fn with every line of the process's telemetry file, numbered
-// the way telfile.Read numbers them, until fn returns false or an error.
+// as telfile.Read numbers them, until fn returns false or an error.
 func (d *detailLoader) scan(p *Process, fn func(line uint32, text []byte) (bool, error)) error {
 	path := filepath.Join(d.l.run.Dir, TelemetryDir, p.File)
 	f, err := os.Open(path)
@@ -470,30 +536,18 @@ func (d *detailLoader) scan(p *Process, fn func(line uint32, text []byte) (bool,
 		return &FileError{Path: path, Err: pathless(err)}
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), telfile.MaxLineBytes)
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			return i + 1, data[:i], nil
-		}
-		if atEOF && len(data) > 0 {
-			return len(data), data, nil
-		}
-		return 0, nil, nil
-	})
-	var line uint32
+	sc := telfile.NewScanner(f)
 	for sc.Scan() {
-		line++
-		more, err := fn(line, sc.Bytes())
+		more, err := fn(uint32(sc.Line()), sc.Bytes())
 		if err != nil {
-			return &FileError{Path: path, Line: int(line), Err: err}
+			return &FileError{Path: path, Line: sc.Line(), Err: err}
 		}
 		if !more {
 			return nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &FileError{Path: path, Line: int(line) + 1, Err: err}
+		return &FileError{Path: path, Line: sc.Line() + 1, Err: err}
 	}
 	return nil
 }
@@ -538,16 +592,11 @@ func (c *collector) buildIndex(l *loader) (*spanIndex, error) {
 			return nil, err
 		}
 	}
-	// The ids of inexact traces could not be checked as numbers; they are
-	// held in full, so check them span by span.
-	for ti := range c.inexact {
-		t := l.run.Trace(c.traceID(ti))
-		for _, s := range t.Orphans() {
-			d.broken = append(d.broken, brokenTraceProblem(s.Process, s.Line, t.ID, s.SpanID, s.ParentSpanID, s.Kind, s.Name))
-		}
-	}
 	idx := &spanIndex{traces: len(c.traces), spans: len(c.refs), broken: d.broken, brokenUnlisted: unlisted,
 		durations: make(map[durationKey][]time.Duration, len(c.durations))}
+	if j, ok := c.firstJob(); ok {
+		idx.job, idx.hasJob = j.dur, true
+	}
 	for _, e := range slowest {
 		s := d.byPos[spanPos{e.file, e.line}]
 		if s == nil {

@@ -68,30 +68,25 @@ type LoadOptions struct {
 	// KeepSlowest is the number of slowest rollouts (gym.rollout spans,
 	// as SlowestRollouts ranks them) whose traces are kept in full; it is
 	// the most waterfalls a report of the Run can draw. Also kept are the
-	// trace of the first gym.job span and the traces that the kept spans
-	// link to. 0 keeps no rollout.
+	// traces that the kept spans link to. 0 keeps no trace.
 	KeepSlowest int
-	// AllSpans keeps every span in Run.Traces, for tools that walk all the
-	// traces. Memory then grows with the run, by about a kilobyte per span;
-	// KeepSlowest is ignored.
-	AllSpans bool
 }
 
 // Load reads the run directory dir with LoadWith, keeping the traces of
 // the DefaultKeepSlowest slowest rollouts in full.
 //
 // The Run's aggregates (counts, durations, tallies, problems) cover every
-// span, but Run.Traces does not hold every trace: a tool that walks all
-// traces must call LoadWith with AllSpans set.
+// span, but Run.Traces holds only the traces a report draws, never every
+// trace of a large run.
 func Load(dir string) (Run, error) {
 	return LoadWith(dir, LoadOptions{KeepSlowest: DefaultKeepSlowest})
 }
 
 // LoadWith reads the run directory dir: every telemetry/*.jsonl file,
-// rollouts.jsonl and config.yaml. Unless opts.AllSpans is set, the spans
-// are read in two passes: the first decodes every line and keeps a few
-// numbers per span, the second decodes again only the spans of the traces
-// opts asks to keep in full (see LoadOptions).
+// rollouts.jsonl and config.yaml. The spans are read in two passes: the
+// first decodes every line and keeps a few numbers per span, the second
+// decodes again only the spans of the traces opts asks to keep in full
+// (see LoadOptions).
 //
 // Damage that leaves the rest of the data trustworthy becomes a Note and
 // reading goes on: a telemetry file whose last line was cut short, an
@@ -121,28 +116,23 @@ func LoadWith(dir string, opts LoadOptions) (Run, error) {
 		return run, fmt.Errorf("%s: %w", dir, ErrNotRunDir)
 	}
 
-	l := loader{run: &run, series: map[string]*Series{}}
-	if !opts.AllSpans {
-		l.spans = newCollector(&run, opts.KeepSlowest)
-	}
+	l := loader{run: &run, series: map[string]*Series{}, spans: newCollector(&run, opts.KeepSlowest)}
 	if err := l.readConfig(); err != nil {
 		return run, err
 	}
 	if err := l.readTelemetry(); err != nil {
 		return run, err
 	}
-	if c := l.spans; c != nil {
-		idx, err := c.buildIndex(&l)
-		if err != nil {
-			return run, err
-		}
-		run.index = idx
-		for _, t := range c.traces {
-			l.widen(t.start)
-			l.widen(t.end)
-		}
-		l.spans = nil // the first pass's numbers are no longer needed
+	idx, err := l.spans.buildIndex(&l)
+	if err != nil {
+		return run, err
 	}
+	run.index = *idx
+	for _, t := range l.spans.traces {
+		l.widen(t.start)
+		l.widen(t.end)
+	}
+	l.spans = nil // the first pass's numbers are no longer needed
 	if err := l.readRollouts(); err != nil {
 		return run, err
 	}
@@ -153,7 +143,7 @@ func LoadWith(dir string, opts LoadOptions) (Run, error) {
 type loader struct {
 	run    *Run
 	series map[string]*Series
-	// spans gathers the first pass; nil when every span is kept.
+	// spans gathers the first pass; nil once the Run is built.
 	spans *collector
 	// start and end bound the timestamps seen, in Unix nanoseconds; 0
 	// when none was.
@@ -278,9 +268,7 @@ func (l *loader) readTelemetryFile(name string) error {
 
 	p := &Process{File: name}
 	l.run.Processes = append(l.run.Processes, p)
-	if l.spans != nil {
-		l.spans.startFile()
-	}
+	l.spans.startFile()
 	instance := ""
 	headerless := 0
 	err = telfile.Read(f, func(rec telfile.Record) error {
@@ -304,11 +292,7 @@ func (l *loader) readTelemetryFile(name string) error {
 		switch {
 		case rec.Span != nil:
 			p.Spans++
-			if l.spans != nil {
-				l.spans.add(p, rec.Line, rec.Span)
-			} else {
-				l.addSpan(p, rec.Line, rec.Span)
-			}
+			l.spans.add(p, rec.Line, rec.Span)
 		case rec.Metric != nil:
 			p.Metrics++
 			l.addMetric(p, instance, rec.Metric)
@@ -335,12 +319,16 @@ func (l *loader) readTelemetryFile(name string) error {
 // in another format version gets a message saying so, rather than a
 // complaint about whatever field changed.
 func checkHeader(r io.Reader) error {
-	br := bufio.NewReader(r)
-	first, err := br.ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return err
+	sc := telfile.NewScanner(r)
+	if !sc.Scan() {
+		// An empty file is fine, and telfile.Read reports a first line
+		// that is too long with its number.
+		if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
+			return err
+		}
+		return nil
 	}
-	first = bytes.TrimSpace(first)
+	first := bytes.TrimSpace(sc.Bytes())
 	if len(first) == 0 {
 		return nil
 	}
@@ -526,6 +514,8 @@ func (l *loader) finish() {
 			l.widen(t.UnixNano())
 		}
 	}
+	// The traces' extents are in l.start and l.end already: the first
+	// pass saw every span.
 	for _, t := range run.Traces {
 		sort.SliceStable(t.Spans, func(i, j int) bool {
 			a, b := t.Spans[i], t.Spans[j]
@@ -541,11 +531,6 @@ func (l *loader) finish() {
 			if i == 0 || s.End.After(t.End) {
 				t.End = s.End
 			}
-		}
-		if run.index == nil {
-			// Otherwise Load took in every trace's extent already.
-			widen(t.Start)
-			widen(t.End)
 		}
 	}
 	sort.SliceStable(run.Traces, func(i, j int) bool {

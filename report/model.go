@@ -25,9 +25,8 @@ type Run struct {
 	Processes []*Process
 	// Traces holds the traces kept in full, each with every span of every
 	// process, sorted by start time and then trace id. A Run from LoadWith
-	// keeps the traces its LoadOptions ask for (all of them with
-	// AllSpans); TraceCount and SpanCount count every trace and span read
-	// all the same.
+	// keeps the traces its LoadOptions ask for; TraceCount and SpanCount
+	// count every trace and span read all the same.
 	Traces []*Trace
 	// Series holds every metric stream, sorted by metric name, process
 	// file and attribute set.
@@ -43,9 +42,10 @@ type Run struct {
 	Start, End time.Time
 
 	traceByID map[string]*Trace
-	// index describes every span read when Traces holds only some of
-	// them; nil when Traces holds all (AllSpans, or a Run made by hand).
-	index *spanIndex
+	// index describes every span read, most of which Traces does not
+	// hold. The span counts, durations, slowest rollouts and broken traces
+	// come from it alone, so a Run made by hand reports none.
+	index spanIndex
 }
 
 // Config is the part of config.yaml (the effective configuration gym run
@@ -366,25 +366,16 @@ func (r *Run) rolloutCounts() (failed, rewarded int) {
 
 // TraceCount returns the number of distinct trace ids among the spans
 // read, whether or not their traces were kept in full.
-func (r *Run) TraceCount() int {
-	if r.index != nil {
-		return r.index.traces
-	}
-	return len(r.Traces)
-}
+func (r *Run) TraceCount() int { return r.index.traces }
 
 // SpanCount returns the number of spans read, whether or not their traces
 // were kept in full.
-func (r *Run) SpanCount() int {
-	if r.index != nil {
-		return r.index.spans
-	}
-	n := 0
-	for _, t := range r.Traces {
-		n += len(t.Spans)
-	}
-	return n
-}
+func (r *Run) SpanCount() int { return r.index.spans }
+
+// jobDuration returns the duration of the collection's gym.job span (the
+// first one, should there be several), whether or not its trace was kept
+// in full.
+func (r *Run) jobDuration() (time.Duration, bool) { return r.index.job, r.index.hasJob }
 
 // Process returns the process with the given server name (or, failing
 // that, file base name without extension), or nil.

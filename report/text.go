@@ -121,8 +121,8 @@ func startedText(r *Run) string {
 
 func durationText(r *Run) string {
 	d := fmtDuration(r.Duration()) + " from first to last telemetry record"
-	if jobs := r.spansNamed(SpanJob, false); len(jobs) > 0 {
-		d += "; collection " + fmtDuration(jobs[0].Duration()) + " (" + SpanJob + " span)"
+	if job, ok := r.jobDuration(); ok {
+		d += "; collection " + fmtDuration(job) + " (" + SpanJob + " span)"
 	}
 	return d
 }

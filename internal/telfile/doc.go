@@ -11,7 +11,8 @@
 // This package is deliberately free of OpenTelemetry imports. It is the
 // single definition of the format: the exporters in lens/internal/fileexport
 // encode through these types, and tools that analyse recorded runs decode
-// with [Read] or [ReadFile] without pulling in the SDK.
+// with [Read] or [ReadFile] (or walk the lines with a [Scanner]) without
+// pulling in the SDK.
 //
 // The current layout is format 1 ([FormatVersion]). Readers ignore JSON
 // fields they do not know, so optional fields can be added without a version

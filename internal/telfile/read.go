@@ -10,9 +10,9 @@ import (
 	"os"
 )
 
-// MaxLineBytes is the longest line Read accepts. Lines are normally a few
-// hundred bytes; the limit only exists so a corrupt file without newlines
-// cannot exhaust memory.
+// MaxLineBytes is the longest line a Scanner, and so Read, accepts. Lines
+// are normally a few hundred bytes; the limit only exists so a corrupt
+// file without newlines cannot exhaust memory.
 const MaxLineBytes = 64 << 20
 
 // ErrTruncated reports that the input ends in a partial line: the final line
@@ -21,36 +21,115 @@ const MaxLineBytes = 64 << 20
 // delivered normally, so callers may treat this error as a warning.
 var ErrTruncated = errors.New("truncated final line (partially written record)")
 
+// Scanner splits a telemetry file into its lines, numbered from 1. It is
+// the one line reader of the format: Read decodes what it yields, and a
+// caller that goes back to chosen lines of a file (by the numbers Read
+// reported) counts them with it too, so both agree on every number.
+//
+// A line ends at '\n', which Bytes leaves out. A last line without one is
+// yielded all the same, and Unterminated says so: a writer that died in
+// the middle of a record leaves such a line. Blank lines are yielded and
+// counted like the others. A line longer than MaxLineBytes ends the scan
+// with an error (see Err), so that a corrupt file without newlines cannot
+// exhaust memory.
+type Scanner struct {
+	src          failReader
+	sc           *bufio.Scanner
+	line         int
+	unterminated bool
+}
+
+// failReader remembers whether its reader failed, as opposed to ending.
+type failReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *failReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.err = err
+	}
+	return n, err
+}
+
+// NewScanner returns a Scanner reading r from its current position.
+func NewScanner(r io.Reader) *Scanner {
+	s := &Scanner{src: failReader{r: r}}
+	s.sc = bufio.NewScanner(&s.src)
+	s.sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	s.sc.Split(s.split)
+	return s
+}
+
+// split is a bufio.SplitFunc like bufio.ScanLines, except that it keeps a
+// trailing '\r' (the format never writes one, so it is data) and notes a
+// last line that has no newline. bufio.Scanner hands over what is left
+// when the reader fails as it does at the end of the input; that is not a
+// last line, only the part of one read before the failure, so it is not
+// yielded and Err reports the failure.
+func (s *Scanner) split(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 && s.src.err == nil {
+		s.unterminated = true
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// Scan advances to the next line, which Bytes, Line and Unterminated then
+// describe. It returns false at the end of the input or when reading
+// fails; Err tells which.
+func (s *Scanner) Scan() bool {
+	if !s.sc.Scan() {
+		return false
+	}
+	s.line++
+	return true
+}
+
+// Bytes returns the current line without its newline. The slice is only
+// valid until the next call to Scan, which may overwrite it.
+func (s *Scanner) Bytes() []byte { return s.sc.Bytes() }
+
+// Line returns the 1-based number of the current line. Once Scan has
+// returned false it is the number of the last line yielded (0 for none),
+// so a line that could not be read is number Line()+1.
+func (s *Scanner) Line() int { return s.line }
+
+// Unterminated reports whether the current line ran to the end of the
+// input without a newline. Only the last line can; whether it is whole or
+// cut short is for the caller to judge from its content.
+func (s *Scanner) Unterminated() bool { return s.unterminated }
+
+// Err returns the error that stopped Scan, or nil at a clean end of the
+// input. A line over MaxLineBytes gives an error wrapping bufio.ErrTooLong
+// that names the limit; any other error is the reader's.
+func (s *Scanner) Err() error {
+	err := s.sc.Err()
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("longer than %d bytes: %w", MaxLineBytes, err)
+	}
+	return err
+}
+
 // Read decodes the telemetry lines in r and calls fn for each record, in
 // order. Blank lines are skipped. It stops at the first problem and returns
 // an error naming the 1-based line number; errors returned by fn are passed
 // back wrapped in the same way. A partial last line yields an error wrapping
 // ErrTruncated.
 func Read(r io.Reader, fn func(Record) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
-	unterminated := false
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			return i + 1, data[:i], nil
-		}
-		if atEOF && len(data) > 0 {
-			unterminated = true
-			return len(data), data, nil
-		}
-		return 0, nil, nil
-	})
-
-	line := 0
+	sc := NewScanner(r)
 	for sc.Scan() {
-		line++
-		text := sc.Bytes()
+		line, text := sc.Line(), sc.Bytes()
 		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
 		rec, err := decodeLine(text, line)
 		if err != nil {
-			if unterminated && errors.Is(err, errSyntax) {
+			if sc.Unterminated() && errors.Is(err, errSyntax) {
 				return fmt.Errorf("line %d: %w", line, ErrTruncated)
 			}
 			return fmt.Errorf("line %d: %w", line, err)
@@ -61,9 +140,9 @@ func Read(r io.Reader, fn func(Record) error) error {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("line %d: longer than %d bytes: %w", line+1, MaxLineBytes, err)
+			return fmt.Errorf("line %d: %w", sc.Line()+1, err)
 		}
-		return fmt.Errorf("after line %d: %w", line, err)
+		return fmt.Errorf("after line %d: %w", sc.Line(), err)
 	}
 	return nil
 }

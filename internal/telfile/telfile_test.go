@@ -1,9 +1,12 @@
 package telfile
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -396,5 +399,101 @@ func TestNumber(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &n); err == nil {
 			t.Errorf("Unmarshal(%s) accepted", bad)
 		}
+	}
+}
+
+// scanned is one line a Scanner yielded.
+type scanned struct {
+	line         int
+	text         string
+	unterminated bool
+}
+
+func scanAll(s *Scanner) []scanned {
+	var out []scanned
+	for s.Scan() {
+		out = append(out, scanned{s.Line(), string(s.Bytes()), s.Unterminated()})
+	}
+	return out
+}
+
+func TestScanner(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     []scanned
+	}{
+		{"empty", "", nil},
+		{"terminated", "a\n\nb\n", []scanned{{1, "a", false}, {2, "", false}, {3, "b", false}}},
+		{"unterminated", "a\n  \nbc", []scanned{{1, "a", false}, {2, "  ", false}, {3, "bc", true}}},
+		{"carriage return kept", "a\r\n", []scanned{{1, "a\r", false}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewScanner(strings.NewReader(c.in))
+			if got := scanAll(s); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("lines %+v, want %+v", got, c.want)
+			}
+			if err := s.Err(); err != nil {
+				t.Errorf("Err() = %v", err)
+			}
+		})
+	}
+}
+
+// endless is a reader of one line that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+func TestScannerLineTooLong(t *testing.T) {
+	s := NewScanner(io.MultiReader(strings.NewReader("first\n"), endless{}))
+	got := scanAll(s)
+	err := s.Err()
+	if len(got) != 1 || s.Line() != 1 || !errors.Is(err, bufio.ErrTooLong) ||
+		!strings.Contains(err.Error(), fmt.Sprint(MaxLineBytes)) {
+		t.Errorf("lines %+v, Line() %d, err %v; want line 1 only and an error naming the limit", got, s.Line(), err)
+	}
+	// Read reports it against the line that is too long.
+	err = Read(io.MultiReader(bytes.NewReader(encodeAll(t, sampleEntries()[:1])), endless{}), func(Record) error { return nil })
+	if !errors.Is(err, bufio.ErrTooLong) || !strings.HasPrefix(err.Error(), "line 2: longer than") {
+		t.Errorf("Read: err = %v", err)
+	}
+}
+
+// failing is a reader that fails after its data.
+type failing struct {
+	data string
+	err  error
+}
+
+func (f *failing) Read(p []byte) (int, error) {
+	if f.data == "" {
+		return 0, f.err
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+func TestScannerReadError(t *testing.T) {
+	boom := errors.New("disk gone")
+	s := NewScanner(&failing{data: "a\nb\npartial", err: boom})
+	got := scanAll(s)
+	if want := []scanned{{1, "a", false}, {2, "b", false}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("lines %+v, want %+v", got, want)
+	}
+	if !errors.Is(s.Err(), boom) || s.Line() != 2 {
+		t.Errorf("Err() = %v at line %d, want the reader's error after line 2", s.Err(), s.Line())
+	}
+	// The part of a line read before the failure is not a truncated
+	// record: Read reports the failure.
+	data := string(encodeAll(t, sampleEntries()[:1])) + `{"type":"span","trace_id":"01`
+	err := Read(&failing{data: data, err: boom}, func(Record) error { return nil })
+	if !errors.Is(err, boom) || errors.Is(err, ErrTruncated) || !strings.HasPrefix(err.Error(), "after line 1:") {
+		t.Errorf("Read: err = %v, want the reader's error after line 1", err)
 	}
 }
