@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/load.sh
-source scripts/lib/load.sh # median
+source scripts/lib/load.sh # median, set_clean_env, alternate_rounds
 ROLLOUTS="${ROLLOUTS:-2000}"
 ROUNDS="${ROUNDS:-3}"
 CONCURRENCY="${CONCURRENCY:-16}"
@@ -26,33 +26,37 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/gym" ./cmd/gym
 
 # Only this script's settings reach the runs.
-clean_env() { env -u OTEL_EXPORTER_OTLP_ENDPOINT $(env | grep -oE '^(NEMO_GYM_OTEL_|NEMO_LENS_)[A-Z_]+' | sed 's/^/-u /') "$@"; }
+set_clean_env
 
-rate() { # variant round -> rollouts/s printed in the summary
-  local variant=$1 round=$2 out stats="$work/stats/$1-$2"
+declare -A rates # "variant round" -> rollouts/s
+rate() { # variant round: one gym run, its rollouts/s stored in rates
+  local variant=$1 round=$2 out stats="$work/stats/$1-$2" flags=()
   mkdir -p "$stats"
-  if [ "$variant" = on ]; then
-    out=$(clean_env GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run --rollouts "$ROLLOUTS" \
-      --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$work/runs" --quiet 2>>"$work/stderr.log")
-  else
-    out=$(clean_env GYM_RUNSTATS_DIR="$stats" "$work/gym" run --rollouts "$ROLLOUTS" --concurrency "$CONCURRENCY" \
-      --model-latency-ms 0 --runs-dir "$work/runs" --quiet --no-telemetry 2>>"$work/stderr.log")
-  fi
+  [ "$variant" = off ] && flags=(--no-telemetry)
+  out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run \
+    --rollouts "$ROLLOUTS" --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$work/runs" --quiet \
+    ${flags[@]+"${flags[@]}"} 2>>"$work/stderr.log")
   rm -rf "$work/runs"
-  echo "$out" | sed -nE 's/.*rollouts .*, ([0-9.]+)\/s over.*/\1/p'
+  rates["$variant $round"]=$(echo "$out" | sed -nE 's/.*rollouts .*, ([0-9.]+)\/s over.*/\1/p')
+  [ -n "${rates["$variant $round"]}" ] || { echo "bench-fleet: no rate from gym run ($variant, round $round); see $work/stderr.log" >&2; exit 1; }
 }
 
-on=(); off=()
+# Off and on alternate, their order reversed every other round, so a
+# machine that speeds up or slows down over the session favours neither.
+alternate_rounds "$ROUNDS" rate off on
+on=(); off=(); paired=()
 for i in $(seq "$ROUNDS"); do
-  r_off=$(rate off "$i"); r_on=$(rate on "$i")
-  echo "round $i: off ${r_off}/s  on ${r_on}/s" >&2
-  off+=("$r_off"); on+=("$r_on")
+  r_off=${rates["off $i"]}; r_on=${rates["on $i"]}
+  p=$(awk -v a="$r_on" -v b="$r_off" 'BEGIN { printf "%.3f", a / b }')
+  echo "round $i: off ${r_off}/s  on ${r_on}/s  on/off $p" >&2
+  off+=("$r_off"); on+=("$r_on"); paired+=("$p")
 done
 m_on=$(printf '%s\n' "${on[@]}" | median); m_off=$(printf '%s\n' "${off[@]}" | median)
+m_paired=$(printf '%s\n' "${paired[@]}" | median)
 target=0.9
 [ "$SPANS" = all ] && target=0.8
-awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" -v t="$target" 'BEGIN {
-  printf "fleet throughput, %d rollouts, span groups %s: off %.1f/s, on %.1f/s, ratio on/off %.3f (target >= %s)\n", n, g, off, on, on/off, t }'
+awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" -v t="$target" -v mp="$m_paired" 'BEGIN {
+  printf "fleet throughput, %d rollouts, span groups %s: off %.1f/s, on %.1f/s, ratio on/off %.3f (target >= %s); median of the rounds\x27 own ratios %.3f\n", n, g, off, on, on/off, t, mp }'
 
 # Peak RSS per process: the exit line of each <name>.runstats.
 peak() { # variant name -> one peak (KiB) per round
