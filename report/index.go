@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"encoding/hex"
 	"encoding/json"
@@ -109,23 +110,18 @@ func (r *spanRef) parentKey() spanKey { return spanKey{r.trace, r.flags&refOddPa
 
 // compare orders keys by trace, then canonical before odd, then number.
 func (a spanKey) compare(b spanKey) int {
+	return cmp.Or(cmp.Compare(a.trace, b.trace), compareBool(a.odd, b.odd), cmp.Compare(a.n, b.n))
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
 	switch {
-	case a.trace != b.trace:
-		if a.trace < b.trace {
-			return -1
-		}
-		return 1
-	case a.odd != b.odd:
-		if b.odd {
-			return -1
-		}
-		return 1
-	case a.n < b.n:
+	case a == b:
+		return 0
+	case b:
 		return -1
-	case a.n > b.n:
-		return 1
 	}
-	return 0
+	return 1
 }
 
 // traceSum is what the first pass keeps of one trace.
@@ -321,34 +317,18 @@ func (c *collector) compareTraceIDs(a, b uint32) int {
 // longest first, then by trace id and span id, then in the order the
 // spans sit in their trace (start time, then file order).
 func (c *collector) compareRank(a, b rankEntry) int {
-	switch {
-	case a.dur != b.dur:
-		if a.dur > b.dur {
-			return -1
-		}
-		return 1
-	case a.trace != b.trace:
-		return c.compareTraceIDs(a.trace, b.trace)
-	case a.spanID != b.spanID:
-		return strings.Compare(a.spanID, b.spanID)
-	case a.start != b.start:
-		if a.start < b.start {
-			return -1
-		}
-		return 1
-	case a.file != b.file:
-		if a.file < b.file {
-			return -1
-		}
-		return 1
+	// The trace ids are compared only on a tie: for ids not in canonical
+	// form that spells both out.
+	if d := cmp.Compare(b.dur, a.dur); d != 0 { // longest first
+		return d
 	}
-	switch {
-	case a.line < b.line:
-		return -1
-	case a.line > b.line:
-		return 1
-	}
-	return 0
+	return cmp.Or(
+		c.compareTraceIDs(a.trace, b.trace),
+		strings.Compare(a.spanID, b.spanID),
+		cmp.Compare(a.start, b.start),
+		cmp.Compare(a.file, b.file),
+		cmp.Compare(a.line, b.line),
+	)
 }
 
 // rankHeap keeps the collector.keep best-ranked entries offered to it,
