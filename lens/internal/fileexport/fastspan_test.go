@@ -214,3 +214,52 @@ func TestExportSpansWritesLines(t *testing.T) {
 		t.Fatalf("read %d of %d spans back: %v", n, len(spans), err)
 	}
 }
+
+// spanRecord is the reflective form of a span line, built field by field
+// as telfile.Span: the reference the direct encoder (appendSpan) is held
+// to.
+func spanRecord(sp *tracer.Span) *telfile.Span {
+	sc := sp.SpanContext()
+	rec := &telfile.Span{
+		TraceID:    sc.TraceID().String(),
+		SpanID:     sc.SpanID().String(),
+		Name:       sp.Name(),
+		Kind:       spanKind(sp.SpanKind()),
+		StartNS:    unixNanos(sp.StartTime()),
+		EndNS:      unixNanos(sp.EndTime()),
+		Attributes: attrMap(sp.Attributes()),
+		Scope:      sp.InstrumentationScope().Name,
+	}
+	if p := sp.Parent(); p.SpanID().IsValid() {
+		rec.ParentSpanID = p.SpanID().String()
+		rec.ParentRemote = p.IsRemote()
+	}
+	st := sp.Status()
+	switch st.Code {
+	case codes.Ok:
+		rec.Status = telfile.StatusOK
+	case codes.Error:
+		rec.Status = telfile.StatusError
+		rec.StatusMessage = st.Description
+	default:
+		rec.Status = telfile.StatusUnset
+	}
+	if evs := sp.Events(); len(evs) > 0 {
+		rec.Events = make([]telfile.Event, len(evs))
+		for i, ev := range evs {
+			rec.Events[i] = telfile.Event{
+				Name:       ev.Name,
+				TimeNS:     unixNanos(ev.Time),
+				Attributes: attrMap(ev.Attributes),
+			}
+		}
+	}
+	for _, l := range sp.Links() {
+		link := telfile.Link{TraceID: l.SpanContext.TraceID().String(), SpanID: l.SpanContext.SpanID().String()}
+		if len(l.Attributes) > 0 {
+			link.Attributes = attrMap(l.Attributes)
+		}
+		rec.Links = append(rec.Links, link)
+	}
+	return rec
+}
