@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/gymlens/gymlens/protocol"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 )
 
 // smallOperand is the largest operand Arithmetic uses while the dataset is

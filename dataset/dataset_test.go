@@ -12,7 +12,7 @@ import (
 	"testing/iotest"
 
 	"github.com/gymlens/gymlens/dataset"
-	"github.com/gymlens/gymlens/protocol"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 )
 
 var questionRE = regexp.MustCompile(`^What is (\d+) ([-+*]) (\d+)\?$`)

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gymlens/gymlens/protocol"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 )
 
 // WriteJSONL writes tasks to w, one JSON object per line, in order. It

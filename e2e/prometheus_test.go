@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
-	"github.com/gymlens/gymlens/protocol"
 )
 
 // promFleet is the default three servers, with a verifier that panics on

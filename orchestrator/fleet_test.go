@@ -22,10 +22,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gymlens/gymlens/dataset"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/telfile"
 	"github.com/gymlens/gymlens/orchestrator"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/telemetry"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gymlens/gymlens/protocol"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/server"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
-	"github.com/gymlens/gymlens/protocol"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/server"
 )

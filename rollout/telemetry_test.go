@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/dataset"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/testenv"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"
 )

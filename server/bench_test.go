@@ -24,8 +24,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/testenv"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources"
 	"github.com/gymlens/gymlens/telemetry"

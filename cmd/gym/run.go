@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/report"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"

@@ -15,10 +15,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/instruments/gym"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/servers/model"

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
+	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/model"
 	"github.com/gymlens/gymlens/telemetry"

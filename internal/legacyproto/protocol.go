@@ -1,7 +1,7 @@
-// Package protocol holds the JSON bodies the fleet's servers exchange: the
+// Package legacyproto holds, until the fleet moves to NeMo Gym's protocol, the JSON bodies the fleet's servers exchange: the
 // agent's /run, the model's /v1/responses (the subset of the OpenAI
 // Responses API the agent uses) and the resources server's /verify.
-package protocol
+package legacyproto
 
 import (
 	"errors"

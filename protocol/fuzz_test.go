@@ -1,0 +1,73 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzVerifyRequestRoundTrip checks that a /verify body that decodes and
+// validates re-encodes, on one line and without a repeated key, to JSON
+// that decodes and validates again and re-encodes to the same bytes; and
+// that nothing panics, whatever the input.
+func FuzzVerifyRequestRoundTrip(f *testing.F) {
+	for _, seed := range []string{
+		verifyJSON, benchVerifyJSON, rowJSON,
+		`{"responses_create_params":{"input":"hi"},"response":` + minimalResponseJSON + `}`,
+		`{"responses_create_params":{"input":[{"role":"user","content":"x"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"y"}]}],"tools":[],"temperature":null},"response":` + minimalResponseJSON + `,"reward":0,"x":null}`,
+		`{"responses_create_params":{"input":"a","prompt_cache_key":"k"},"response":{}}`,
+		`{"responses_create_params":null,"response":null}`,
+		`[]`, `{`, `null`, `{"a":1,"a":2}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(fuzzOnce)
+}
+
+// fuzzOnce is one run of FuzzVerifyRequestRoundTrip.
+func fuzzOnce(t *testing.T, data []byte) {
+	{
+		var req VerifyRequest
+		if json.Unmarshal(data, &req) != nil {
+			return
+		}
+		err := req.Validate()
+		_ = DecodeError(err, "body")
+		once, merr := json.Marshal(req)
+		if merr != nil {
+			t.Fatalf("decoded value does not encode: %v", merr)
+		}
+		if err != nil {
+			return
+		}
+		if bytes.ContainsAny(once, "\r\n") {
+			t.Fatalf("re-encoding spans lines: %s", once)
+		}
+		if k := dupKeys(once); k != "" {
+			t.Fatalf("key %q twice in %s", k, once)
+		}
+		var again VerifyRequest
+		if err := json.Unmarshal(once, &again); err != nil {
+			t.Fatalf("re-encoding does not decode: %v\n%s", err, once)
+		}
+		if err := again.Validate(); err != nil {
+			t.Fatalf("re-encoding does not validate: %v\n%s", err, once)
+		}
+		twice, err := json.Marshal(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(once, twice) {
+			t.Fatalf("re-encodings differ\nonce:  %s\ntwice: %s", once, twice)
+		}
+		resp := NewVerifyResponse(again, 1)
+		out, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := dupKeys(out); k != "" && !strings.Contains(string(data), `"`+k+`"`) {
+			t.Fatalf("verify response has key %q twice: %s", k, out)
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package stringmatch
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// This file reproduces the few pieces of Python's str and float behaviour
+// the grader depends on, where Go's standard library behaves differently.
+
+// pyIsSpace reports whether Python's str.isspace (and the \s class of its
+// re module) treats r as whitespace. Unlike unicode.IsSpace it includes
+// the ASCII information separators U+001C..U+001F.
+func pyIsSpace(r rune) bool {
+	switch {
+	case r <= 0x20:
+		return r == ' ' || (r >= '\t' && r <= '\r') || (r >= 0x1c && r <= 0x1f)
+	case r < 0x85:
+		return false
+	}
+	switch r {
+	case 0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200a
+}
+
+// pyStrip is Python's str.strip() without arguments.
+func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
+
+// pyCollapseSpace is Python's " ".join(s.split()).
+func pyCollapseSpace(s string) string {
+	return strings.Join(strings.FieldsFunc(s, pyIsSpace), " ")
+}
+
+// pyIsLineBreak reports whether Python's str.splitlines ends a line at r.
+func pyIsLineBreak(r rune) bool {
+	switch r {
+	case '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
+		return true
+	}
+	return false
+}
+
+// pySplitLines is Python's str.splitlines() without keepends: "\r\n" is
+// one break, and a break at the very end does not start another line.
+func pySplitLines(s string) []string {
+	var lines []string
+	start := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !pyIsLineBreak(r) {
+			i += size
+			continue
+		}
+		lines = append(lines, s[start:i])
+		i += size
+		if r == '\r' && i < len(s) && s[i] == '\n' {
+			i++
+		}
+		start = i
+	}
+	if start < len(s) {
+		lines = append(lines, s[start:])
+	}
+	return lines
+}
+
+// pyLower is Python's str.lower(): the Unicode default lowercasing, which
+// maps U+0130 to "i\u0307" and a capital sigma that ends a word to the
+// final form U+03C2. Bytes that are not valid UTF-8 are kept as they are.
+func pyLower(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteByte(s[i])
+		case r == 0x130:
+			b.WriteString("i\u0307")
+		case r == 0x3a3:
+			if finalSigma(s, i, i+size) {
+				b.WriteRune(0x3c2)
+			} else {
+				b.WriteRune(0x3c3)
+			}
+		default:
+			b.WriteRune(unicode.ToLower(r))
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// finalSigma reports whether the capital sigma at s[start:end] is in
+// Unicode's Final_Sigma context: a cased letter comes before it, and none
+// comes after it, case-ignorable characters being skipped both ways.
+func finalSigma(s string, start, end int) bool {
+	before := false
+	for j := start; j > 0; {
+		r, size := utf8.DecodeLastRuneInString(s[:j])
+		j -= size
+		if !isCaseIgnorable(r) {
+			before = isCased(r)
+			break
+		}
+	}
+	if !before {
+		return false
+	}
+	for j := end; j < len(s); {
+		r, size := utf8.DecodeRuneInString(s[j:])
+		j += size
+		if !isCaseIgnorable(r) {
+			return !isCased(r)
+		}
+	}
+	return true
+}
+
+// isCased is Unicode's Cased property.
+func isCased(r rune) bool {
+	return unicode.IsLower(r) || unicode.IsUpper(r) || unicode.IsTitle(r) ||
+		unicode.Is(unicode.Other_Lowercase, r) || unicode.Is(unicode.Other_Uppercase, r)
+}
+
+// isCaseIgnorable is Unicode's Case_Ignorable property: marks, format
+// characters, modifier letters and symbols, and the characters whose
+// Word_Break value is MidLetter, MidNumLet or Single_Quote.
+func isCaseIgnorable(r rune) bool {
+	switch r {
+	case '\'', '.', ':', 0xb7, 0x387, 0x55f, 0x5f4, 0x2018, 0x2019, 0x2024, 0x2027,
+		0xfe13, 0xfe52, 0xfe55, 0xff07, 0xff0e, 0xff1a:
+		return true
+	}
+	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
+}
+
+// decimalValue is the digit value of a character of category Nd, as
+// Python's unicodedata.decimal gives it. Unicode lays decimal digits out
+// in runs of ten starting at zero, so the value is the distance from the
+// start of the run modulo ten.
+func decimalValue(r rune) (byte, bool) {
+	if !unicode.Is(unicode.Nd, r) {
+		return 0, false
+	}
+	z := r
+	for unicode.Is(unicode.Nd, z-1) {
+		z--
+	}
+	return byte((r - z) % 10), true
+}
+
+// isPyASCIISpace is the ASCII whitespace test of Python's float parser.
+func isPyASCIISpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
+
+// pyFloat is Python's float() applied to a str: surrounding whitespace is
+// allowed, any Unicode decimal digit counts as a digit, single
+// underscores may separate digits, and "inf", "infinity" and "nan" are
+// accepted in any case with an optional sign. Out-of-range values become
+// infinities or zero rather than errors. ok is false where Python raises
+// ValueError.
+func pyFloat(s string) (f float64, ok bool) {
+	buf := make([]byte, 0, len(s))
+	for _, r := range s {
+		switch {
+		case r < 127:
+			buf = append(buf, byte(r))
+		case pyIsSpace(r):
+			buf = append(buf, ' ')
+		default:
+			d, isDigit := decimalValue(r)
+			if !isDigit {
+				return 0, false
+			}
+			buf = append(buf, '0'+d)
+		}
+	}
+	if bytes.IndexByte(buf, 0) >= 0 {
+		return 0, false
+	}
+	if bytes.IndexByte(buf, '_') >= 0 {
+		out := buf[:0:0]
+		var prev byte
+		for _, c := range buf {
+			if c == '_' {
+				if !isASCIIDigit(prev) {
+					return 0, false
+				}
+			} else {
+				if prev == '_' && !isASCIIDigit(c) {
+					return 0, false
+				}
+				out = append(out, c)
+			}
+			prev = c
+		}
+		if prev == '_' {
+			return 0, false
+		}
+		buf = out
+	}
+	lo, hi := 0, len(buf)
+	for lo < hi && isPyASCIISpace(buf[lo]) {
+		lo++
+	}
+	for hi > lo && isPyASCIISpace(buf[hi-1]) {
+		hi--
+	}
+	return parseFloatLiteral(string(buf[lo:hi]))
+}
+
+func isASCIIDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// parseFloatLiteral parses the grammar of Python's float literals without
+// underscores: [sign] (digits [. [digits]] | . digits) [e [sign] digits],
+// or [sign] inf|infinity|nan in any case.
+func parseFloatLiteral(s string) (float64, bool) {
+	body := s
+	neg := false
+	if body != "" && (body[0] == '+' || body[0] == '-') {
+		neg = body[0] == '-'
+		body = body[1:]
+	}
+	switch strings.ToLower(body) {
+	case "inf", "infinity":
+		if neg {
+			return math.Inf(-1), true
+		}
+		return math.Inf(1), true
+	case "nan":
+		return math.NaN(), true
+	}
+	i, digits := 0, 0
+	for i < len(body) && isASCIIDigit(body[i]) {
+		i++
+		digits++
+	}
+	if i < len(body) && body[i] == '.' {
+		i++
+		for i < len(body) && isASCIIDigit(body[i]) {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if i < len(body) && (body[i] == 'e' || body[i] == 'E') {
+		i++
+		if i < len(body) && (body[i] == '+' || body[i] == '-') {
+			i++
+		}
+		expDigits := 0
+		for i < len(body) && isASCIIDigit(body[i]) {
+			i++
+			expDigits++
+		}
+		if expDigits == 0 {
+			return 0, false
+		}
+	}
+	if i != len(body) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		if ne, isNum := err.(*strconv.NumError); !isNum || ne.Err != strconv.ErrRange {
+			return 0, false
+		}
+	}
+	return f, true
+}
+
+// pyFloatRepr is Python's repr() (and str()) of a float: the shortest
+// digits that read back to f, in positional notation with at least one
+// fractional digit when the decimal exponent is in [-4, 16), else in
+// scientific notation with a signed exponent of at least two digits.
+func pyFloatRepr(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	sign := ""
+	if e[0] == '-' {
+		sign, e = "-", e[1:]
+	}
+	mant, expPart, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(expPart)
+	digits := strings.Replace(mant, ".", "", 1)
+	if exp < -4 || exp >= 16 {
+		out := sign + digits[:1]
+		if len(digits) > 1 {
+			out += "." + digits[1:]
+		}
+		expSign := "+"
+		if exp < 0 {
+			expSign, exp = "-", -exp
+		}
+		es := strconv.Itoa(exp)
+		if len(es) < 2 {
+			es = "0" + es
+		}
+		return out + "e" + expSign + es
+	}
+	point := exp + 1
+	switch {
+	case point <= 0:
+		return sign + "0." + strings.Repeat("0", -point) + digits
+	case point < len(digits):
+		return sign + digits[:point] + "." + digits[point:]
+	default:
+		return sign + digits + strings.Repeat("0", point-len(digits)) + ".0"
+	}
+}
+
+// pyMax is Python's max(a, b) on floats: b only when b > a, so a NaN in
+// second place loses.
+func pyMax(a, b float64) float64 {
+	if b > a {
+		return b
+	}
+	return a
+}
