@@ -4,24 +4,52 @@ import (
 	"fmt"
 	"strconv"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
+	"github.com/gymlens/gymlens/protocol"
 )
 
-// smallOperand is the largest operand Arithmetic uses while the dataset is
-// small enough for two-digit numbers to give every task a distinct question.
+// smallOperand is the largest operand the questions use while the dataset
+// is small enough for two-digit numbers to give every row a distinct
+// question.
 const smallOperand = 99
 
-// Arithmetic returns n distinct arithmetic tasks derived from seed: ids
-// "arith-000001", "arith-000002", ..., questions such as
-// "What is 17 + 25?" using +, - and *, and the exact integer result as
-// Expected. Subtractions never go below zero.
+// Arithmetic returns n rows asking distinct arithmetic questions derived
+// from seed, such as "What is 87 + 53?" with +, - and *, each with the
+// exact integer result as expected_answer and a readable task_id
+// ("arith-000001", ...):
 //
-// The same n and seed always give the same tasks, on every platform and Go
-// release: the pseudo-random generator is defined in this package rather
-// than taken from math/rand. Operands stay below 100 until n approaches the
-// number of distinct two-digit questions; beyond that the operand range
-// widens so that questions remain distinct. n <= 0 yields no tasks.
-func Arithmetic(n int, seed int64) []protocol.Task {
+//	{"responses_create_params":{"input":[{"role":"user","content":"What is 87 + 53?"}]},
+//	 "agent_ref":{"type":"responses_api_agents","name":"simple_agent"},
+//	 "task_id":"arith-000001","expected_answer":"140"}
+//
+// Subtractions never go below zero. The same n and seed always give the
+// same rows, on every platform and Go release: the pseudo-random
+// generator is defined in this package rather than taken from math/rand,
+// and a shorter dataset is a prefix of a longer one. Operands stay below
+// 100 until n approaches the number of distinct two-digit questions;
+// beyond that the operand range widens so that questions remain
+// distinct. n <= 0 yields no rows.
+func Arithmetic(n int, seed int64) []protocol.RunRequest {
+	qs := questions(n, seed)
+	rows := make([]protocol.RunRequest, len(qs))
+	for i, q := range qs {
+		rows[i] = newRow(q.text, "task_id", fmt.Sprintf("arith-%06d", i+1), "expected_answer", q.answer())
+	}
+	return rows
+}
+
+// question is one generated arithmetic question.
+type question struct {
+	a, b   uint64
+	op     string
+	result int64
+	text   string // "What is a op b?"
+}
+
+func (q question) answer() string { return strconv.FormatInt(q.result, 10) }
+
+// questions draws n distinct questions from seed; every generator of the
+// package starts from this sequence.
+func questions(n int, seed int64) []question {
 	if n <= 0 {
 		return nil
 	}
@@ -33,37 +61,28 @@ func Arithmetic(n int, seed int64) []protocol.Task {
 	}
 	rng := splitmix64(uint64(seed))
 	seen := make(map[string]struct{}, n)
-	tasks := make([]protocol.Task, 0, n)
-	for len(tasks) < n {
-		a := 1 + rng.next()%maxOperand
-		b := 1 + rng.next()%maxOperand
-		var (
-			op     string
-			result int64
-		)
+	out := make([]question, 0, n)
+	for len(out) < n {
+		q := question{a: 1 + rng.next()%maxOperand, b: 1 + rng.next()%maxOperand}
 		switch rng.next() % 3 {
 		case 0:
-			op, result = "+", int64(a+b)
+			q.op, q.result = "+", int64(q.a+q.b)
 		case 1:
-			if a < b {
-				a, b = b, a
+			if q.a < q.b {
+				q.a, q.b = q.b, q.a
 			}
-			op, result = "-", int64(a-b)
+			q.op, q.result = "-", int64(q.a-q.b)
 		default:
-			op, result = "*", int64(a*b)
+			q.op, q.result = "*", int64(q.a*q.b)
 		}
-		q := fmt.Sprintf("What is %d %s %d?", a, op, b)
-		if _, dup := seen[q]; dup {
+		q.text = fmt.Sprintf("What is %d %s %d?", q.a, q.op, q.b)
+		if _, dup := seen[q.text]; dup {
 			continue
 		}
-		seen[q] = struct{}{}
-		tasks = append(tasks, protocol.Task{
-			ID:       fmt.Sprintf("arith-%06d", len(tasks)+1),
-			Question: q,
-			Expected: strconv.FormatInt(result, 10),
-		})
+		seen[q.text] = struct{}{}
+		out = append(out, q)
 	}
-	return tasks
+	return out
 }
 
 // questionSpace counts the distinct questions with operands in [1, m]:

@@ -1,14 +1,24 @@
-// Package dataset holds the tasks a collection run feeds to an agent: a
-// built-in arithmetic dataset that needs no download, and the JSONL file
-// format tasks are stored in.
+// Package dataset holds the rows a collection run feeds to agents: NeMo
+// Gym's task JSONL format, and built-in offline datasets for the fleet's
+// environments that need no download.
 //
-// A task file has one protocol.Task per line:
+// A task file has one dataset row (a protocol.RunRequest) per line:
 //
-//	{"id":"arith-000001","question":"What is 17 + 25?","expected":"42"}
+//	{"responses_create_params":{"input":[{"role":"user","content":"What is 87 + 53?"}]},
+//	 "agent_ref":{"type":"responses_api_agents","name":"simple_agent"},"expected_answer":"140"}
 //
-// Reading is strict where a silent mistake would cost a run: every task must
-// pass Task.Validate and ids must be unique, because the collector resumes
-// by task id. Errors name the 1-based line so a bad file can be fixed by
-// hand. Blank lines are ignored and fields the Task type does not know are
-// accepted, so richer task files can be read as well.
+// responses_create_params is required and must satisfy upstream's schema;
+// agent_ref picks the agent that runs the row; every other member is a
+// task field that travels to the environment untouched. ReadRows checks
+// every row before returning any, so a bad row is reported before a run
+// starts, by its 1-based line number.
+//
+// The generators (Arithmetic, StringMatch, MCQA, Equivalence, Counter)
+// are seeded and reproducible on every platform. Each writes its rows so
+// that the fleet's built-in offline policy scores them deterministically:
+// the arithmetic ones ask "What is A op B?" in the wording the policy
+// recognises, the counter one spells out its "add N" steps. A row's
+// identity for resuming a run is its place in the dataset (the collector
+// numbers distinct rows 0, 1, 2, ... as _ng_task_index), so the same
+// generator call gives the same identities every time.
 package dataset

@@ -29,9 +29,10 @@ import (
 // here is stopped when the test ends.
 
 const (
-	// collTaskAttr is the span attribute gym.verify spans carry the task
-	// id in.
-	collTaskAttr = "nemo.gym.task.id"
+	// collIDAttr is the span attribute gym.verify spans carry the rollout
+	// id in: the <id> of the /ng-rollout/<id>/verify path collDrive posts
+	// to (NeMo Gym's correlation prefix).
+	collIDAttr = "nemo.gym.rollout.id"
 	// collExportWarning is the rate-limited export error warning.
 	collExportWarning = "telemetry export error"
 	// collWarnEvery is the interval of that rate limit.
@@ -44,6 +45,7 @@ const (
 // process, its base URL and the time it was started.
 func collServe(t *testing.T, endpoint string) (*gymProc, string, time.Time) {
 	t.Helper()
+	checkVerifyBody(t, "coll-0-0")
 	env := gymEnv(
 		"NEMO_GYM_OTEL_ENABLED=1",
 		"NEMO_GYM_OTEL_EXPORTER=otlp",
@@ -93,8 +95,10 @@ func (l *collLoad) String() string {
 }
 
 // collDrive posts /verify requests from workers goroutines until stop is
-// closed; task ids are prefix followed by the worker and a sequence
-// number. Requests taking longer than latencyBound are counted as slow.
+// closed; ids are prefix followed by the worker and a sequence number,
+// sent as the row's task_id and as the rollout id of the path
+// (/ng-rollout/<id>/verify, which the server routes as /verify). Requests
+// taking longer than latencyBound are counted as slow.
 func collDrive(base string, workers int, prefix string, latencyBound time.Duration, stop <-chan struct{}) *collLoad {
 	tr := &http.Transport{MaxIdleConnsPerHost: workers, Proxy: nil}
 	defer tr.CloseIdleConnections()
@@ -117,9 +121,10 @@ func collDrive(base string, workers int, prefix string, latencyBound time.Durati
 					return
 				default:
 				}
+				id := fmt.Sprintf("%s%d-%d", prefix, w, i)
 				t0 := time.Now()
-				res, err := client.Post(base+"/verify", "application/json",
-					strings.NewReader(verifyBody(fmt.Sprintf("%s%d-%d", prefix, w, i))))
+				res, err := client.Post(base+"/ng-rollout/"+id+"/verify", "application/json",
+					strings.NewReader(verifyBody(id)))
 				if err == nil {
 					_, _ = io.Copy(io.Discard, res.Body)
 					res.Body.Close()
@@ -213,7 +218,7 @@ func collBlackhole(t *testing.T) (string, func() int) {
 }
 
 // collReceiver is an in-test OTLP/gRPC collector: the trace and metrics
-// services, keeping the spans' task ids.
+// services, keeping the spans' rollout ids.
 type collReceiver struct {
 	srv  *grpc.Server
 	done chan struct{}
@@ -221,7 +226,7 @@ type collReceiver struct {
 	mu       sync.Mutex
 	spans    int
 	metrics  int
-	taskIDs  []string // nemo.gym.task.id of every span that carries it
+	ids      []string // nemo.gym.rollout.id of every span that carries it
 	nameByID map[string]string
 }
 
@@ -238,9 +243,9 @@ func (s collTraceService) Export(_ context.Context, req *coltracepb.ExportTraceS
 			for _, sp := range ss.GetSpans() {
 				s.r.spans++
 				for _, kv := range sp.GetAttributes() {
-					if kv.GetKey() == collTaskAttr {
+					if kv.GetKey() == collIDAttr {
 						id := kv.GetValue().GetStringValue()
-						s.r.taskIDs = append(s.r.taskIDs, id)
+						s.r.ids = append(s.r.ids, id)
 						s.r.nameByID[id] = sp.GetName()
 					}
 				}
@@ -299,11 +304,11 @@ func (r *collReceiver) stop() {
 }
 
 // counts returns how many spans and metrics requests arrived and how many
-// spans carry a task id with prefix (with the name of one of them).
+// spans carry a rollout id with prefix (with the name of one of them).
 func (r *collReceiver) counts(prefix string) (spans, metrics, withPrefix int, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, id := range r.taskIDs {
+	for _, id := range r.ids {
 		if strings.HasPrefix(id, prefix) {
 			withPrefix++
 			name = r.nameByID[id]
@@ -312,8 +317,8 @@ func (r *collReceiver) counts(prefix string) (spans, metrics, withPrefix int, na
 	return r.spans, r.metrics, withPrefix, name
 }
 
-// collWaitSpans waits up to bound for r to hold a span whose task id starts
-// with prefix, and returns how long that took.
+// collWaitSpans waits up to bound for r to hold a span whose rollout id
+// starts with prefix, and returns how long that took.
 func collWaitSpans(t *testing.T, r *collReceiver, prefix string, bound time.Duration) (time.Duration, bool) {
 	t.Helper()
 	start := time.Now()
@@ -437,14 +442,14 @@ func TestOTLPEndpointRestartResumes(t *testing.T) {
 	load.check(t, "collector restarted")
 	spans, metrics, after, name := second.counts("after-restart-")
 	if !ok {
-		t.Fatalf("no span with an after-restart- task id reached the new collector within %v of its start "+
+		t.Fatalf("no span with an after-restart- rollout id reached the new collector within %v of its start "+
 			"(%d spans, %d metrics requests there)\nstderr:\n%s",
 			took.Round(time.Millisecond), spans, metrics, tail(srv.stderr.String(), 20))
 	}
 	t.Logf("new collector: first after-restart- span seen %v after the restart (%q); by now %d spans (%d after-restart-), %d metrics requests",
 		took.Round(time.Millisecond), name, spans, after, metrics)
 	if name != "gym.verify" {
-		t.Errorf("after-restart- task id on span %q, want gym.verify", name)
+		t.Errorf("after-restart- rollout id on span %q, want gym.verify", name)
 	}
 
 	// Metric exports resume too: the periodic reader (500 ms here) retries

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/rollout"
 )
 
 // Process faults: a server stopped under load, a server killed mid-run, a
@@ -141,6 +142,13 @@ func startServe(t *testing.T, dir string, extraEnv ...string) (*gymProc, string)
 // and the base URL it reported.
 func serveArithmetic(t *testing.T, env []string) (*gymProc, string) {
 	t.Helper()
+	return serveWith(t, env, "resources_servers", "--name", "arithmetic")
+}
+
+// serveWith starts `gym serve` with args and env and waits (bounded) for
+// its ready line; it returns the process and the base URL it reported.
+func serveWith(t *testing.T, env []string, args ...string) (*gymProc, string) {
+	t.Helper()
 	ready := make(chan string, 1)
 	stdout := &lineLog{onLine: func(line string, _ time.Time) {
 		if rest, ok := strings.CutPrefix(line, "GYM_READY "); ok {
@@ -153,7 +161,7 @@ func serveArithmetic(t *testing.T, env []string) (*gymProc, string) {
 			}
 		}
 	}}
-	p := startGymProc(t, env, stdout, &lineLog{}, "serve", "resources_servers", "--name", "arithmetic")
+	p := startGymProc(t, env, stdout, &lineLog{}, append([]string{"serve"}, args...)...)
 	select {
 	case addr := <-ready:
 		return p, "http://" + addr
@@ -165,11 +173,8 @@ func serveArithmetic(t *testing.T, env []string) (*gymProc, string) {
 	return nil, ""
 }
 
-func verifyBody(id string) string {
-	return fmt.Sprintf(`{"task": {"id": %q, "question": "What is 1 + 1?", "expected": "2"}, "answer": "The answer is 2."}`, id)
-}
-
 func TestSIGTERMUnderLoadExportsEveryCompletedSpan(t *testing.T) {
+	checkVerifyBody(t, "load-0-0")
 	dir := t.TempDir()
 	srv, base := startServe(t, dir)
 
@@ -336,7 +341,9 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	}}
 	// At most 32 rollouts / 200 ms = 160 rollouts/s while the model lives:
 	// the test has well over a second to kill it before the run is done.
-	orch := startGymProc(t, gymEnv("OTEL_METRIC_EXPORT_INTERVAL=200"), &lineLog{}, stderr,
+	// One /run call per rollout: a rollout that failed is recorded as
+	// failed at once, not retried, so every count is of rollouts.
+	orch := startGymProc(t, gymEnv("OTEL_METRIC_EXPORT_INTERVAL=200", "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), &lineLog{}, stderr,
 		"run", "--rollouts", strconv.Itoa(rollouts), "--concurrency", "32", "--model-latency-ms", "200",
 		"--runs-dir", runs)
 	// Whatever happens, no server outlives the test.
@@ -365,10 +372,12 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 		t.Fatalf("server up lines gave %v\nstderr:\n%s", pids, orch.stderr.String())
 	}
 
-	// Wait for progress: a full wave of rollouts recorded, the next in
+	// Wait for progress: a full wave of rollouts recorded (completed ones
+	// in rollouts.jsonl, failed ones in its failures file), the next in
 	// flight.
 	run := runDir(t, runs)
 	output := filepath.Join(run, "rollouts.jsonl")
+	failures := rollout.FailuresPath(output)
 	deadline := time.Now().Add(30 * time.Second)
 	written := 0
 	for written < 32 {
@@ -376,8 +385,7 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 			t.Fatalf("only %d rollouts written 30s after the fleet started\nstderr:\n%s", written, orch.stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)
-		b, _ := os.ReadFile(output)
-		written = bytes.Count(b, []byte("\n"))
+		written = countLines(output) + countLines(failures)
 	}
 	if written >= rollouts {
 		t.Fatalf("the run finished (%d rollouts) before the model could be killed", written)
@@ -419,34 +427,40 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 		t.Errorf("gym run did not name the dead server on exit:\n%s", tail(errOut, 30))
 	}
 
-	lines := readLines(t, output)
-	failed, inFlight, lastOK := 0, 0, time.Time{}
-	for _, l := range lines {
-		var r struct {
-			TaskID    string    `json:"task_id"`
-			Error     string    `json:"error"`
-			Attempted time.Time `json:"attempted_at"`
+	completed := readRolloutFile(t, output)
+	failedLines := readRolloutFile(t, failures)
+	lastOK := time.Time{}
+	for _, r := range completed {
+		if r.FailureClass != "" || r.FailureError != "" {
+			t.Errorf("rollouts.jsonl holds a failure line for %s: class %q, error %q", r.TaskID, r.FailureClass, r.FailureError)
 		}
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatalf("rollouts.jsonl: %v: %q", err, l)
+		if r.attemptedAt().After(lastOK) {
+			lastOK = r.attemptedAt()
 		}
-		if r.Error == "" {
-			if r.Attempted.After(lastOK) {
-				lastOK = r.Attempted
-			}
-			continue
+	}
+	failed, inFlight := len(failedLines), 0
+	for _, r := range failedLines {
+		if r.FailureClass != rollout.FailureRolloutError {
+			t.Errorf("failed rollout %s has _ng_failure_class %q, want %q", r.TaskID, r.FailureClass, rollout.FailureRolloutError)
 		}
-		failed++
-		if !strings.Contains(r.Error, "model call failed") {
-			t.Errorf("rollout %s failed for another reason: %s", r.TaskID, r.Error)
+		// The agent answers /run with 500 naming the model call.
+		if !strings.Contains(r.FailureError, "model call: ") {
+			t.Errorf("rollout %s failed for another reason: %s", r.TaskID, r.FailureError)
 		}
-		if r.Attempted.Before(t0) {
+		if r.Meta.Attempts != 1 {
+			t.Errorf("failed rollout %s took %d attempts, want 1", r.TaskID, r.Meta.Attempts)
+		}
+		if r.attemptedAt().Before(t0) {
 			inFlight++
 		}
 	}
-	t.Logf("rollouts.jsonl: %d lines, %d failed (%d of them in flight at the kill)", len(lines), failed, inFlight)
-	if len(lines) >= rollouts {
-		t.Errorf("rollouts.jsonl has %d lines: the run went on through every task after the death", len(lines))
+	total := len(completed) + failed
+	t.Logf("rollouts.jsonl: %d lines; failures file: %d lines (%d of them in flight at the kill)", len(completed), failed, inFlight)
+	if failed > 0 {
+		t.Logf("first failure: %s", failedLines[0].FailureError)
+	}
+	if total >= rollouts {
+		t.Errorf("%d rollouts recorded: the run went on through every task after the death", total)
 	}
 	if failed == 0 || failed > rollouts-written {
 		t.Errorf("%d failed rollouts; want some, at most the %d not written before the kill", failed, rollouts-written)
@@ -457,7 +471,7 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	if lastOK.After(t0.Add(time.Second)) {
 		t.Errorf("a rollout started %s after the kill succeeded", lastOK.Sub(t0))
 	}
-	if want := fmt.Sprintf("rollouts        %d (%d failed)", len(lines), failed); !strings.Contains(orch.stdout.String(), want) {
+	if want := fmt.Sprintf("rollouts        %d (%d failed)", total, failed); !strings.Contains(orch.stdout.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, orch.stdout.String())
 	}
 
@@ -527,7 +541,9 @@ func hasValue(vals []float64, want float64) bool {
 }
 
 func TestPanickingVerifierKeepsServing(t *testing.T) {
+	checkVerifyBody(t, "boom-0")
 	dir := t.TempDir()
+	// The fault matches the row's task_id field.
 	srv, base := startServe(t, dir, `GYM_SERVER_CONFIG={"panic_on_task_prefix":"boom-"}`)
 	client := &http.Client{Timeout: 10 * time.Second}
 	post := func(id string) (int, []byte) {
@@ -543,19 +559,23 @@ func TestPanickingVerifierKeepsServing(t *testing.T) {
 	const rounds = 4
 	for i := range rounds {
 		code, body := post(fmt.Sprintf("boom-%d", i))
-		var e struct {
-			Error struct{ Type, Message string }
+		// Upstream answers an uncaught exception with 500 and a JSON
+		// string body.
+		var msg string
+		if code != http.StatusInternalServerError || json.Unmarshal(body, &msg) != nil || msg == "" {
+			t.Errorf("panicking verification -> %d %s; want 500 with a JSON string body", code, body)
 		}
-		if code != http.StatusInternalServerError || json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
-			t.Errorf("panicking verification -> %d %s; want 500 with a JSON error body", code, body)
-		}
-		code, body = post(fmt.Sprintf("ok-%d", i))
+		id := fmt.Sprintf("ok-%d", i)
+		code, body = post(id)
 		var v struct {
-			Reward  float64
-			Correct bool
+			Reward          *float64 `json:"reward"`
+			TaskID          string   `json:"task_id"`
+			ExpectedAnswer  string   `json:"expected_answer"`
+			ExtractedAnswer *string  `json:"extracted_answer"`
 		}
-		if code != http.StatusOK || json.Unmarshal(body, &v) != nil || !v.Correct || v.Reward != 1 {
-			t.Errorf("normal verification after a panic -> %d %s; want 200, correct", code, body)
+		if code != http.StatusOK || json.Unmarshal(body, &v) != nil || v.Reward == nil || *v.Reward != 1 ||
+			v.TaskID != id || v.ExpectedAnswer != "2" || v.ExtractedAnswer == nil || *v.ExtractedAnswer != "2" {
+			t.Errorf("normal verification after a panic -> %d %s; want 200, reward 1, the row echoed, answer 2 extracted", code, body)
 		}
 	}
 	select {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -41,10 +42,12 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), failingFleet)
 	runs := filepath.Join(dir, "runs")
 	const n = 30
-	res := runGym(t, 3*time.Minute, gymEnv(), "run", "--rollouts", "30", "--concurrency", "4",
+	// One attempt per rollout, so the 9 failing rollouts are 9 verifications.
+	res := runGym(t, 3*time.Minute, gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), "run", "--rollouts", "30", "--concurrency", "4",
 		"--config", cfg, "--runs-dir", runs, "--quiet")
-	if res.err != nil {
-		t.Fatalf("gym run: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, res.stderr)
+	// Failed rollouts make gym run exit 1, after the whole run.
+	if code := exitCode(res.err); code != 1 || !strings.Contains(res.stderr, "9 rollouts failed after every attempt") {
+		t.Fatalf("gym run: exit %d (%v), want 1 naming 9 failed rollouts\nstdout:\n%s\nstderr:\n%s", code, res.err, res.stdout, res.stderr)
 	}
 	for _, want := range []string{"rollouts        30 (9 failed)", "servers seen    4", "traces found"} {
 		if !strings.Contains(res.stdout, want) {
@@ -213,20 +216,19 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 		}
 	}
 
-	// rollouts.jsonl has one line per task, the failures with their error.
+	// rollouts.jsonl has a line per completed rollout, the failures file
+	// one per failed rollout, with its error.
 	lines := readLines(t, filepath.Join(run, "rollouts.jsonl"))
-	failed := 0
-	for _, l := range lines {
-		var r struct{ Error string }
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Error != "" {
-			failed++
+	fails := readObjects(t, filepath.Join(run, "rollouts_failures.jsonl"))
+	for _, f := range fails {
+		id, _ := f["task_id"].(string)
+		msg, _ := f["_ng_failure_error"].(string)
+		if !strings.HasPrefix(id, "arith-00000") || !strings.Contains(msg, "verify") || f["_ng_failure_class"] != "rollout_error" {
+			t.Errorf("failure line for task %q: class %v, error %q", id, f["_ng_failure_class"], msg)
 		}
 	}
-	if len(lines) != n || failed != 9 {
-		t.Errorf("rollouts.jsonl: %d lines, %d failed; want %d and 9", len(lines), failed, n)
+	if len(lines) != n-9 || len(fails) != 9 {
+		t.Errorf("rollouts.jsonl: %d lines, failures: %d; want %d and 9", len(lines), len(fails), n-9)
 	}
 	if _, err := os.Stat(filepath.Join(run, "config.yaml")); err != nil {
 		t.Errorf("effective config not written: %v", err)
@@ -267,7 +269,19 @@ func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("fleet never started")
 	}
-	time.Sleep(2 * time.Second) // let rollouts run; not a timing assertion
+	// Interrupt once rollouts are being written (bounded wait; the run
+	// prepares its 100 000 rows first).
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(runs, "*", "rollouts.jsonl"))
+		if len(files) == 1 {
+			if fi, err := os.Stat(files[0]); err == nil && fi.Size() > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no rollout written within 2 minutes of the fleet's start")
+		}
+	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +325,7 @@ func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
 	}
 }
 
-func TestEnvStartMalformedBodiesAre400AndNotCounted(t *testing.T) {
+func TestEnvStartMalformedBodiesAre422AndNotCounted(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	cmd := exec.Command(gymBin, "env", "start", "--runs-dir", runs)
@@ -351,20 +365,24 @@ func TestEnvStartMalformedBodiesAre400AndNotCounted(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(b)
 	}
+	good := `{"responses_create_params":{"input":[{"role":"user","content":"What is 1 + 1?"}]},"expected_answer":"2",` +
+		`"response":{"id":"r","object":"response","created_at":1,"model":"m","output":[{"type":"message","id":"m1",` +
+		`"role":"assistant","content":[{"type":"output_text","text":"2","annotations":[]}]}],` +
+		`"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}`
 	for body, want := range map[string]string{
-		`{"task": {"id": "x", "question": "q"`:                                 "malformed JSON",
-		`{"task": {"id": 7, "question": "q", "expected": "1"}}`:                "task.id",
-		`{"task": {"id": "x", "question": "q", "expected": "1"}, "answer": 3}`: "answer",
-		`{"task": {"question": "q", "expected": "1"}, "answer": "1"}`:          "task.id",
-		``: "empty",
+		`{"responses_create_params": {"input": "q"`:                                              `"json_invalid"`,
+		strings.Replace(good, `"expected_answer":"2"`, `"expected_answer":7`, 1):                 `"loc":["body","expected_answer"]`,
+		strings.Replace(good, `"content":"What is 1 + 1?"}]}`, `"content":"q"}],"store2":1}`, 1): `"loc":["body","responses_create_params","store2"]`,
+		strings.Replace(good, `"id":"m1",`, ``, 1):                                               `"loc":["body","response","output",0,"id"]`,
+		``: `"json_invalid"`,
 	} {
 		code, got := post(urls["arithmetic"]+"/verify", body)
-		if code != http.StatusBadRequest || !strings.Contains(got, want) {
-			t.Errorf("POST /verify %q -> %d %s; want 400 naming %q", body, code, got, want)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(got, want) {
+			t.Errorf("POST /verify %q -> %d %s; want 422 naming %s", body, code, got, want)
 		}
 	}
-	code, got := post(urls["arithmetic"]+"/verify", `{"task": {"id": "ok", "question": "What is 1 + 1?", "expected": "2"}, "answer": "2"}`)
-	if code != http.StatusOK {
+	code, got := post(urls["arithmetic"]+"/verify", good)
+	if code != http.StatusOK || !strings.Contains(got, `"reward":1`) {
 		t.Fatalf("good /verify -> %d %s", code, got)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -391,8 +409,8 @@ func TestEnvStartMalformedBodiesAre400AndNotCounted(t *testing.T) {
 			statuses[jsonString(pt.Attributes["http.response.status_code"])] += int(pt.Count)
 		}
 	}
-	if statuses["400"] != 5 || statuses["200"] != 1 {
-		t.Errorf("request durations by status %v, want 5x400 and 1x200", statuses)
+	if statuses["422"] != 5 || statuses["200"] != 1 {
+		t.Errorf("request durations by status %v, want 5x422 and 1x200", statuses)
 	}
 }
 
@@ -409,6 +427,19 @@ func readLines(t *testing.T, path string) []string {
 		}
 	}
 	return out
+}
+
+// exitCode is the exit status err reports (0 for nil, -1 when it is not
+// an exit).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 func jsonString(v any) string {

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
+	"github.com/gymlens/gymlens/protocol"
 )
 
 // promFleet is the default three servers, with a verifier that panics on
@@ -88,6 +88,12 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	}
 
 	tasks := dataset.Arithmetic(30, 1)
+	for i := range tasks {
+		// Two collections append to one output: give every row its task
+		// index up front, so batch B's rows do not reuse batch A's.
+		idx := i
+		tasks[i].TaskIndex = &idx
+	}
 	batchA, batchB := tasks[:12], tasks[12:]
 	rollouts := filepath.Join(fl.runDir, "rollouts.jsonl")
 	promCollect(t, fl.agentURL, filepath.Join(dir, "a.jsonl"), rollouts, batchA)
@@ -371,74 +377,87 @@ func promCheckScrape(t *testing.T, promtool string, tg promTarget) {
 	}
 }
 
-// promCollect runs tasks through the agent with `gym rollouts collect`,
-// appending to output.
-func promCollect(t *testing.T, agentURL, input, output string, tasks []protocol.Task) {
+// promCollect runs rows through the agent with `gym rollouts collect`,
+// appending to output. One attempt per rollout, so every counter counts
+// each rollout once.
+func promCollect(t *testing.T, agentURL, input, output string, rows []protocol.RunRequest) {
 	t.Helper()
 	f, err := os.Create(input)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dataset.WriteJSONL(f, tasks); err != nil {
+	if err := dataset.WriteRows(f, rows); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res := runGym(t, 30*time.Second, gymEnv(), "rollouts", "collect", "--input", input, "--output", output,
-		"--agent-url", agentURL, "--concurrency", "4")
-	if res.err != nil {
+	res := runGym(t, 30*time.Second, gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), "rollouts", "collect",
+		"--input", input, "--output", output, "--resume", "--agent-url", agentURL, "--concurrency", "4")
+	// A failed rollout makes the command exit 1: that is expected here.
+	if res.err != nil && !strings.Contains(res.stderr, "rollouts failed") {
 		t.Fatalf("gym rollouts collect: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, res.stderr)
 	}
 }
 
-// promTruth is what rollouts.jsonl says happened.
+// promTruth is what rollouts.jsonl and its failures file say happened.
 type promTruth struct {
 	lines, ok              int
 	verifyOK, verifyFailed int
-	byTask                 map[string]string // task id -> error
+	byTask                 map[string]string // task_id -> failure error ("" for a completed rollout)
 }
 
 func promReadTruth(t *testing.T, path string) promTruth {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr := promTruth{byTask: map[string]string{}}
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var r struct {
-			TaskID string `json:"task_id"`
-			Error  string `json:"error"`
+	for _, file := range []string{path, strings.TrimSuffix(path, ".jsonl") + "_failures.jsonl"} {
+		b, err := os.ReadFile(file)
+		if os.IsNotExist(err) {
+			continue
 		}
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatalf("rollouts.jsonl: %v: %q", err, l)
+		if err != nil {
+			t.Fatal(err)
 		}
-		tr.byTask[r.TaskID] = r.Error
-		tr.add(r.Error)
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l == "" {
+				continue
+			}
+			var r struct {
+				TaskID string `json:"task_id"`
+				Error  string `json:"_ng_failure_error"`
+			}
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("%s: %v: %q", file, err, l)
+			}
+			tr.byTask[r.TaskID] = r.Error
+			tr.add(r.Error, file != path)
+		}
 	}
 	return tr
 }
 
 // add counts one rollout. A verification succeeded when it completed,
-// whatever the reward: the rollout has no error. One that failed reached
-// the verifier and errored; a rollout whose model call failed never
-// reached it and counts for neither.
-func (tr *promTruth) add(errText string) {
+// whatever the reward. One that failed reached the verifier and errored
+// (the agent's 500 names the verify call); a rollout whose model call
+// failed never reached it and counts for neither.
+func (tr *promTruth) add(errText string, failed bool) {
 	tr.lines++
 	switch {
-	case errText == "":
+	case !failed:
 		tr.ok++
 		tr.verifyOK++
-	case strings.HasPrefix(errText, "verify call failed"):
+	case strings.Contains(errText, "verify: "):
 		tr.verifyFailed++
 	}
 }
 
-func (tr promTruth) only(tasks []protocol.Task) promTruth {
+func (tr promTruth) only(rows []protocol.RunRequest) promTruth {
 	var sub promTruth
-	for _, task := range tasks {
-		sub.add(tr.byTask[task.ID])
+	for _, row := range rows {
+		var id string
+		_, _ = row.Fields.Decode("task_id", &id)
+		e, ok := tr.byTask[id]
+		sub.add(e, ok && e != "")
 	}
 	return sub
 }

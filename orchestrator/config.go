@@ -11,34 +11,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/servers/registry"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// Built-in server implementations.
-const (
-	ImplArithmetic  = "arithmetic"
-	ImplPolicyModel = "policy_model"
-	ImplSimpleAgent = "simple_agent"
-)
-
-// defaultImpl is the implementation used for a server type when the config
-// names none.
-var defaultImpl = map[string]string{
-	telemetry.ServerTypeResources: ImplArithmetic,
-	telemetry.ServerTypeModel:     ImplPolicyModel,
-	telemetry.ServerTypeAgent:     ImplSimpleAgent,
-}
-
 // DefaultImpl returns the implementation used for serverType when none is
 // named, or "" for an unknown type.
-func DefaultImpl(serverType string) string { return defaultImpl[serverType] }
-
-// implType says which server type each implementation serves.
-var implType = map[string]string{
-	ImplArithmetic:  telemetry.ServerTypeResources,
-	ImplPolicyModel: telemetry.ServerTypeModel,
-	ImplSimpleAgent: telemetry.ServerTypeAgent,
-}
+func DefaultImpl(serverType string) string { return registry.Default(serverType) }
 
 // ServerSpec is one server of the fleet.
 type ServerSpec struct {
@@ -47,8 +26,9 @@ type ServerSpec struct {
 	// Type is resources_servers, responses_api_models or
 	// responses_api_agents.
 	Type string `yaml:"type" json:"type"`
-	// Impl picks the built-in implementation; empty means the type's
-	// default (arithmetic, policy_model, simple_agent).
+	// Impl picks the built-in implementation (see package registry);
+	// empty means the type's default (arithmetic, policy_model,
+	// simple_agent).
 	Impl string `yaml:"impl,omitempty" json:"impl,omitempty"`
 	// Addr fixes the listen address; empty means a free loopback port.
 	Addr string `yaml:"addr,omitempty" json:"addr,omitempty"`
@@ -140,18 +120,19 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: duplicate name", where))
 		}
 		seen[s.Name] = true
-		if _, ok := defaultImpl[s.Type]; !ok {
+		if registry.Default(s.Type) == "" {
 			errs = append(errs, fmt.Errorf("%s: unknown server type %q (valid: %s, %s, %s)", where, s.Type,
 				telemetry.ServerTypeResources, telemetry.ServerTypeModel, telemetry.ServerTypeAgent))
 			continue
 		}
 		if s.Impl == "" {
-			s.Impl = defaultImpl[s.Type]
+			s.Impl = registry.Default(s.Type)
 		}
-		if t, ok := implType[s.Impl]; !ok {
-			errs = append(errs, fmt.Errorf("%s: unknown implementation %q", where, s.Impl))
-		} else if t != s.Type {
-			errs = append(errs, fmt.Errorf("%s: implementation %q serves %s, not %s", where, s.Impl, t, s.Type))
+		if impl, ok := registry.ByName(s.Impl); !ok {
+			errs = append(errs, fmt.Errorf("%s: unknown implementation %q (%s: %s)", where, s.Impl, s.Type,
+				strings.Join(registry.Names(s.Type), ", ")))
+		} else if impl.Type != s.Type {
+			errs = append(errs, fmt.Errorf("%s: implementation %q serves %s, not %s", where, s.Impl, impl.Type, s.Type))
 		}
 		if s.MetricsAddr != "" {
 			if other, dup := addrs[s.MetricsAddr]; dup && !strings.HasSuffix(s.MetricsAddr, ":0") {

@@ -94,9 +94,9 @@ func FuzzParseFleetConfig(f *testing.F) {
 		f.Add([]byte(testenv.AliasBomb(b)))
 	}
 	types := map[string]string{
-		orchestrator.ImplArithmetic:  telemetry.ServerTypeResources,
-		orchestrator.ImplPolicyModel: telemetry.ServerTypeModel,
-		orchestrator.ImplSimpleAgent: telemetry.ServerTypeAgent,
+		"arithmetic":   telemetry.ServerTypeResources,
+		"policy_model": telemetry.ServerTypeModel,
+		"simple_agent": telemetry.ServerTypeAgent,
 	}
 
 	f.Fuzz(func(t *testing.T, doc []byte) {

@@ -180,7 +180,7 @@ servers:
 func TestValidateReportsEveryProblem(t *testing.T) {
 	cfg := orchestrator.Config{Servers: []orchestrator.ServerSpec{
 		{Name: "a", Type: "nonsense"},
-		{Name: "b", Type: telemetry.ServerTypeModel, Impl: orchestrator.ImplArithmetic},
+		{Name: "b", Type: telemetry.ServerTypeModel, Impl: "arithmetic"},
 		{Type: telemetry.ServerTypeResources},
 	}}
 	wantErr(t, cfg.Validate(), `"a"`, `"b"`, "servers[2]")
@@ -242,9 +242,9 @@ func TestDefaultConfig(t *testing.T) {
 		t.Fatalf("DefaultConfig does not validate: %v", err)
 	}
 	want := map[string]struct{ typ, impl string }{
-		"arithmetic":   {telemetry.ServerTypeResources, orchestrator.ImplArithmetic},
-		"policy_model": {telemetry.ServerTypeModel, orchestrator.ImplPolicyModel},
-		"simple_agent": {telemetry.ServerTypeAgent, orchestrator.ImplSimpleAgent},
+		"arithmetic":   {telemetry.ServerTypeResources, "arithmetic"},
+		"policy_model": {telemetry.ServerTypeModel, "policy_model"},
+		"simple_agent": {telemetry.ServerTypeAgent, "simple_agent"},
 	}
 	if len(cfg.Servers) != len(want) {
 		t.Fatalf("%d servers, want %d: %+v", len(cfg.Servers), len(want), cfg.Servers)
@@ -305,10 +305,10 @@ servers:
 	for _, s := range cfg.Servers {
 		byName[s.Name] = s
 	}
-	if r := byName["runner"]; r.ModelServer != "large" || r.ResourcesServer != "calc" || r.Impl != orchestrator.ImplSimpleAgent {
+	if r := byName["runner"]; r.ModelServer != "large" || r.ResourcesServer != "calc" || r.Impl != "simple_agent" {
 		t.Errorf("runner = %+v, want model large, resources calc (filled in), impl simple_agent", r)
 	}
-	if s := byName["small"]; s.Impl != orchestrator.ImplPolicyModel || s.Config["seed"] != 7 {
+	if s := byName["small"]; s.Impl != "policy_model" || s.Config["seed"] != 7 {
 		t.Errorf("small = %+v", s)
 	}
 }
@@ -330,7 +330,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := orchestrator.LoadConfig(good)
-	if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Impl != orchestrator.ImplArithmetic {
+	if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Impl != "arithmetic" {
 		t.Errorf("LoadConfig(good) = %+v, %v", cfg, err)
 	}
 }

@@ -411,6 +411,17 @@ func (f *Fleet) AgentURL() string {
 	return ""
 }
 
+// AgentURLs maps each agent server's name to its URL.
+func (f *Fleet) AgentURLs() map[string]string {
+	out := map[string]string{}
+	for _, s := range f.Servers() {
+		if s.Spec.Type == telemetry.ServerTypeAgent {
+			out[s.Spec.Name] = s.URL
+		}
+	}
+	return out
+}
+
 // Stop sends SIGTERM to every server, waits for them to drain and flush
 // (up to the stop timeout, or ctx), SIGKILLs the rest and records
 // gym.servers.active = 0. It returns an error naming every server that

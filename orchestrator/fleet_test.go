@@ -22,10 +22,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gymlens/gymlens/dataset"
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/telfile"
 	"github.com/gymlens/gymlens/orchestrator"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -638,8 +638,8 @@ func TestFleetTelemetryFilePerProcess(t *testing.T) {
 		ExtraEnv: []string{"NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_EXPORTER=file"},
 	})
 
-	task := dataset.Arithmetic(1, 7)[0]
-	body, _ := json.Marshal(protocol.RunRequest{Task: task})
+	row := dataset.Arithmetic(1, 7)[0]
+	body, _ := json.Marshal(row)
 	res, err := httpClient.Post(f.AgentURL()+"/run", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("POST /run: %v", err)
@@ -649,12 +649,15 @@ func TestFleetTelemetryFilePerProcess(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("POST /run = %d: %s", res.StatusCode, raw)
 	}
-	var run protocol.RunResponse
+	var run protocol.VerifyResponse
 	if err := json.Unmarshal(raw, &run); err != nil {
 		t.Fatalf("decode %s: %v", raw, err)
 	}
-	if run.TaskID != task.ID || run.Error != "" {
-		t.Errorf("rollout = %+v, want task %s without error", run, task.ID)
+	if err := run.Validate(); err != nil {
+		t.Errorf("rollout answer %s: %v", raw, err)
+	}
+	if want, _ := row.Fields.Get("expected_answer"); !run.Fields.Has("expected_answer") || string(must(run.Fields.Get("expected_answer"))) != string(want) {
+		t.Errorf("rollout answer %s does not echo the task's expected_answer %s", raw, want)
 	}
 
 	if err := f.Stop(ctxFor(t, 30*time.Second)); err != nil {
@@ -739,3 +742,6 @@ func TestFleetBadServerConfigSpawnsNothing(t *testing.T) {
 		t.Fatalf("servers were spawned: %v", logs)
 	}
 }
+
+// must drops the found flag of a lookup that the test checked already.
+func must(raw json.RawMessage, _ bool) json.RawMessage { return raw }

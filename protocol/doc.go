@@ -8,6 +8,9 @@
 //     (expected_answer, options, ...); they travel in Fields and come back
 //     out byte for byte, as upstream's agent and verifiers pass them on.
 //     Output items and content parts keep undeclared members the same way.
+//     Member names match exactly, as in upstream (not in encoding/json's
+//     case-insensitive way), and a declared member that arrived as null
+//     goes back out as null.
 //   - Required members always encode. A Response always carries id,
 //     object, created_at, model, output, parallel_tool_calls, tool_choice
 //     and tools; an output_text part always carries annotations; a usage

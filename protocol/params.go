@@ -192,6 +192,14 @@ func nullToNil(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
+// Validate checks p as the body of POST /v1/responses: locations are
+// relative to the parameters object ("prompt_cache_key", "input", ...).
+func (p *ResponseCreateParams) Validate() error {
+	var v validator
+	p.validate(&v, nil, nil)
+	return v.err()
+}
+
 // Unknown returns the members upstream would refuse, as they came.
 func (p ResponseCreateParams) Unknown() Fields { return p.unknown }
 
@@ -255,7 +263,7 @@ func (p *ResponseCreateParams) validate(v *validator, raw json.RawMessage, loc [
 	if p.nulls&paramToolChoice != 0 {
 		v.add(ErrLiteral, "Input should be 'none', 'auto' or 'required'", json.RawMessage("null"), at(loc, "tool_choice")...)
 	} else if p.ToolChoice != nil {
-		p.ToolChoice.validate(v, at(loc, "tool_choice"), true)
+		p.ToolChoice.validate(v, at(loc, "tool_choice"))
 	}
 	if p.nulls&paramTools != 0 {
 		v.add(ErrList, "Input should be a valid list", json.RawMessage("null"), at(loc, "tools")...)
@@ -432,8 +440,9 @@ var toolChoiceKeys = map[string][]string{
 	"web_search_preview_2025_03_11": nil, "image_generation": nil, "code_interpreter": nil,
 }
 
-// validate checks a tool choice; param is false for a response's echo.
-func (t ToolChoice) validate(v *validator, loc []any, param bool) {
+// validate checks a tool choice (the same union in a request and in a
+// response).
+func (t ToolChoice) validate(v *validator, loc []any) {
 	if len(t.Object) == 0 {
 		if !slices.Contains([]string{ToolChoiceNone, ToolChoiceAuto, ToolChoiceRequired}, t.Mode) {
 			v.add(ErrLiteral, "Input should be 'none', 'auto' or 'required'", mustRaw(t.Mode), loc...)
@@ -511,7 +520,7 @@ func (t Tool) MarshalJSON() ([]byte, error) { return t.appendJSON(nil) }
 func (t *Tool) appendJSON(buf []byte) ([]byte, error) {
 	fn := t.Type == "function"
 	w := toolWire{Type: t.Type, Description: t.Description, Parameters: nullToNil(t.Parameters), Strict: t.Strict}
-	if t.Name != "" || fn || t.present&toolName != 0 {
+	if t.Name != "" || fn || t.present&^t.nulls&toolName != 0 {
 		w.Name = &t.Name
 	}
 	nulls := t.nulls

@@ -114,7 +114,7 @@ func (r *Response) appendJSON(buf []byte) ([]byte, error) {
 		ParallelToolCalls: &ptc, ToolChoice: &tc, Tools: r.Tools,
 		IncompleteDetails: r.IncompleteDetails, Usage: r.Usage, Error: nullToNil(r.Error),
 		Temperature: r.Temperature, TopP: r.TopP, MaxOutputTokens: r.MaxOutputTokens}
-	if r.Status != "" || r.present&respStatus != 0 {
+	if r.Status != "" || r.present&^r.nulls&respStatus != 0 {
 		w.Status = &r.Status
 	}
 	if r.Instructions != nil {
@@ -225,7 +225,7 @@ func (r *Response) validate(v *validator, raw json.RawMessage, loc []any) {
 		r.Tools[i].validate(v, at(loc, "tools", i), false)
 	}
 	if r.present&^r.nulls&respToolChoice != 0 {
-		r.ToolChoice.validate(v, at(loc, "tool_choice"), false)
+		r.ToolChoice.validate(v, at(loc, "tool_choice"))
 	}
 	if r.present&^r.nulls&respStatus != 0 && !slices.Contains(responseStatuses, r.Status) {
 		v.add(ErrLiteral, "Input should be 'completed', 'failed', 'in_progress', 'cancelled', 'queued' or 'incomplete'",

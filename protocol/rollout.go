@@ -34,6 +34,10 @@ func alnum(c byte) bool {
 // for a retry attempt n > 0. ok is false when the row has neither an
 // explicit id nor both indexes.
 func (r *RunRequest) ResolveRolloutID() (id string, ok bool, err error) {
+	if raw, found := r.Fields.Get(KeyRolloutID); found && r.RolloutID == "" && !isNull(raw) {
+		// An explicit id that is not a string.
+		return "", false, fmt.Errorf("%w; got %s", ErrBadRolloutID, raw)
+	}
 	switch {
 	case r.RolloutID != "" || r.present&^r.nulls&rowRolloutID != 0:
 		if !ValidRolloutID(r.RolloutID) {

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 )
@@ -54,6 +55,10 @@ type RunRequest struct {
 	RolloutID string
 	// AgentRef names the agent that runs the row.
 	AgentRef *ServerRef
+	// Upstream passes these bookkeeping members on untyped: one that does
+	// not have the shape above (an index that is not an integer, an
+	// agent_ref with other members, ...) is left nil and kept in Fields
+	// as it came.
 	// Fields holds the task fields and every other member.
 	Fields Fields
 
@@ -103,16 +108,17 @@ type rowWire struct {
 
 // rowDecodeWire is a row as it is decoded: the same members (in the same
 // order), with the response and reward left raw for the types that
-// declare them.
+// declare them, and the bookkeeping members raw for decodeRow to read
+// leniently.
 type rowDecodeWire struct {
 	Params       *ResponseCreateParams `json:"responses_create_params,omitempty"`
 	Response     json.RawMessage       `json:"response,omitempty"`
 	Reward       json.RawMessage       `json:"reward,omitempty"`
-	TaskIndex    *int                  `json:"_ng_task_index,omitempty"`
-	RolloutIndex *int                  `json:"_ng_rollout_index,omitempty"`
-	AttemptIndex *int                  `json:"_ng_attempt_index,omitempty"`
-	RolloutID    *string               `json:"_ng_rollout_id,omitempty"`
-	AgentRef     *ServerRef            `json:"agent_ref,omitempty"`
+	TaskIndex    json.RawMessage       `json:"_ng_task_index,omitempty"`
+	RolloutIndex json.RawMessage       `json:"_ng_rollout_index,omitempty"`
+	AttemptIndex json.RawMessage       `json:"_ng_attempt_index,omitempty"`
+	RolloutID    json.RawMessage       `json:"_ng_rollout_id,omitempty"`
+	AgentRef     json.RawMessage       `json:"agent_ref,omitempty"`
 }
 
 // Bits of RunRequest.present, in rowWire's field order.
@@ -120,10 +126,11 @@ const (
 	rowParams = 1 << iota
 	rowResponse
 	rowReward
-	_ // _ng_task_index
-	_ // _ng_rollout_index
-	_ // _ng_attempt_index
+	rowTaskIndex
+	rowRolloutIndex
+	rowAttemptIndex
 	rowRolloutID
+	rowAgentRef
 )
 
 func encodeRow(r *RunRequest, resp *Response, reward *float64) ([]byte, error) {
@@ -143,24 +150,56 @@ func decodeRow(b []byte, r *RunRequest, declares uint64) (w rowDecodeWire, err e
 	if err != nil {
 		return w, err
 	}
-	*r = RunRequest{TaskIndex: w.TaskIndex, RolloutIndex: w.RolloutIndex, AttemptIndex: w.AttemptIndex,
-		RolloutID: deref(w.RolloutID), AgentRef: w.AgentRef, Fields: extra,
-		present: present | decodedBit, nulls: nulls}
+	*r = RunRequest{Fields: extra, present: present | decodedBit, nulls: nulls}
 	if w.Params != nil {
 		r.ResponsesCreateParams = *w.Params
 	}
+	var rolloutID *string
 	for _, m := range []struct {
-		bit uint64
-		key string
-		raw json.RawMessage
-	}{{rowResponse, KeyResponse, w.Response}, {rowReward, KeyReward, w.Reward}} {
-		if declares&m.bit == 0 && present&m.bit != 0 {
-			r.Fields = append(r.Fields, Field{Key: m.key, Value: oneLine(m.raw)})
-			r.present &^= m.bit
-			r.nulls &^= m.bit
+		bit  uint64
+		key  string
+		raw  json.RawMessage
+		read func() bool // decodes raw into r, reporting success
+	}{
+		{rowResponse, KeyResponse, w.Response, func() bool { return declares&rowResponse != 0 }},
+		{rowReward, KeyReward, w.Reward, func() bool { return declares&rowReward != 0 }},
+		{rowTaskIndex, KeyTaskIndex, w.TaskIndex, func() bool { return readInt(w.TaskIndex, &r.TaskIndex) }},
+		{rowRolloutIndex, KeyRolloutIndex, w.RolloutIndex, func() bool { return readInt(w.RolloutIndex, &r.RolloutIndex) }},
+		{rowAttemptIndex, KeyAttemptIndex, w.AttemptIndex, func() bool { return readInt(w.AttemptIndex, &r.AttemptIndex) }},
+		{rowRolloutID, KeyRolloutID, w.RolloutID, func() bool {
+			return decodeValue(w.RolloutID, reflect.ValueOf(&rolloutID).Elem()) == nil
+		}},
+		{rowAgentRef, KeyAgentRef, w.AgentRef, func() bool { return readServerRef(w.AgentRef, &r.AgentRef) }},
+	} {
+		if present&^nulls&m.bit == 0 || m.read() {
+			continue
 		}
+		// Not declared by the target type, or not of the declared shape.
+		r.Fields = append(r.Fields, Field{Key: m.key, Value: oneLine(bytes.Clone(m.raw))})
+		r.present &^= m.bit
 	}
+	r.RolloutID = deref(rolloutID)
 	return w, nil
+}
+
+// readInt decodes raw into *dst when it is an integer.
+func readInt(raw json.RawMessage, dst **int) bool {
+	return decodeValue(raw, reflect.ValueOf(dst).Elem()) == nil
+}
+
+// readServerRef decodes raw into *dst when it is exactly a {type, name}
+// object of strings, which encodes back as it came.
+func readServerRef(raw json.RawMessage, dst **ServerRef) bool {
+	var w struct {
+		Type *string `json:"type"`
+		Name *string `json:"name"`
+	}
+	extra, present, nulls, err := decodeObject(raw, &w)
+	if err != nil || len(extra) > 0 || present != 3 || nulls != 0 {
+		return false
+	}
+	*dst = &ServerRef{Type: *w.Type, Name: *w.Name}
+	return true
 }
 
 // decodeMember decodes the raw value of row member key into dst; a type
@@ -197,7 +236,8 @@ func (r *RunRequest) UnmarshalJSON(b []byte) error {
 }
 
 // Validate checks the row against upstream's schema: the parameters are
-// required and must satisfy ResponseCreateParams' rules.
+// required and must satisfy ResponseCreateParams' rules. A row built in
+// Go is checked as it would encode.
 func (r *RunRequest) Validate() error {
 	var v validator
 	r.validate(&v)
@@ -271,7 +311,8 @@ func (r *VerifyResponse) UnmarshalJSON(b []byte) error {
 	return decodeMember(w.Reward, KeyReward, &r.Reward)
 }
 
-// Validate checks the echoed request and that a reward is present.
+// Validate checks the echoed request and, for a decoded value, that a
+// reward is present.
 func (r *VerifyResponse) Validate() error {
 	var v validator
 	r.VerifyRequest.validate(&v)

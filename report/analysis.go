@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -371,6 +372,16 @@ func (r *Run) SlowestRollouts(k int) []RolloutTrace {
 	return out
 }
 
+// ids returns the rollout id and task id to show for the rollout: the
+// span's attributes, else the recorded rollout's, else "-".
+func (rt RolloutTrace) ids() (rolloutID, taskID string) {
+	rolloutID, taskID = rt.Span.Attr(AttrRolloutID), rt.Span.Attr(AttrTaskID)
+	if ro := rt.Rollout; ro != nil {
+		rolloutID, taskID = cmp.Or(rolloutID, ro.RolloutID), cmp.Or(taskID, ro.TaskID)
+	}
+	return orDash(rolloutID), orDash(taskID)
+}
+
 func (r *Run) rolloutFor(s *Span) *Rollout {
 	id := s.Attr(AttrRolloutID)
 	for i := range r.Rollouts {
@@ -501,20 +512,20 @@ func orDash(s string) string {
 
 // FailureGroup is a set of failed rollouts sharing one error message.
 type FailureGroup struct {
-	// Error is the message rollouts.jsonl recorded.
+	// Error is the message the failure lines recorded (Rollout.Error).
 	Error string
-	// Rollouts are the failed rollouts, in file order.
+	// Rollouts are the failed rollouts, by task index and rollout index.
 	Rollouts []*Rollout
 }
 
-// Failures groups the failed rollouts of rollouts.jsonl by error message,
-// most frequent first (ties by message).
+// Failures groups the failed rollouts by error message, most frequent
+// first (ties by message).
 func (r *Run) Failures() []FailureGroup {
 	idx := map[string]int{}
 	var out []FailureGroup
 	for i := range r.Rollouts {
 		ro := &r.Rollouts[i]
-		if ro.Error == "" {
+		if !ro.Failed() {
 			continue
 		}
 		j, ok := idx[ro.Error]
@@ -524,6 +535,9 @@ func (r *Run) Failures() []FailureGroup {
 			out = append(out, FailureGroup{Error: ro.Error})
 		}
 		out[j].Rollouts = append(out[j].Rollouts, ro)
+	}
+	for _, g := range out {
+		slices.SortStableFunc(g.Rollouts, compareRollouts)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if len(out[i].Rollouts) != len(out[j].Rollouts) {

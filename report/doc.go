@@ -1,9 +1,12 @@
 // Package report reads a run directory back and reports on it.
 //
-// A run directory (runs/<run id>/) holds config.yaml, rollouts.jsonl and
-// one telemetry/<process>.jsonl file per process. [Load] reads all of it
-// into a [Run]: the processes, the spans, every metric stream followed
-// across exports, and the rollouts. Spans are many (several per rollout,
+// A run directory (runs/<run id>/) holds config.yaml, the collector's
+// rollouts.jsonl and rollouts_failures.jsonl (completed and failed
+// rollouts, one NeMo Gym result line each, with the collector's _gymlens
+// member), and one telemetry/<process>.jsonl file per process. [Load]
+// reads all of it into a [Run]: the processes, the spans, every metric
+// stream followed across exports, and the rollouts. A rollout is known by
+// its task and rollout indexes; a reward above 0 counts as rewarded. Spans are many (several per rollout,
 // about a kilobyte each once decoded), so a Run holds most of them as
 // numbers only: counts, and every span's duration for exact percentiles.
 // Only the traces a report draws are kept with every span and attribute:
@@ -30,8 +33,8 @@
 // inside it, the outer buckets being closed by the recorded min and max.
 //
 // Damage is handled in two ways. A truncated last line of a telemetry file
-// (a writer that died mid-line) or an unreadable line of rollouts.jsonl
-// becomes a [Note] and the report goes on; a corrupt line elsewhere or a
+// (a writer that died mid-line) or an unreadable line of the rollout
+// files becomes a [Note] and the report goes on; a corrupt line elsewhere or a
 // file from another format version makes Load fail with a [FileError]
 // naming the file and line.
 package report

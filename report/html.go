@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -274,7 +273,7 @@ func buildPage(r *Run, opts HTMLOptions) *htmlPage {
 }
 
 func (p *htmlPage) header(r *Run) {
-	failed, rewarded := r.rolloutCounts()
+	failed, rewarded, _ := r.rolloutCounts()
 	dur := "-"
 	if !r.Start.IsZero() {
 		dur = fmtDuration(r.Duration())
@@ -316,10 +315,9 @@ func (p *htmlPage) header(r *Run) {
 		if f.Count == 1 {
 			f.Noun = "rollout"
 		}
-		for _, ro := range g.Rollouts {
-			f.Tasks = append(f.Tasks, orDash(ro.TaskID))
+		for _, ro := range g.Rollouts { // in task order already
+			f.Tasks = append(f.Tasks, ro.label())
 		}
-		slices.Sort(f.Tasks)
 		if len(f.Tasks) > maxTasks {
 			f.More = len(f.Tasks) - maxTasks
 			f.Tasks = f.Tasks[:maxTasks]
@@ -451,14 +449,14 @@ func (p *htmlPage) slowest(r *Run, k int, swatch map[*Process]string) {
 		tr := rt.Trace
 		t := htmlTrace{
 			Rank: i + 1, Open: i == 0, Duration: fmtDuration(span.Duration()),
-			RolloutID: orDash(span.Attr(AttrRolloutID)), TaskID: orDash(span.Attr(AttrTaskID)),
 			Failed: span.Status == "error",
 		}
+		t.RolloutID, t.TaskID = rt.ids()
 		if ro := rt.Rollout; ro != nil {
-			t.Failed = t.Failed || ro.Error != ""
+			t.Failed = t.Failed || ro.Failed()
 			t.Error = ro.Error
 			t.Reward = fmtNum(ro.Reward)
-			t.Rewarded = ro.Correct
+			t.Rewarded = ro.Rewarded
 		}
 		if tr == nil {
 			// Cannot happen: Load keeps the trace of every span it ranks

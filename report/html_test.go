@@ -54,10 +54,10 @@ func TestHTMLSections(t *testing.T) {
 		">Verify success</h2>", ">HTTP server requests</h2>", ">Active servers</h2>",
 		">Slowest rollouts</h2>", ">Problems</h2>", "None found.",
 		// The numbers agree with the text report.
-		fmtDuration(run.Duration()) + " from first to last telemetry record", "12 in rollouts.jsonl: 3 failed, 7 rewarded",
+		fmtDuration(run.Duration()) + " from first to last telemetry record", "12 (9 in rollouts.jsonl, 3 in rollouts_failures.jsonl): 3 failed, 7 rewarded",
 		">" + fmtDuration(DurationQuantile(rollouts, 0.5)) + "<", ">" + fmtDuration(rollouts[len(rollouts)-1]) + "<",
 		">" + fmtDuration(verifies[len(verifies)-1]) + "<", "Fleet over time, 200ms windows",
-		"arith-000010", "handler panicked", "/v1/responses",
+		"<code>9-0</code>, <code>10-0</code>, <code>11-0</code>", "handler panicked", "/v1/responses",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("page lacks %q", want)
@@ -186,8 +186,8 @@ func hostileRun(t *testing.T) Run {
 		s = strings.ReplaceAll(s, `"nemo.gym.model.mode"`, `"<b onmouseover=alert(4)>mode"`)
 		return strings.Replace(s, `"service.name":"nemo-gym/policy_model"`, `"service.name":"nemo-gym/<img src=x onerror=console.error(\"service\")>"`, 1)
 	})
-	editFile(t, dir, "rollouts.jsonl", func(s string) string {
-		return strings.Replace(s, `"task_id":"arith-000001",`, `"task_id":"arith-000001","error":"<script>console.error(\"rollout error ran\")</script>",`, 1)
+	editFile(t, dir, FailuresFile, func(s string) string {
+		return strings.Replace(s, `"_ng_failure_error":"`, `"_ng_failure_error":"<script>console.error(\"rollout error ran\")</script>`, 1)
 	})
 	run, err := Load(dir)
 	if err != nil {

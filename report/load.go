@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,13 @@ import (
 const (
 	ConfigFile   = "config.yaml"
 	RolloutsFile = "rollouts.jsonl"
-	TelemetryDir = "telemetry"
+	// FailuresFile is the failures file of RolloutsFile, as the
+	// collector names it (rollout.FailuresPath).
+	FailuresFile = "rollouts_failures.jsonl"
+	// KeyBookkeeping is the member of a rollout line holding the
+	// collector's record of the rollout (rollout.KeyBookkeeping).
+	KeyBookkeeping = "_gymlens"
+	TelemetryDir   = "telemetry"
 )
 
 // FileError reports a file of the run directory that cannot be read. Load
@@ -83,15 +90,20 @@ func Load(dir string) (Run, error) {
 }
 
 // LoadWith reads the run directory dir: every telemetry/*.jsonl file,
-// rollouts.jsonl and config.yaml. The spans are read in two passes: the
+// rollouts.jsonl, rollouts_failures.jsonl and config.yaml. The spans are read in two passes: the
 // first decodes every line and keeps a few numbers per span, the second
 // decodes again only the spans of the traces opts asks to keep in full
 // (see LoadOptions).
 //
 // Damage that leaves the rest of the data trustworthy becomes a Note and
 // reading goes on: a telemetry file whose last line was cut short, an
-// unreadable line of rollouts.jsonl, a missing rollouts.jsonl or an
-// unreadable config.yaml. Anything else (a missing directory, a corrupt
+// unreadable line of rollouts.jsonl or of its failures file, a missing
+// rollouts.jsonl or an unreadable config.yaml.
+//
+// A failure line stands for its rollout (task index, rollout index) until
+// something newer does: a line of rollouts.jsonl (a resumed run completed
+// the rollout) or a later failure line (a resumed run failed it again)
+// supersedes it, so each rollout is counted once. Anything else (a missing directory, a corrupt
 // line inside a telemetry file, a header announcing another format
 // version) is an error naming the file and line; the error is a
 // *FileError whenever a file is to blame.
@@ -107,7 +119,7 @@ func LoadWith(dir string, opts LoadOptions) (Run, error) {
 		return run, fmt.Errorf("run directory %s is not a directory", dir)
 	}
 	found := 0
-	for _, name := range []string{ConfigFile, RolloutsFile, TelemetryDir} {
+	for _, name := range []string{ConfigFile, RolloutsFile, FailuresFile, TelemetryDir} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			found++
 		}
@@ -454,54 +466,143 @@ func (l *loader) addMetric(p *Process, instance string, m *telfile.Metric) {
 	}
 }
 
-// rolloutJSON is one line of rollouts.jsonl.
+// rolloutJSON is the part of a rollouts.jsonl or failures line the
+// report reads: upstream's members and the collector's own. The names
+// repeat the rollout package's (KeyBookkeeping, rollout.Bookkeeping,
+// rollout.KeyFailureError) rather than importing it, so reading a run
+// never pulls in OpenTelemetry; a test keeps them in step.
 type rolloutJSON struct {
-	TaskID          string  `json:"task_id"`
-	RolloutID       string  `json:"rollout_id"`
-	TraceID         string  `json:"trace_id"`
-	Reward          float64 `json:"reward"`
-	Correct         bool    `json:"correct"`
-	Error           string  `json:"error"`
-	DurationMS      float64 `json:"duration_ms"`
-	AgentDurationMS float64 `json:"agent_duration_ms"`
+	TaskIndex    *int            `json:"_ng_task_index"`
+	RolloutIndex *int            `json:"_ng_rollout_index"`
+	Reward       *float64        `json:"reward"`
+	FailureClass json.RawMessage `json:"_ng_failure_class"`
+	FailureError json.RawMessage `json:"_ng_failure_error"`
+	JudgeError   json.RawMessage `json:"_ng_failure_judge_error"`
+	Book         *bookkeeping    `json:"_gymlens"`
 }
 
+// bookkeeping is the part of rollout.Bookkeeping the report reads.
+type bookkeeping struct {
+	TraceID    string  `json:"trace_id"`
+	RolloutID  string  `json:"rollout_id"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// rollout converts a line of file.
+func (r *rolloutJSON) rollout(file string, line int) Rollout {
+	ro := Rollout{File: file, Line: line, TaskIndex: -1, RolloutIndex: -1}
+	if r.TaskIndex != nil {
+		ro.TaskIndex = *r.TaskIndex
+		ro.TaskID = strconv.Itoa(*r.TaskIndex)
+	}
+	if r.RolloutIndex != nil {
+		ro.RolloutIndex = *r.RolloutIndex
+	}
+	if r.Book != nil {
+		ro.RolloutID, ro.TraceID, ro.DurationMS = r.Book.RolloutID, r.Book.TraceID, r.Book.DurationMS
+	}
+	if ro.RolloutID == "" && r.TaskIndex != nil && r.RolloutIndex != nil {
+		ro.RolloutID = fmt.Sprintf("%d-%d", *r.TaskIndex, *r.RolloutIndex)
+	}
+	if r.Reward != nil {
+		ro.Reward = *r.Reward
+	}
+	ro.FailureClass = jsonText(r.FailureClass)
+	failed := file == FailuresFile || ro.FailureClass != ""
+	if failed {
+		ro.Error = cmp.Or(jsonText(r.FailureError), jsonText(r.JudgeError))
+		if ro.Error == "" {
+			ro.Error = "failure class " + cmp.Or(ro.FailureClass, "not given")
+		}
+	}
+	ro.Rewarded = !failed && ro.Reward > 0
+	return ro
+}
+
+// jsonText returns a JSON string's text, another value's JSON, and ""
+// for null or nothing.
+func jsonText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// readRollouts reads rollouts.jsonl and then the failures file, keeping
+// the failure lines no later line supersedes.
 func (l *loader) readRollouts() error {
-	path := filepath.Join(l.run.Dir, RolloutsFile)
+	missing, err := l.readRolloutFile(RolloutsFile, func(ro Rollout) { l.run.Rollouts = append(l.run.Rollouts, ro) })
+	if err != nil {
+		return err
+	}
+	if missing {
+		l.note(RolloutsFile, 0, "not found; no rollouts to report")
+	}
+	completed := map[[2]int]bool{}
+	for _, ro := range l.run.Rollouts {
+		if ro.TaskIndex >= 0 && ro.RolloutIndex >= 0 {
+			completed[[2]int{ro.TaskIndex, ro.RolloutIndex}] = true
+		}
+	}
+	var fails []Rollout
+	last := map[[2]int]int{} // rollout -> index in fails of its latest line
+	_, err = l.readRolloutFile(FailuresFile, func(ro Rollout) {
+		if ro.TaskIndex >= 0 && ro.RolloutIndex >= 0 {
+			last[[2]int{ro.TaskIndex, ro.RolloutIndex}] = len(fails)
+		}
+		fails = append(fails, ro)
+	})
+	if err != nil {
+		return err
+	}
+	for i, ro := range fails {
+		k := [2]int{ro.TaskIndex, ro.RolloutIndex}
+		if j, ok := last[k]; ok && (j != i || completed[k]) {
+			continue
+		}
+		l.run.Rollouts = append(l.run.Rollouts, ro)
+	}
+	return nil
+}
+
+// readRolloutFile passes every readable line of name to add; missing
+// reports a file that does not exist.
+func (l *loader) readRolloutFile(name string, add func(Rollout)) (missing bool, err error) {
+	path := filepath.Join(l.run.Dir, name)
 	f, err := os.Open(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		l.note(RolloutsFile, 0, "not found; no rollouts to report")
-		return nil
+		return true, nil
 	case err != nil:
-		return &FileError{Path: path, Err: pathless(err)}
+		return false, &FileError{Path: path, Err: pathless(err)}
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
 	for line := 1; ; line++ {
 		text, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return &FileError{Path: path, Line: line, Err: err}
+			return false, &FileError{Path: path, Line: line, Err: err}
 		}
 		complete := bytes.HasSuffix(text, []byte("\n"))
 		if trimmed := bytes.TrimSpace(text); len(trimmed) > 0 {
 			var r rolloutJSON
 			if jerr := json.Unmarshal(trimmed, &r); jerr != nil {
 				if !complete {
-					l.note(RolloutsFile, line, "last line is cut short (a partially written rollout); skipped")
+					l.note(name, line, "last line is cut short (a partially written rollout); skipped")
 				} else {
-					l.note(RolloutsFile, line, "unreadable rollout line skipped: %v", jerr)
+					l.note(name, line, "unreadable rollout line skipped: %v", jerr)
 				}
 			} else {
-				l.run.Rollouts = append(l.run.Rollouts, Rollout{
-					Line: line, TaskID: r.TaskID, RolloutID: r.RolloutID, TraceID: r.TraceID,
-					Reward: r.Reward, Correct: r.Correct, Error: r.Error,
-					DurationMS: r.DurationMS, AgentDurationMS: r.AgentDurationMS,
-				})
+				add(r.rollout(name, line))
 			}
 		}
 		if err != nil { // io.EOF
-			return nil
+			return false, nil
 		}
 	}
 }

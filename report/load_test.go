@@ -50,17 +50,29 @@ func TestLoadFixture(t *testing.T) {
 	if len(run.Rollouts) != 12 {
 		t.Fatalf("%d rollouts, want 12", len(run.Rollouts))
 	}
-	failed := 0
-	for _, ro := range run.Rollouts {
-		if ro.Error != "" {
+	failed, rewarded := 0, 0
+	for i, ro := range run.Rollouts {
+		// The resources server panics on the verifications of the last
+		// three tasks (see testdata/README.md).
+		if ro.Failed() != (ro.TaskIndex >= 9) || ro.Failed() != (ro.File == FailuresFile) {
+			t.Errorf("rollout %s of %s:%d: failed %v (%s)", ro.RolloutID, ro.File, ro.Line, ro.Failed(), ro.Error)
+		}
+		if ro.Failed() {
 			failed++
-			if !strings.HasPrefix(ro.TaskID, "arith-00001") {
-				t.Errorf("rollout of %s failed: %s", ro.TaskID, ro.Error)
+			if ro.FailureClass == "" || !strings.Contains(ro.Error, "handler panicked") || ro.Rewarded {
+				t.Errorf("failed rollout %+v", ro)
 			}
 		}
+		if ro.Rewarded {
+			rewarded++
+		}
+		if ro.TaskID != strconv.Itoa(ro.TaskIndex) || ro.RolloutIndex != 0 || ro.RolloutID != ro.TaskID+"-0" ||
+			len(ro.TraceID) != 32 || ro.DurationMS <= 0 || ro.Rewarded != (ro.Reward > 0 && !ro.Failed()) {
+			t.Errorf("rollout %d: %+v", i, ro)
+		}
 	}
-	if failed != 3 {
-		t.Errorf("%d failed rollouts, want 3", failed)
+	if failed != 3 || rewarded != 7 {
+		t.Errorf("%d failed and %d rewarded rollouts, want 3 and 7", failed, rewarded)
 	}
 	if run.Start.IsZero() || !run.End.After(run.Start) {
 		t.Errorf("run extent %v .. %v", run.Start, run.End)
@@ -300,7 +312,7 @@ func TestMissingOrWrongDirectory(t *testing.T) {
 
 func TestBrokenRolloutLine(t *testing.T) {
 	dir := copyFixture(t)
-	editFile(t, dir, RolloutsFile, func(s string) string { return replaceLine(t, s, 4, `{"task_id": "arith-0000`) })
+	editFile(t, dir, RolloutsFile, func(s string) string { return replaceLine(t, s, 4, `{"_ng_task_index": 3`) })
 	run, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -322,8 +334,19 @@ func TestBrokenRolloutLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.Notes) != 1 || run.Notes[0].Line != 12 || !strings.Contains(run.Notes[0].Message, "cut short") {
-		t.Errorf("notes %v, want rollouts.jsonl:12 cut short", run.Notes)
+	if len(run.Notes) != 1 || run.Notes[0].Line != 9 || !strings.Contains(run.Notes[0].Message, "cut short") {
+		t.Errorf("notes %v, want rollouts.jsonl:9 cut short", run.Notes)
+	}
+
+	// So does one of the failures file.
+	dir = copyFixture(t)
+	editFile(t, dir, FailuresFile, func(s string) string { return strings.TrimSuffix(s, "\n")[:len(s)-30] })
+	run, err = Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Notes) != 1 || run.Notes[0].File != FailuresFile || run.Notes[0].Line != 3 || len(run.Rollouts) != 11 {
+		t.Errorf("notes %v, want %s:3 cut short", run.Notes, FailuresFile)
 	}
 }
 
@@ -345,7 +368,7 @@ func TestTelemetryOff(t *testing.T) {
 		t.Errorf("telemetry off is not a problem: %+v", p)
 	}
 	out := render(t, run, goldenOptions)
-	for _, want := range []string{"telemetry  none exported", "12 in rollouts.jsonl: 3 failed", "not exported", "none found"} {
+	for _, want := range []string{"telemetry  none exported", "12 (9 in rollouts.jsonl, 3 in rollouts_failures.jsonl): 3 failed", "not exported", "none found"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
@@ -599,5 +622,70 @@ func TestLinksResolve(t *testing.T) {
 	page := renderHTML(t, run, HTMLOptions{SlowestK: 3})
 	if !strings.Contains(page, "↗ link") || !strings.Contains(page, "<td>links to</td><td>gym.job (orchestrator), trace ") {
 		t.Error("the page does not show the rollouts' links to gym.job")
+	}
+}
+
+// The rollout lines of a resumed run: completed lines, a failure line a
+// later run completed, a rollout that failed twice, and lines missing the
+// collector's members.
+func TestRolloutLines(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, lines ...string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(RolloutsFile,
+		`{"_ng_task_index":0,"_ng_rollout_index":0,"reward":1,"expected_answer":"4","_gymlens":{"trace_id":"0af7651916cd43dd8448eb211c80319c","rollout_id":"0-0","duration_ms":12.5,"attempted_at":"2026-01-02T03:04:05Z","attempts":1}}`,
+		`{"_ng_task_index":0,"_ng_rollout_index":1,"reward":0}`,
+		`{"_ng_task_index":1,"_ng_rollout_index":0,"reward":0.5,"_ng_failure_class":"judge_failed","_ng_failure_judge_error":"judge down"}`,
+		`{"reward":1}`,
+	)
+	write(FailuresFile,
+		`{"_ng_task_index":0,"_ng_rollout_index":1,"_ng_failure_class":"rollout_error","_ng_failure_error":"since completed"}`,
+		`{"_ng_task_index":2,"_ng_rollout_index":0,"_ng_failure_class":"rollout_error","_ng_failure_error":"first try"}`,
+		`{"_ng_task_index":2,"_ng_rollout_index":0,"_ng_attempt_index":3,"_ng_failure_class":"rollout_error","_ng_failure_error":"second try","_gymlens":{"trace_id":"","rollout_id":"2-0-a3","duration_ms":3,"attempted_at":"2026-01-02T03:04:05Z","attempts":3}}`,
+		`{"_ng_failure_class":"kill_shaped"}`,
+		`{"_ng_task_index":3,"_ng_rollout_index":0,"_ng_failure_class":null,"reward":1}`,
+	)
+	run, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Rollout{
+		{File: RolloutsFile, Line: 1, TaskIndex: 0, RolloutIndex: 0, TaskID: "0", RolloutID: "0-0", TraceID: "0af7651916cd43dd8448eb211c80319c", Reward: 1, Rewarded: true, DurationMS: 12.5},
+		{File: RolloutsFile, Line: 2, TaskIndex: 0, RolloutIndex: 1, TaskID: "0", RolloutID: "0-1"},
+		{File: RolloutsFile, Line: 3, TaskIndex: 1, RolloutIndex: 0, TaskID: "1", RolloutID: "1-0", Reward: 0.5, FailureClass: "judge_failed", Error: "judge down"},
+		{File: RolloutsFile, Line: 4, TaskIndex: -1, RolloutIndex: -1, Reward: 1, Rewarded: true},
+		{File: FailuresFile, Line: 3, TaskIndex: 2, RolloutIndex: 0, TaskID: "2", RolloutID: "2-0-a3", FailureClass: "rollout_error", Error: "second try", DurationMS: 3},
+		{File: FailuresFile, Line: 4, TaskIndex: -1, RolloutIndex: -1, FailureClass: "kill_shaped", Error: "failure class kill_shaped"},
+		{File: FailuresFile, Line: 5, TaskIndex: 3, RolloutIndex: 0, TaskID: "3", RolloutID: "3-0", Reward: 1, Error: "failure class not given"},
+	}
+	if len(run.Rollouts) != len(want) {
+		t.Fatalf("%d rollouts, want %d: %+v", len(run.Rollouts), len(want), run.Rollouts)
+	}
+	for i := range want {
+		if run.Rollouts[i] != want[i] {
+			t.Errorf("rollout %d:\n got %+v\nwant %+v", i, run.Rollouts[i], want[i])
+		}
+	}
+	sum := run.Summary()
+	if sum.Rollouts != 7 || sum.Failed != 4 || sum.Rewarded != 2 || sum.SuccessFraction() != 2.0/7 {
+		t.Errorf("summary %+v", sum)
+	}
+	var groups []string
+	for _, g := range run.Failures() {
+		var ids []string
+		for _, ro := range g.Rollouts {
+			ids = append(ids, ro.label())
+		}
+		groups = append(groups, g.Error+": "+strings.Join(ids, " "))
+	}
+	if got := strings.Join(groups, "; "); got != "failure class kill_shaped: -; failure class not given: 3-0; judge down: 1-0; second try: 2-0-a3" {
+		t.Errorf("failure groups %q", got)
+	}
+	out := render(t, run, goldenOptions)
+	if !strings.Contains(out, "7 (4 in rollouts.jsonl, 3 in rollouts_failures.jsonl): 4 failed, 2 rewarded") {
+		t.Errorf("report:\n%s", out)
 	}
 }

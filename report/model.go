@@ -31,7 +31,9 @@ type Run struct {
 	// Series holds every metric stream, sorted by metric name, process
 	// file and attribute set.
 	Series []*Series
-	// Rollouts are the readable lines of rollouts.jsonl, in file order.
+	// Rollouts are the rollouts the collector recorded: the readable
+	// lines of rollouts.jsonl, in file order, then those of
+	// rollouts_failures.jsonl that still stand (see LoadWith).
 	Rollouts []Rollout
 	// Notes are recoverable problems met while reading: a truncated last
 	// line, an unreadable rollout line, an unreadable config.yaml.
@@ -284,22 +286,60 @@ type Point struct {
 	Histogram *Histogram
 }
 
-// Rollout is one line of rollouts.jsonl.
+// Rollout is one rollout the collector recorded: a line of rollouts.jsonl
+// (a completed rollout) or of its failures file (a failed one).
 type Rollout struct {
-	// Line is the 1-based line number.
+	// File is the file of the line, RolloutsFile or FailuresFile; Line
+	// is its 1-based line number.
+	File string
 	Line int
-	// TaskID, RolloutID and TraceID identify the task, the rollout and
-	// its trace.
-	TaskID, RolloutID, TraceID string
-	// Reward is the verifier's score; Correct whether it judged the
-	// answer right.
-	Reward  float64
-	Correct bool
-	// Error is set when the rollout failed.
+	// TaskIndex and RolloutIndex are the line's _ng_task_index and
+	// _ng_rollout_index, -1 when it has none.
+	TaskIndex, RolloutIndex int
+	// TaskID is the task index in decimal ("" without one): a dataset row
+	// has no id of its own, its place in the dataset identifies it.
+	TaskID string
+	// RolloutID is the rollout id the collector recorded (see
+	// rollout.Bookkeeping), else "<task index>-<rollout index>".
+	RolloutID string
+	// TraceID is the rollout's trace as the agent reported it; "" when it
+	// reported none.
+	TraceID string
+	// Reward is the verifier's score; Rewarded reports a completed
+	// rollout whose reward is above 0.
+	Reward   float64
+	Rewarded bool
+	// FailureClass is the _ng_failure_class of a failed rollout.
+	FailureClass string
+	// Error says why the rollout failed (the failure line's
+	// _ng_failure_error, else its _ng_failure_judge_error, else its
+	// class); empty for a completed rollout.
 	Error string
-	// DurationMS is the collector's wall clock for the rollout;
-	// AgentDurationMS what the agent reported.
-	DurationMS, AgentDurationMS float64
+	// DurationMS is the collector's wall clock for the rollout's last
+	// /run call.
+	DurationMS float64
+}
+
+// Failed reports whether the rollout failed.
+func (r Rollout) Failed() bool { return r.Error != "" }
+
+// label names the rollout in lists: its rollout id, else its task.
+func (r Rollout) label() string {
+	if r.RolloutID != "" {
+		return r.RolloutID
+	}
+	return orDash(r.TaskID)
+}
+
+// compareRollouts orders rollouts by task index, rollout index and label.
+func compareRollouts(a, b *Rollout) int {
+	if a.TaskIndex != b.TaskIndex {
+		return a.TaskIndex - b.TaskIndex
+	}
+	if a.RolloutIndex != b.RolloutIndex {
+		return a.RolloutIndex - b.RolloutIndex
+	}
+	return strings.Compare(a.label(), b.label())
 }
 
 // Note is a recoverable problem met while reading the run directory.
@@ -350,18 +390,21 @@ func (r *Run) Offset(t time.Time) time.Duration { return t.Sub(r.Start) }
 // Duration returns End minus Start: how long the telemetry spans.
 func (r *Run) Duration() time.Duration { return r.End.Sub(r.Start) }
 
-// rolloutCounts returns how many rollouts failed and how many the
-// verifier judged right.
-func (r *Run) rolloutCounts() (failed, rewarded int) {
+// rolloutCounts returns how many rollouts failed and how many were
+// rewarded, and how many lines of the failures file stand.
+func (r *Run) rolloutCounts() (failed, rewarded, inFailures int) {
 	for _, ro := range r.Rollouts {
-		if ro.Error != "" {
+		if ro.Failed() {
 			failed++
 		}
-		if ro.Correct {
+		if ro.Rewarded {
 			rewarded++
 		}
+		if ro.File == FailuresFile {
+			inFailures++
+		}
 	}
-	return failed, rewarded
+	return failed, rewarded, inFailures
 }
 
 // TraceCount returns the number of distinct trace ids among the spans

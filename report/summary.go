@@ -8,11 +8,12 @@ type Summary struct {
 	Traces int
 	// Spans is the number of exported spans.
 	Spans int
-	// Rollouts counts the readable lines of rollouts.jsonl; Failed those
-	// with an error; Correct those the verifier judged right.
-	Rollouts, Failed, Correct int
+	// Rollouts counts the rollouts recorded (Run.Rollouts: completed and
+	// failed); Failed the failed ones; Rewarded those with a reward above
+	// 0.
+	Rollouts, Failed, Rewarded int
 	// DurationsMS are the rollout durations the collector measured, in
-	// rollouts.jsonl order.
+	// Run.Rollouts order.
 	DurationsMS []float64
 	// Notes lists recoverable problems met while reading (a truncated last
 	// line, say), each naming the file and line.
@@ -24,7 +25,7 @@ func (s Summary) SuccessFraction() float64 {
 	if s.Rollouts == 0 {
 		return 0
 	}
-	return float64(s.Correct) / float64(s.Rollouts)
+	return float64(s.Rewarded) / float64(s.Rollouts)
 }
 
 // Summarize loads dir (see LoadWith) and condenses it into a Summary. The
@@ -46,7 +47,7 @@ func (r *Run) Summary() Summary {
 	sum.Traces = r.TraceCount()
 	sum.Spans = r.SpanCount()
 	sum.Rollouts = len(r.Rollouts)
-	sum.Failed, sum.Correct = r.rolloutCounts()
+	sum.Failed, sum.Rewarded, _ = r.rolloutCounts()
 	for _, ro := range r.Rollouts {
 		sum.DurationsMS = append(sum.DurationsMS, ro.DurationMS)
 	}

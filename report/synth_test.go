@@ -166,27 +166,43 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 		}
 	}
 
-	// rollouts.jsonl: the template's line with the new ids and duration.
-	f, err := os.Create(filepath.Join(dir, RolloutsFile))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	enc := json.NewEncoder(w)
-	for i, pl := range plans {
-		ro := templates[pl.tmpl].rollout
-		line := rolloutJSON{TaskID: fmt.Sprintf("arith-%06d", i+1), RolloutID: rolloutID(i), TraceID: pl.traceID,
-			Reward: ro.Reward, Correct: ro.Correct, Error: ro.Error,
-			DurationMS: ro.DurationMS * pl.stretch, AgentDurationMS: ro.AgentDurationMS * pl.stretch}
-		if err := enc.Encode(line); err != nil {
+	// rollouts.jsonl and its failures file: the template's line with the
+	// new ids and duration.
+	files := map[string]*bufio.Writer{}
+	var closers []*os.File
+	for _, name := range []string{RolloutsFile, FailuresFile} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
 			tb.Fatal(err)
 		}
+		closers = append(closers, f)
+		files[name] = bufio.NewWriterSize(f, 1<<20)
 	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
+	for i, pl := range plans {
+		ro := templates[pl.tmpl].rollout
+		line := map[string]any{
+			"_ng_task_index": i, "_ng_rollout_index": 0, "reward": ro.Reward,
+			KeyBookkeeping: map[string]any{"trace_id": pl.traceID, "rollout_id": rolloutID(i), "duration_ms": ro.DurationMS * pl.stretch},
+		}
+		if ro.Failed() {
+			line["_ng_failure_class"] = ro.FailureClass
+			line["_ng_failure_error"] = ro.Error
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w := files[ro.File]
+		w.Write(b)
+		w.WriteByte('\n')
 	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
+	for i, name := range []string{RolloutsFile, FailuresFile} {
+		if err := files[name].Flush(); err != nil {
+			tb.Fatal(err)
+		}
+		if err := closers[i].Close(); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	return spans
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -128,8 +127,12 @@ func durationText(r *Run) string {
 }
 
 func rolloutsText(r *Run) string {
-	failed, rewarded := r.rolloutCounts()
-	line := fmt.Sprintf("%d in %s: %d failed, %d rewarded", len(r.Rollouts), RolloutsFile, failed, rewarded)
+	failed, rewarded, inFailures := r.rolloutCounts()
+	where := "in " + RolloutsFile
+	if inFailures > 0 {
+		where = fmt.Sprintf("(%d in %s, %d in %s)", len(r.Rollouts)-inFailures, RolloutsFile, inFailures, FailuresFile)
+	}
+	line := fmt.Sprintf("%d %s: %d failed, %d rewarded", len(r.Rollouts), where, failed, rewarded)
 	if len(r.SeriesNamed(MetricRolloutCalls)) > 0 {
 		c := r.CounterTotals(MetricRolloutCalls, AttrRolloutOutcome)
 		line += fmt.Sprintf("; agents counted %s failed of %s (%s)",
@@ -139,7 +142,7 @@ func rolloutsText(r *Run) string {
 }
 
 // failures lists the failed rollouts' errors, one block per distinct
-// message: the tasks it hit, then the message wrapped to the width.
+// message: the rollouts it hit, then the message wrapped to the width.
 func (t *textWriter) failures() {
 	const maxGroups, maxTasks = 5, 6
 	const label, indent = "  failed     ", "               "
@@ -150,10 +153,9 @@ func (t *textWriter) failures() {
 			break
 		}
 		var tasks []string
-		for _, ro := range g.Rollouts {
-			tasks = append(tasks, orDash(ro.TaskID))
+		for _, ro := range g.Rollouts { // in task order already
+			tasks = append(tasks, ro.label())
 		}
-		slices.Sort(tasks)
 		if len(tasks) > maxTasks {
 			tasks = append(tasks[:maxTasks], "...")
 		}
@@ -389,8 +391,9 @@ func (t *textWriter) slowest() {
 	}
 	for i, rt := range slow {
 		s := rt.Span
-		t.printf("  #%d  %s  rollout %s  task %s", i+1, fmtDuration(s.Duration()), orDash(s.Attr(AttrRolloutID)), orDash(s.Attr(AttrTaskID)))
-		if rt.Rollout != nil && rt.Rollout.Error != "" || s.Status == "error" {
+		rolloutID, taskID := rt.ids()
+		t.printf("  #%d  %s  rollout %s  task %s", i+1, fmtDuration(s.Duration()), rolloutID, taskID)
+		if rt.Rollout != nil && rt.Rollout.Failed() || s.Status == "error" {
 			t.printf("  FAILED")
 		}
 		t.printf("\n    trace %s, %d spans over %s\n", rt.Trace.ID, len(rt.Trace.Spans), fmtDuration(rt.Trace.Duration()))

@@ -2,45 +2,75 @@ package rollout_test
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
 
+// call is one /run request a fake agent received.
+type call struct {
+	// Task, Rollout and Attempt are the row's indexes (Attempt -1 when
+	// the row had no _ng_attempt_index).
+	Task, Rollout, Attempt int
+	// Row is the body as a row; Body every member as it came.
+	Row  protocol.RunRequest
+	Body protocol.Fields
+}
+
+// answer is what a fake agent's /run sends back.
+type answer struct {
+	// Status is the HTTP status; 0 means 200.
+	Status int
+	// Body is encoded as the answer; nil means echo(c, 1).
+	Body any
+	// Abort closes the connection without an answer.
+	Abort bool
+	// TraceResponse, when set, is sent as the traceresponse header.
+	TraceResponse string
+}
+
 // runFunc is a fake agent's /run behaviour.
-type runFunc func(context.Context, protocol.RunRequest) (protocol.RunResponse, error)
+type runFunc func(ctx context.Context, c call) answer
 
 // fakeAgent is an agent-like peer on loopback built on the project's server
-// runtime. It tracks the requests it saw and the peak number in flight.
+// runtime. /run answers as runFunc says (by default: the row echoed with a
+// response and reward 1, as upstream's /verify result looks);
+// /aggregate_metrics records its request and answers the mean reward. It
+// tracks the calls it saw and the peak number in flight.
 type fakeAgent struct {
 	URL  string
 	addr string
 
 	inFlight, maxInFlight atomic.Int64
 	mu                    sync.Mutex
-	seen                  []string
+	calls                 []call
+	aggregates            []protocol.AggregateMetricsRequest
+	aggregateStatus       int // 0 means 200
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	served   chan error
 }
 
-// startAgent serves fn (nil means answer every task correctly) until the
-// test ends or Stop is called.
+// startAgent serves fn (nil means answer every row with reward 1) until
+// the test ends or Stop is called.
 func startAgent(t *testing.T, fn runFunc) *fakeAgent {
 	t.Helper()
 	if fn == nil {
-		fn = answerCorrectly
+		fn = func(context.Context, call) answer { return answer{} }
 	}
 	a := &fakeAgent{served: make(chan error, 1)}
 	s := server.New(server.Options{Name: "fake_agent"})
-	server.Handle(s, protocol.RouteRun, func(ctx context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
+	s.HandleFunc("POST "+protocol.PathRun, func(w http.ResponseWriter, r *http.Request) {
 		n := a.inFlight.Add(1)
 		defer a.inFlight.Add(-1)
 		for {
@@ -49,10 +79,61 @@ func startAgent(t *testing.T, fn runFunc) *fakeAgent {
 				break
 			}
 		}
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c := call{Attempt: -1}
+		if err := json.Unmarshal(raw, &c.Row); err != nil || c.Row.Validate() != nil ||
+			c.Row.TaskIndex == nil || c.Row.RolloutIndex == nil || c.Body.UnmarshalJSON(raw) != nil {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			fmt.Fprintf(w, `{"detail":%q}`, fmt.Sprint("bad row: ", err))
+			return
+		}
+		c.Task, c.Rollout = *c.Row.TaskIndex, *c.Row.RolloutIndex
+		if c.Row.AttemptIndex != nil {
+			c.Attempt = *c.Row.AttemptIndex
+		}
 		a.mu.Lock()
-		a.seen = append(a.seen, req.Task.ID)
+		a.calls = append(a.calls, c)
 		a.mu.Unlock()
-		return fn(ctx, req)
+
+		ans := fn(r.Context(), c)
+		if ans.Abort {
+			panic(http.ErrAbortHandler) // the connection is closed unanswered
+		}
+		body := ans.Body
+		if body == nil {
+			body = echo(c, 1)
+		}
+		if ans.TraceResponse != "" {
+			w.Header().Set("traceresponse", ans.TraceResponse)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(max(ans.Status, http.StatusOK))
+		_ = json.NewEncoder(w).Encode(body)
+	})
+	server.Handle(s, "POST "+protocol.PathAggregateMetrics, func(_ context.Context, req protocol.AggregateMetricsRequest) (protocol.AggregateMetricsResponse, error) {
+		a.mu.Lock()
+		a.aggregates = append(a.aggregates, req)
+		status := a.aggregateStatus
+		a.mu.Unlock()
+		if status != 0 {
+			return protocol.AggregateMetricsResponse{}, server.Errorf(status, "no metrics today")
+		}
+		var sum float64
+		for _, r := range req.VerifyResponses {
+			var reward float64
+			_, _ = r.Decode(protocol.KeyReward, &reward)
+			sum += reward
+		}
+		mean := sum / float64(len(req.VerifyResponses))
+		return protocol.AggregateMetricsResponse{
+			AgentMetrics:      map[string]any{"mean/reward": mean, "count": len(req.VerifyResponses)},
+			KeyMetrics:        map[string]any{"mean/reward": mean},
+			GroupLevelMetrics: []json.RawMessage{json.RawMessage(`{"group":"all"}`)},
+		}, nil
 	})
 	addr, err := s.Listen()
 	if err != nil {
@@ -69,6 +150,20 @@ func startAgent(t *testing.T, fn runFunc) *fakeAgent {
 		}
 	})
 	return a
+}
+
+// echo is upstream's verify result for c: the row as it came, the episode
+// and the reward.
+func echo(c call, reward float64) protocol.Fields {
+	out := c.Body.Clone()
+	resp := protocol.Response{ID: "resp_1", Object: protocol.ObjectResponse, CreatedAt: 1767225600, Model: "fake",
+		Output:            []protocol.Item{protocol.AssistantMessage("msg_1", "The answer is 42.")},
+		ParallelToolCalls: true, ToolChoice: protocol.ToolChoice{Mode: protocol.ToolChoiceAuto}, Tools: []protocol.Tool{},
+		Status: "completed", Usage: protocol.NewUsage(12, 7)}
+	_ = out.Set(protocol.KeyResponse, resp)
+	_ = out.Set(protocol.KeyReward, reward)
+	_ = out.Set("extracted_answer", "42")
+	return out
 }
 
 // Stop shuts the server down, waiting for in-flight requests; it is safe to
@@ -96,22 +191,23 @@ func (a *fakeAgent) beginStop() {
 	}
 }
 
-// Seen returns the task ids the agent received, in arrival order.
-func (a *fakeAgent) Seen() []string {
+// Calls returns the /run calls the agent received, in arrival order.
+func (a *fakeAgent) Calls() []call {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]string(nil), a.seen...)
+	return append([]call(nil), a.calls...)
 }
 
-func answerCorrectly(_ context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
-	return protocol.RunResponse{
-		RolloutID:  "ro-" + req.Task.ID,
-		TaskID:     req.Task.ID,
-		Answer:     req.Task.Expected,
-		Reward:     1,
-		Correct:    true,
-		DurationMS: 1.5,
-	}, nil
+// Aggregates returns the /aggregate_metrics requests it received.
+func (a *fakeAgent) Aggregates() []protocol.AggregateMetricsRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]protocol.AggregateMetricsRequest(nil), a.aggregates...)
 }
 
-var errBoom = errors.New("agent exploded")
+// failAggregates makes /aggregate_metrics answer status.
+func (a *fakeAgent) failAggregates(status int) {
+	a.mu.Lock()
+	a.aggregateStatus = status
+	a.mu.Unlock()
+}

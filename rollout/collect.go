@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/dataset"
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -29,6 +30,31 @@ const (
 	// DefaultProgressEvery is the default interval between plain progress
 	// lines.
 	DefaultProgressEvery = 5 * time.Second
+	// DefaultMaxAttempts is the number of /run calls a rollout gets when
+	// neither Options.MaxAttempts nor EnvMaxAttempts says otherwise.
+	DefaultMaxAttempts = 3
+)
+
+// EnvMaxAttempts is the environment variable upstream reads for the
+// number of attempts a rollout gets; Options.MaxAttempts 0 reads it too.
+const EnvMaxAttempts = "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS"
+
+// DefaultRepeatsKey is the key of Options.NumRepeatsByAgent that applies to
+// agents it does not name.
+const DefaultRepeatsKey = "_default"
+
+// Members the collector writes into its output lines besides upstream's.
+const (
+	// KeyBookkeeping holds the collector's own record of a rollout (a
+	// Bookkeeping) in every line it writes, succeeded or failed.
+	KeyBookkeeping = "_gymlens"
+	// KeyFailureError is the message of a failure line the collector
+	// wrote itself (FailureRolloutError).
+	KeyFailureError = "_ng_failure_error"
+	// FailureRolloutError is the _ng_failure_class of a rollout whose
+	// /run call failed on every attempt: a transport error or a status
+	// outside 2xx, or a body that is not a JSON object.
+	FailureRolloutError = "rollout_error"
 )
 
 // Span name and attribute of a collection run.
@@ -37,16 +63,70 @@ const (
 	attrJobTasks = "nemo.gym.job.tasks"
 )
 
+// traceResponseHeader is the W3C Trace Context Level 2 response header
+// ("00-<trace id>-<span id>-<flags>") an agent may answer /run with; the
+// collector records its trace id.
+const traceResponseHeader = "traceresponse"
+
+// Bookkeeping is the collector's record of one rollout, written under
+// KeyBookkeeping into its line.
+type Bookkeeping struct {
+	// TraceID is the rollout's trace as the agent reported it in the
+	// traceresponse header of its /run answer; "" when it sent none.
+	TraceID string `json:"trace_id"`
+	// RolloutID is the rollout's id (protocol.RunRequest.ResolveRolloutID
+	// of the row as sent): "<task index>-<rollout index>", with "-a<n>"
+	// for attempt n > 0, unless the row carries an explicit id.
+	RolloutID string `json:"rollout_id"`
+	// DurationMS is the wall clock of the last /run call as the collector
+	// saw it, in milliseconds: queueing and network included.
+	DurationMS float64 `json:"duration_ms"`
+	// AttemptedAt is when the last /run call was sent, in UTC.
+	AttemptedAt time.Time `json:"attempted_at"`
+	// Attempts is the number of /run calls the rollout took in the run
+	// that wrote the line.
+	Attempts int `json:"attempts"`
+}
+
 // Options configure a collection run.
 type Options struct {
-	// AgentURL is the agent server's base URL, such as
-	// "http://127.0.0.1:1234"; rollouts are POSTed to AgentURL + "/run".
-	AgentURL string
+	// Agents maps agent instance names to base URLs, such as
+	// "simple_agent" to "http://127.0.0.1:1234"; a row's agent_ref.name
+	// picks the agent, whose /run and /aggregate_metrics are called.
+	Agents map[string]string
+	// DefaultAgent names the agent of rows without an agent_ref (which is
+	// then set on them); "" makes such a row an error.
+	DefaultAgent string
+	// NumRepeats is how many rollouts each row gets (upstream's
+	// num_repeats); 0 means 1.
+	NumRepeats int
+	// NumRepeatsByAgent, when not nil, replaces NumRepeats with a count per
+	// agent name; DefaultRepeatsKey covers the agents it does not name,
+	// and a row whose agent is covered by neither is an error.
+	NumRepeatsByAgent map[string]int
+	// Limit, when positive, uses only the first Limit rows.
+	Limit int
 	// Concurrency is the number of rollouts in flight at once; 0 or less
 	// means DefaultConcurrency.
 	Concurrency int
-	// Client makes the /run calls; nil means a client with default
-	// options, closed when the run ends. Its Timeout bounds each rollout.
+	// Output is the path of the rollouts JSONL file (required). The
+	// failures, materialized inputs and aggregate metrics files are named
+	// after it (FailuresPath, MaterializedInputsPath,
+	// AggregateMetricsPath).
+	Output string
+	// MaxAttempts is the number of /run calls a rollout gets before it is
+	// recorded as failed; 0 reads EnvMaxAttempts, and DefaultMaxAttempts
+	// when that is unset.
+	MaxAttempts int
+	// Resume continues the run recorded in Output: rollouts it completed
+	// are skipped, failed ones run again. Without it the output and
+	// failures files are started afresh.
+	Resume bool
+	// DisableAggregation skips the /aggregate_metrics calls and the
+	// aggregate metrics file.
+	DisableAggregation bool
+	// Client makes the calls; nil means a client with default options,
+	// closed when the run ends. Its Timeout bounds each /run call.
 	Client *server.Client
 	// Progress receives progress output; nil means none.
 	Progress io.Writer
@@ -58,70 +138,70 @@ type Options struct {
 	// means DefaultProgressEvery. The terminal bar is redrawn more often.
 	ProgressEvery time.Duration
 	// Stop, when closed, ends the run early but gently: no new rollout is
-	// started, and the ones in flight finish and are recorded (failures
-	// included). Collect then returns ErrStopped if tasks remain. The
-	// orchestrator closes it when a server of the fleet dies.
+	// started and no failed call is retried; the rollouts in flight
+	// finish and are recorded (failures included). Collect then returns
+	// ErrStopped if rollouts remain. The orchestrator closes it when a
+	// server of the fleet dies.
 	Stop <-chan struct{}
 }
 
 // ErrStopped is returned by Collect when Options.Stop ended the run before
-// every task was recorded; a later run with the same output resumes.
-var ErrStopped = errors.New("rollout: stopped before every task ran")
+// every rollout was recorded; a later run with Options.Resume continues.
+var ErrStopped = errors.New("rollout: stopped before every rollout ran")
 
-// Record is one line of the output file: the outcome of one rollout.
-type Record struct {
-	// TaskID is the id of the task the rollout ran.
-	TaskID string `json:"task_id"`
-	// RolloutID is the id the agent gave the rollout; empty when no answer
-	// came back.
-	RolloutID string `json:"rollout_id"`
-	// Reward and Correct are the verifier's score (0 and false on failure).
-	Reward  float64 `json:"reward"`
-	Correct bool    `json:"correct"`
-	// Answer is the model's answer as the agent returned it.
-	Answer string `json:"answer"`
-	// Error says why the rollout failed; empty when it succeeded.
-	Error string `json:"error,omitempty"`
-	// DurationMS is the wall clock of the /run call as the collector saw
-	// it, in milliseconds: queueing and network included, retries too.
-	DurationMS float64 `json:"duration_ms"`
-	// AgentDurationMS is the rollout's duration as the agent measured it;
-	// 0 when the agent did not answer.
-	AgentDurationMS float64 `json:"agent_duration_ms,omitempty"`
-	// TraceID is the rollout's trace as the agent reported it ("" when the
-	// agent recorded no span).
-	TraceID string `json:"trace_id,omitempty"`
-	// Attempted is when the /run call was sent, in UTC.
-	Attempted time.Time `json:"attempted_at"`
-}
+// ErrInvalidInput is wrapped by Collect's error when the options or the
+// rows are unusable (and by CollectFile's when the task file cannot be
+// read); nothing was run or written then.
+var ErrInvalidInput = errors.New("rollout: invalid input")
 
-// Failed reports whether the rollout failed.
-func (r Record) Failed() bool { return r.Error != "" }
+// invalidInput marks err as ErrInvalidInput, keeping its message.
+type invalidInput struct{ err error }
 
-// Summary counts what a collection run did.
+func (e invalidInput) Error() string   { return e.err.Error() }
+func (e invalidInput) Unwrap() []error { return []error{e.err, ErrInvalidInput} }
+
+// ErrFailedRollouts is wrapped by Collect's error when a rollout of the
+// run ended failed (recorded in the failures file); every other rollout
+// was still run and recorded.
+var ErrFailedRollouts = errors.New("rollout: rollouts failed")
+
+// Summary counts what a collection run did. Skipped rollouts were done by
+// an earlier run; every other count is of this run alone.
 type Summary struct {
-	// Total is the number of tasks given, skipped ones included.
+	// Total is the number of rollouts of the run: rows (after Limit)
+	// times their repeats, skipped ones included.
 	Total int
-	// Skipped tasks already had a line in the output and were not run.
+	// Skipped rollouts already had a line in the output and were not run.
 	Skipped int
-	// Succeeded and Failed count the rollouts this run wrote.
-	Succeeded, Failed int
-	// Correct counts the succeeded rollouts the verifier scored correct.
-	Correct int
-	// RepairedBytes is the size of an incomplete last line that was cut
-	// from the output before appending (0 when the file was intact); its
-	// task was run again.
+	// Succeeded counts the rollouts written to the output; Failed those
+	// written to the failures file (a /run that failed on every attempt,
+	// or an answer carrying _ng_failure_class); Discarded the answers
+	// carrying a truthy _ng_no_persist, written nowhere.
+	Succeeded, Failed, Discarded int
+	// Rewarded counts the succeeded rollouts whose reward is above 0.
+	Rewarded int
+	// Retries counts the /run calls beyond each rollout's first.
+	Retries int
+	// RepairedBytes is the size of the incomplete last lines cut from the
+	// output and failures files before appending (0 when both were
+	// intact); their rollouts ran again.
 	RepairedBytes int64
 	// Elapsed is the wall clock of the whole run.
 	Elapsed time.Duration
-	// DurationsMS holds Record.DurationMS of every rollout this run wrote,
-	// failed ones included, in completion order. See Percentile.
+	// DurationsMS holds Bookkeeping.DurationMS of every rollout this run
+	// recorded (failed and discarded ones included), in completion
+	// order. See Percentile.
 	DurationsMS []float64
+	// Metrics are the agents' aggregate metrics, as written to the
+	// aggregate metrics file; nil when there were none.
+	Metrics []AgentMetrics
 }
 
-// Remaining is the number of tasks that still have no line in the output:
-// 0 after a complete run, more after a cancelled one.
-func (s Summary) Remaining() int { return s.Total - s.Skipped - s.Succeeded - s.Failed }
+// Remaining is the number of rollouts that have no outcome yet: 0 after a
+// complete run, more after a cancelled or stopped one.
+func (s Summary) Remaining() int {
+	return s.Total - s.Skipped - s.Succeeded - s.Failed - s.Discarded
+}
 
 // clock is the time source of a run, replaced in tests.
 type clock struct {
@@ -137,46 +217,50 @@ var realClock = clock{
 	},
 }
 
-// CollectFile reads the tasks in inputPath (see dataset.ReadJSONL) and
-// collects them into outputPath, like Collect.
-func CollectFile(ctx context.Context, inputPath, outputPath string, opts Options) (Summary, error) {
+// CollectFile reads the task file inputPath (see dataset.ReadRows; every
+// line is checked, Limit or not) and collects its rows like Collect.
+func CollectFile(ctx context.Context, inputPath string, opts Options) (Summary, error) {
 	f, err := os.Open(inputPath)
 	if err != nil {
-		return Summary{}, fmt.Errorf("rollout: %w", err)
+		return Summary{}, invalidInput{fmt.Errorf("rollout: %w", err)}
 	}
-	tasks, err := dataset.ReadJSONL(f)
+	rows, err := dataset.ReadRows(f)
 	_ = f.Close()
 	if err != nil {
-		return Summary{}, fmt.Errorf("rollout: %s: %w", inputPath, err)
+		return Summary{}, invalidInput{fmt.Errorf("rollout: %s: %w", inputPath, err)}
 	}
-	return Collect(ctx, tasks, outputPath, opts)
+	return Collect(ctx, rows, opts)
 }
 
-// Collect runs every task that has no line in the output file yet against
-// the agent at opts.AgentURL, appending one JSON Record per rollout as it
-// finishes. Failed rollouts are recorded and counted, not returned as
-// errors. The error is for the run itself: bad options or tasks (nothing
-// is then touched), an unreadable output file, a failed write to it (the
-// run stops), or ctx ending before every task was recorded, in which case
-// ctx.Err() comes back with the Summary of what was done.
-func Collect(ctx context.Context, tasks []protocol.Task, output string, opts Options) (Summary, error) {
-	return collect(ctx, tasks, output, opts, realClock)
+// Collect runs the rollouts of rows against the agents of opts.Agents and
+// records each as it finishes: a completed rollout as one line of
+// opts.Output, a failed one as a line of the failures file.
+//
+// Rows are expanded first, as upstream's collector does: identical rows
+// (the same JSON encoding, where upstream compares raw lines) share one
+// _ng_task_index, numbered 0, 1, ... in order of first appearance (a
+// row's own index is kept); each row is repeated back to back with
+// _ng_rollout_index 0, 1, ... (continuing across identical rows), and a
+// row without agent_ref gets Options.DefaultAgent's.
+// The expanded rows go to the materialized inputs file. A /run call that
+// fails is retried with _ng_attempt_index 1, 2, ... up to MaxAttempts
+// calls. When every rollout has ended, each agent's /aggregate_metrics
+// gets the run's successful results (see AggregateMetricsPath).
+//
+// The error is for the run as a whole. Bad options or rows come back
+// before anything is touched (wrapping ErrInvalidInput); an unreadable output, a failed write (the
+// run stops), or ctx ending before every rollout was recorded (ctx.Err(),
+// with the Summary of what was done) end it early. Otherwise it wraps
+// ErrFailedRollouts when a rollout failed, and reports a failed
+// /aggregate_metrics call.
+func Collect(ctx context.Context, rows []protocol.RunRequest, opts Options) (Summary, error) {
+	return collect(ctx, rows, opts, realClock)
 }
 
-func collect(ctx context.Context, tasks []protocol.Task, output string, opts Options, clk clock) (sum Summary, err error) {
-	runURL, err := runURLOf(opts.AgentURL)
+func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk clock) (sum Summary, err error) {
+	p, err := prepare(rows, &opts)
 	if err != nil {
-		return Summary{}, err
-	}
-	// Resuming goes by task id, so ids must be unique.
-	if err := dataset.CheckTasks(tasks); err != nil {
-		return Summary{}, fmt.Errorf("rollout: %w", err)
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
-	}
-	if opts.ProgressEvery <= 0 {
-		opts.ProgressEvery = DefaultProgressEvery
+		return Summary{}, invalidInput{err}
 	}
 	client := opts.Client
 	if client == nil {
@@ -185,40 +269,58 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 	}
 
 	started := clk.now()
-	sum.Total = len(tasks)
+	sum.Total = len(p.rows)
 	defer func() { sum.Elapsed = clk.now().Sub(started) }()
 
 	if lens.Enabled(telemetry.GroupJob) {
 		var span trace.Span
 		ctx, span = lens.Start(ctx, telemetry.GroupJob, spanJob,
-			trace.WithAttributes(attribute.Int(attrJobTasks, len(tasks))))
+			trace.WithAttributes(attribute.Int(attrJobTasks, len(p.rows))))
 		defer func() { lens.End(span, err) }()
 	}
 
-	f, done, repaired, err := openOutput(output)
+	files, err := openOutputs(opts.Output, opts.Resume, !opts.DisableAggregation)
 	if err != nil {
 		return sum, err
 	}
-	sum.RepairedBytes = repaired
-	todo := make([]protocol.Task, 0, len(tasks))
-	for _, t := range tasks {
-		if _, ok := done[t.ID]; !ok {
-			todo = append(todo, t)
-		}
+	sum.RepairedBytes = files.repaired
+	if err := writeRows(MaterializedInputsPath(opts.Output), p.rows); err != nil {
+		_ = files.close()
+		return sum, err
 	}
-	sum.Skipped = len(tasks) - len(todo)
+	todo := make([]pending, 0, len(p.rows))
+	for i, row := range p.rows {
+		k := key{*row.TaskIndex, *row.RolloutIndex}
+		if _, ok := files.done[k]; ok {
+			continue
+		}
+		first := 0
+		if row.AttemptIndex != nil {
+			first = *row.AttemptIndex
+		}
+		if last, failed := files.lastAttempt[k]; failed {
+			first = max(first, last+1)
+		}
+		todo = append(todo, pending{row: row, agent: p.agents[i], first: first})
+	}
+	sum.Skipped = len(p.rows) - len(todo)
 	sum.DurationsMS = make([]float64, 0, len(todo))
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := &collector{
-		client: client,
-		runURL: runURL,
-		clock:  clk,
-		out:    f,
-		sum:    &sum,
-		cancel: cancel,
-		job:    trace.SpanContextFromContext(ctx),
+		client:      client,
+		urls:        p.urls,
+		maxAttempts: p.maxAttempts,
+		clock:       clk,
+		stop:        opts.Stop,
+		files:       files,
+		sum:         &sum,
+		cancel:      cancel,
+		job:         trace.SpanContextFromContext(ctx),
+	}
+	if !opts.DisableAggregation {
+		c.entries = files.prior
 	}
 	c.callCtx = runCtx
 	if c.job.IsValid() {
@@ -230,14 +332,14 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 	}
 	prog := &progress{
 		w: opts.Progress, tty: opts.ProgressTTY, every: opts.ProgressEvery, clock: clk,
-		total: len(tasks), skipped: sum.Skipped, started: started,
+		total: len(p.rows), skipped: sum.Skipped, started: started,
 		recorded: &c.recorded, failed: &c.failed,
 	}
 	prog.start()
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(opts.Concurrency, len(todo)) {
+	for range min(p.concurrency, len(todo)) {
 		wg.Go(func() {
 			for runCtx.Err() == nil && !closed(opts.Stop) {
 				i := int(next.Add(1) - 1)
@@ -251,7 +353,7 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 	wg.Wait()
 	prog.finish()
 
-	closeErr := f.Close()
+	closeErr := files.close()
 	switch {
 	case c.writeErr != nil:
 		return sum, c.writeErr
@@ -262,7 +364,19 @@ func collect(ctx context.Context, tasks []protocol.Task, output string, opts Opt
 	case closed(opts.Stop) && sum.Remaining() > 0:
 		return sum, ErrStopped
 	}
-	return sum, nil
+	var errs []error
+	if !opts.DisableAggregation {
+		metrics, err := c.aggregate(ctx, AggregateMetricsPath(opts.Output))
+		sum.Metrics = metrics
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if sum.Failed > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d of %d run (see %s)", ErrFailedRollouts,
+			sum.Failed, sum.Total-sum.Skipped, FailuresPath(opts.Output)))
+	}
+	return sum, errors.Join(errs...)
 }
 
 // closed reports whether ch is closed; a nil channel never is.
@@ -275,11 +389,22 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
+// pending is a rollout to run: its row, its agent, and the attempt index
+// of its first call (past the attempts an earlier run recorded as
+// failed).
+type pending struct {
+	row   protocol.RunRequest
+	agent string
+	first int
+}
+
 // collector is the state the workers of one run share.
 type collector struct {
-	client *server.Client
-	runURL string
-	clock  clock
+	client      *server.Client
+	urls        map[string]agentURLs
+	maxAttempts int
+	clock       clock
+	stop        <-chan struct{}
 	// job is the collection's gym.job span, when the job group is on.
 	job trace.SpanContext
 	// callCtx is what every rollout's /run call starts from: the run's
@@ -288,93 +413,208 @@ type collector struct {
 	callCtx context.Context
 	cancel  context.CancelCauseFunc
 
-	mu       sync.Mutex // serialises writes to out and updates of sum
-	out      *os.File
+	mu       sync.Mutex // serialises writes to the files and updates of sum and entries
+	files    *outputs
 	sum      *Summary
 	writeErr error
+	// entries are the successful results to aggregate, by agent name, as
+	// /aggregate_metrics takes them; nil when aggregation is off.
+	entries map[string][]protocol.Fields
 
 	recorded, failed atomic.Int64 // for the progress output
 }
 
-// run performs one rollout and records it, unless ctx ended while it was
-// in flight: such a rollout was cut short by the caller, not failed by the
-// agent, so it is left for the next run.
-func (c *collector) run(ctx context.Context, task protocol.Task) {
-	start := c.clock.now()
-	var resp protocol.RunResponse
-	err := c.client.PostJSON(c.callCtx, c.runURL, protocol.RunRequest{Task: task}, &resp)
-	elapsed := c.clock.now().Sub(start)
-	if err != nil && ctx.Err() != nil {
-		return
-	}
-	rec := Record{
-		TaskID:     task.ID,
-		DurationMS: float64(elapsed) / float64(time.Millisecond),
-		Attempted:  start.UTC(),
-	}
-	if err != nil {
-		rec.Error = err.Error()
-	} else {
-		rec.RolloutID = resp.RolloutID
-		rec.Reward = resp.Reward
-		rec.Correct = resp.Correct
-		rec.Answer = resp.Answer
-		rec.Error = resp.Error
-		rec.AgentDurationMS = resp.DurationMS
-		rec.TraceID = resp.TraceID
-		if rec.Error == "" && resp.TaskID != "" && resp.TaskID != task.ID {
-			rec.Error = fmt.Sprintf("agent answered for task %q instead", resp.TaskID)
+// run performs one rollout, calling /run up to maxAttempts times, and
+// records its outcome, unless ctx ended while a call was in flight: such
+// a rollout was cut short by the caller, not failed by the agent, so it
+// is left for the next run.
+func (c *collector) run(ctx context.Context, job pending) {
+	row := job.row
+	runURL := c.urls[job.agent].run
+	var lastErr error
+	var meta Bookkeeping
+	for n := range c.maxAttempts {
+		if idx := job.first + n; idx > 0 {
+			row.AttemptIndex = &idx
+		}
+		id, _, _ := row.ResolveRolloutID() // checked by prepare
+		start := c.clock.now()
+		var result protocol.Fields
+		reply, err := c.client.Post(c.callCtx, runURL, row, &result, server.Call{})
+		elapsed := c.clock.now().Sub(start)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		if err == nil && result == nil {
+			err = errors.New("agent answered /run with null")
+		}
+		meta = Bookkeeping{TraceID: traceIDOf(reply.Header), RolloutID: id,
+			DurationMS: float64(elapsed) / float64(time.Millisecond), AttemptedAt: start.UTC(), Attempts: n + 1}
+		if err == nil {
+			c.record(row, job.agent, result, meta)
+			return
+		}
+		lastErr = err
+		if closed(c.stop) {
+			break
 		}
 	}
-	c.write(rec)
+	c.fail(row, lastErr, meta)
 }
 
-// write appends rec as one line with a single Write and counts it. The
-// first write error stops the run.
-func (c *collector) write(rec Record) {
-	line, err := json.Marshal(rec)
-	if err != nil { // only a NaN or infinite float could do this
-		rec = Record{TaskID: rec.TaskID, Error: "encode record: " + err.Error(), Attempted: rec.Attempted}
-		line, _ = json.Marshal(rec)
+// record writes the /run result of row with the collector's members added:
+// to the output, to the failures file when it carries _ng_failure_class,
+// or nowhere when it carries a truthy _ng_no_persist.
+func (c *collector) record(row protocol.RunRequest, agent string, result protocol.Fields, meta Bookkeeping) {
+	_ = result.Set(protocol.KeyTaskIndex, *row.TaskIndex)
+	_ = result.Set(protocol.KeyRolloutIndex, *row.RolloutIndex)
+	if row.AgentRef != nil {
+		_ = result.Set(protocol.KeyAgentRef, row.AgentRef)
+	} else if raw, ok := row.Fields.Get(protocol.KeyAgentRef); ok { // another shape, kept as it came
+		result.SetRaw(protocol.KeyAgentRef, raw)
 	}
+	if row.AttemptIndex != nil {
+		_ = result.Set(protocol.KeyAttemptIndex, *row.AttemptIndex)
+	}
+	if row.RolloutID != "" {
+		_ = result.Set(protocol.KeyRolloutID, row.RolloutID)
+	}
+	_ = result.Set(KeyBookkeeping, meta)
+
+	raw, _ := result.Get(protocol.KeyNoPersist)
+	noPersist := truthy(raw)
+	class, hasClass := result.Get(protocol.KeyFailureClass)
+	failed := hasClass && !isNull(class)
+	var reward float64
+	_, _ = result.Decode(protocol.KeyReward, &reward)
+	var entry protocol.Fields
+	if c.entries != nil && !noPersist && !failed {
+		entry = metricsEntry(result)
+	}
+	line, _ := result.MarshalJSON() // the members are raw JSON already
 	line = append(line, '\n')
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.writeErr != nil {
-		return
+	switch {
+	case noPersist:
+		c.count(meta)
+		c.sum.Discarded++
+	case failed:
+		if c.write(c.files.failures, line) {
+			c.count(meta)
+			c.sum.Failed++
+			c.failed.Add(1)
+		}
+	default:
+		if c.write(c.files.out, line) {
+			c.count(meta)
+			c.sum.Succeeded++
+			if reward > 0 {
+				c.sum.Rewarded++
+			}
+			if entry != nil {
+				c.entries[agent] = append(c.entries[agent], entry)
+			}
+		}
 	}
-	n, err := c.out.Write(line)
+}
+
+// fail writes the failure line of a rollout whose every attempt failed:
+// the row of the last attempt, the failure class and message, and the
+// collector's members.
+func (c *collector) fail(row protocol.RunRequest, err error, meta Bookkeeping) {
+	b, encErr := row.MarshalJSON()
+	var line protocol.Fields
+	if encErr == nil {
+		encErr = line.UnmarshalJSON(b)
+	}
+	if encErr != nil { // cannot happen: the row was checked and encoded before
+		line = nil
+		_ = line.Set(protocol.KeyTaskIndex, *row.TaskIndex)
+		_ = line.Set(protocol.KeyRolloutIndex, *row.RolloutIndex)
+	}
+	_ = line.Set(protocol.KeyFailureClass, FailureRolloutError)
+	_ = line.Set(KeyFailureError, err.Error())
+	_ = line.Set(KeyBookkeeping, meta)
+	out, _ := line.MarshalJSON()
+	out = append(out, '\n')
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.write(c.files.failures, out) {
+		c.count(meta)
+		c.sum.Failed++
+		c.failed.Add(1)
+	}
+}
+
+// write appends line to f with a single Write; the first write error
+// stops the run. It reports whether the line was written. c.mu is held.
+func (c *collector) write(f *os.File, line []byte) bool {
+	if c.writeErr != nil {
+		return false
+	}
+	n, err := f.Write(line)
 	if err == nil && n < len(line) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		c.writeErr = fmt.Errorf("rollout: write output: %w", err)
+		c.writeErr = fmt.Errorf("rollout: write %s: %w", f.Name(), err)
 		c.cancel(c.writeErr)
-		return
+		return false
 	}
-	s := c.sum
-	s.DurationsMS = append(s.DurationsMS, rec.DurationMS)
-	if rec.Failed() {
-		s.Failed++
-		c.failed.Add(1)
-	} else {
-		s.Succeeded++
-		if rec.Correct {
-			s.Correct++
-		}
-	}
+	return true
+}
+
+// count adds a recorded rollout's duration and retries to the summary
+// and the progress. c.mu is held.
+func (c *collector) count(meta Bookkeeping) {
+	c.sum.DurationsMS = append(c.sum.DurationsMS, meta.DurationMS)
+	c.sum.Retries += meta.Attempts - 1
 	c.recorded.Add(1)
 }
 
-// runURLOf checks the agent's base URL and returns its /run endpoint.
-func runURLOf(base string) (string, error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", fmt.Errorf("rollout: agent URL %q: %w", base, err)
+// traceIDOf returns the trace id of a traceresponse header, or "" when
+// there is no valid one.
+func traceIDOf(h http.Header) string {
+	parts := strings.Split(strings.TrimSpace(h.Get(traceResponseHeader)), "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || (parts[0] == "00" && len(parts) != 4) {
+		return ""
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("rollout: agent URL %q: want http://host:port", base)
+	id, err := trace.TraceIDFromHex(parts[1])
+	if err != nil || !id.IsValid() {
+		return ""
 	}
-	return u.JoinPath("run").String(), nil
+	return id.String()
 }
+
+// truthy reports whether raw is a value Python counts as true: not null,
+// false, 0, "", [] or {}.
+func truthy(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
+
+// isNull reports whether raw is the JSON literal null.
+func isNull(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == "null" }

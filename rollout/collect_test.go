@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/server"
 )
@@ -26,151 +27,609 @@ import (
 // at once; reaching it means a hang, never a slow machine.
 const hangGuard = 30 * time.Second
 
-// readRecords parses the output file, failing the test on any line that is
-// not a complete, valid record.
-func readRecords(t *testing.T, path string) []rollout.Record {
+const agentName = dataset.DefaultAgent
+
+func outPath(t *testing.T) string { return filepath.Join(t.TempDir(), "rollouts.jsonl") }
+
+// options returns the options of a run against one agent.
+func options(agent *fakeAgent, out string) rollout.Options {
+	return rollout.Options{Agents: map[string]string{agentName: agent.URL}, Output: out}
+}
+
+// readLines parses a JSONL file the collector wrote, failing the test on
+// a line that is not a complete JSON object; a missing file has none.
+func readLines(t *testing.T, path string) []protocol.Fields {
 	t.Helper()
 	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(raw) > 0 && raw[len(raw)-1] != '\n' {
-		t.Fatalf("output does not end with a newline: %q", raw[max(0, len(raw)-80):])
+		t.Fatalf("%s does not end with a newline: %q", path, raw[max(0, len(raw)-80):])
 	}
-	var recs []rollout.Record
+	var lines []protocol.Fields
 	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var r rollout.Record
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("line %d %q: %v", len(recs)+1, sc.Text(), err)
+		var f protocol.Fields
+		if err := f.UnmarshalJSON(sc.Bytes()); err != nil {
+			t.Fatalf("%s line %d %q: %v", path, len(lines)+1, sc.Text(), err)
 		}
-		recs = append(recs, r)
+		lines = append(lines, f)
 	}
-	return recs
+	return lines
 }
 
-// byTask indexes records by task id, failing on a task recorded twice.
-func byTask(t *testing.T, recs []rollout.Record) map[string]rollout.Record {
+// get decodes member key of a line, failing the test when it is missing.
+func get[T any](t *testing.T, f protocol.Fields, key string) T {
 	t.Helper()
-	m := make(map[string]rollout.Record, len(recs))
-	for _, r := range recs {
-		if _, dup := m[r.TaskID]; dup {
-			t.Fatalf("task %s recorded twice", r.TaskID)
-		}
-		m[r.TaskID] = r
+	var v T
+	if ok, err := f.Decode(key, &v); !ok || err != nil {
+		b, _ := f.MarshalJSON()
+		t.Fatalf("line %s: member %s: present %v, %v", b, key, ok, err)
 	}
-	return m
+	return v
 }
 
-func ids(tasks []protocol.Task) []string {
-	out := make([]string, len(tasks))
-	for i, t := range tasks {
-		out[i] = t.ID
+func keysOf(f protocol.Fields) []string {
+	var keys []string
+	for _, m := range f {
+		keys = append(keys, m.Key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// ids returns the "task-rollout" pairs of lines, in order.
+func ids(t *testing.T, lines []protocol.Fields) []string {
+	t.Helper()
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = fmt.Sprintf("%d-%d", get[int](t, l, protocol.KeyTaskIndex), get[int](t, l, protocol.KeyRolloutIndex))
 	}
 	return out
 }
 
-func outPath(t *testing.T) string { return filepath.Join(t.TempDir(), "rollouts.jsonl") }
+func callIDs(calls []call) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = fmt.Sprintf("%d-%d", c.Task, c.Rollout)
+		if c.Attempt >= 0 {
+			out[i] += fmt.Sprintf("/a%d", c.Attempt)
+		}
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func seq(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%d-0", i)
+	}
+	return out
+}
+
+func traceResponse(task int) string { return fmt.Sprintf("00-%032x-%016x-01", task+1, task+1) }
 
 func TestCollectAll(t *testing.T) {
-	agent := startAgent(t, nil)
-	tasks := dataset.Arithmetic(50, 1)
+	const n = 20
+	agent := startAgent(t, func(_ context.Context, c call) answer {
+		ans := answer{Body: echo(c, float64(c.Task%2))} // odd tasks are rewarded
+		switch {
+		case c.Task == 5:
+			ans.TraceResponse = "00-not-a-trace-01"
+		case c.Task%3 == 0:
+			ans.TraceResponse = traceResponse(c.Task)
+		}
+		return ans
+	})
+	rows := dataset.Arithmetic(n, 1)
 	out := outPath(t)
-	sum, err := rollout.Collect(context.Background(), tasks, out, rollout.Options{AgentURL: agent.URL + "/"})
+	opts := options(agent, out)
+	opts.Agents[agentName] += "/" // a trailing slash is fine
+	before := time.Now().UTC()
+	sum, err := rollout.Collect(context.Background(), rows, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Total != 50 || sum.Succeeded != 50 || sum.Failed != 0 || sum.Skipped != 0 || sum.Correct != 50 || sum.Remaining() != 0 {
+	if sum.Total != n || sum.Succeeded != n || sum.Failed != 0 || sum.Skipped != 0 || sum.Discarded != 0 ||
+		sum.Rewarded != n/2 || sum.Retries != 0 || sum.Remaining() != 0 || sum.RepairedBytes != 0 {
 		t.Fatalf("summary %+v", sum)
 	}
-	if len(sum.DurationsMS) != 50 || sum.Elapsed <= 0 || sum.RepairedBytes != 0 {
+	if len(sum.DurationsMS) != n || sum.Elapsed <= 0 {
 		t.Fatalf("summary %+v", sum)
-	}
-	recs := byTask(t, readRecords(t, out))
-	if len(recs) != 50 {
-		t.Fatalf("%d records for 50 tasks", len(recs))
-	}
-	for _, task := range tasks {
-		r, ok := recs[task.ID]
-		if !ok {
-			t.Fatalf("task %s has no record", task.ID)
-		}
-		if r.Failed() || !r.Correct || r.Reward != 1 || r.Answer != task.Expected || r.RolloutID != "ro-"+task.ID ||
-			r.AgentDurationMS != 1.5 || r.DurationMS <= 0 || r.Attempted.IsZero() || r.Attempted.Location() != time.UTC {
-			t.Fatalf("record %+v", r)
-		}
-	}
-	seen := agent.Seen()
-	slices.Sort(seen)
-	if want := ids(tasks); !slices.Equal(seen, want) {
-		t.Fatalf("agent saw %v", seen)
 	}
 
-	// A second run over the same output has nothing left to do.
-	sum, err = rollout.Collect(context.Background(), tasks, out, rollout.Options{AgentURL: agent.URL})
-	if err != nil || sum.Skipped != 50 || sum.Succeeded+sum.Failed != 0 {
+	lines := readLines(t, out)
+	if got := sorted(ids(t, lines)); !slices.Equal(got, sorted(seq(n))) {
+		t.Fatalf("output holds %v", got)
+	}
+	wantKeys := []string{"_gymlens", "_ng_rollout_index", "_ng_task_index", "agent_ref", "expected_answer",
+		"extracted_answer", "response", "responses_create_params", "reward", "task_id"}
+	for _, l := range lines {
+		task := get[int](t, l, protocol.KeyTaskIndex)
+		if got := keysOf(l); !slices.Equal(got, wantKeys) {
+			t.Fatalf("line of task %d has members %v, want %v", task, got, wantKeys)
+		}
+		if get[float64](t, l, protocol.KeyReward) != float64(task%2) ||
+			get[string](t, l, "expected_answer") != get[string](t, rows[task].Fields, "expected_answer") ||
+			get[protocol.ServerRef](t, l, protocol.KeyAgentRef) != (protocol.ServerRef{Type: protocol.ServerTypeAgent, Name: agentName}) {
+			t.Fatalf("line of task %d: wrong members", task)
+		}
+		var params protocol.ResponseCreateParams
+		if err := json.Unmarshal(must(l.Get(protocol.KeyParams)), &params); err != nil || params.Input.LastUserText() != rows[task].ResponsesCreateParams.Input.LastUserText() {
+			t.Fatalf("line of task %d: params %v", task, err)
+		}
+		m := get[rollout.Bookkeeping](t, l, rollout.KeyBookkeeping)
+		wantTrace := ""
+		if task%3 == 0 {
+			wantTrace = fmt.Sprintf("%032x", task+1)
+		}
+		if m.TraceID != wantTrace || m.RolloutID != fmt.Sprintf("%d-0", task) || m.DurationMS <= 0 || m.Attempts != 1 ||
+			m.AttemptedAt.Before(before.Add(-time.Second)) || m.AttemptedAt.Location() != time.UTC {
+			t.Fatalf("line of task %d: %s %+v", task, rollout.KeyBookkeeping, m)
+		}
+	}
+	var rawMeta map[string]json.RawMessage
+	if err := json.Unmarshal(must(lines[0].Get(rollout.KeyBookkeeping)), &rawMeta); err != nil {
+		t.Fatal(err)
+	}
+	if got := sorted(keysOfMap(rawMeta)); !slices.Equal(got, []string{"attempted_at", "attempts", "duration_ms", "rollout_id", "trace_id"}) {
+		t.Fatalf("%s members %v", rollout.KeyBookkeeping, got)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, strings.Trim(string(rawMeta["attempted_at"]), `"`)); err != nil {
+		t.Fatalf("attempted_at: %v", err)
+	}
+
+	// The agent saw every row once, with the collector's members.
+	calls := agent.Calls()
+	if got := sorted(callIDs(calls)); !slices.Equal(got, sorted(seq(n))) {
+		t.Fatalf("agent saw %v", got)
+	}
+	for _, c := range calls {
+		if c.Row.AgentRef == nil || c.Row.AgentRef.Name != agentName || c.Row.RolloutID != "" ||
+			get[string](t, c.Body, "expected_answer") != get[string](t, rows[c.Task].Fields, "expected_answer") {
+			t.Fatalf("agent got %v", c.Body)
+		}
+	}
+
+	// Sidecars: the expanded rows, an empty failures file, the metrics.
+	mat := readLines(t, rollout.MaterializedInputsPath(out))
+	if got := ids(t, mat); !slices.Equal(got, seq(n)) {
+		t.Fatalf("materialized inputs %v", got)
+	}
+	for i, l := range mat {
+		if got := keysOf(l); !slices.Equal(got, []string{"_ng_rollout_index", "_ng_task_index", "agent_ref", "expected_answer", "responses_create_params", "task_id"}) {
+			t.Fatalf("materialized row %d has %v", i, got)
+		}
+	}
+	if fi, err := os.Stat(rollout.FailuresPath(out)); err != nil || fi.Size() != 0 {
+		t.Fatalf("failures file: %v, %v", fi, err)
+	}
+	aggs := agent.Aggregates()
+	if len(aggs) != 1 || len(aggs[0].VerifyResponses) != n {
+		t.Fatalf("aggregate requests %+v", aggs)
+	}
+	for _, e := range aggs[0].VerifyResponses {
+		if got := keysOf(e); !slices.Equal(got, []string{"_ng_rollout_index", "_ng_task_index", "agent_ref", "expected_answer", "extracted_answer", "response", "reward", "task_id"}) {
+			t.Fatalf("aggregate entry members %v", got)
+		}
+		if got := string(must(e.Get(protocol.KeyResponse))); got != `{"usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":0},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":19}}` {
+			t.Fatalf("aggregate entry response %s", got)
+		}
+	}
+	raw, err := os.ReadFile(rollout.AggregateMetricsPath(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[
+  {
+    "agent_ref": {
+      "name": "simple_agent"
+    },
+    "agent_metrics": {
+      "count": 20,
+      "mean/reward": 0.5
+    },
+    "key_metrics": {
+      "mean/reward": 0.5
+    },
+    "group_level_metrics": [
+      {
+        "group": "all"
+      }
+    ]
+  }
+]
+`
+	if string(raw) != want {
+		t.Fatalf("aggregate metrics file:\n%s\nwant\n%s", raw, want)
+	}
+	if len(sum.Metrics) != 1 || sum.Metrics[0].AgentRef.Name != agentName || sum.Metrics[0].KeyMetrics["mean/reward"] != 0.5 {
+		t.Fatalf("summary metrics %+v", sum.Metrics)
+	}
+	if filepath.Base(rollout.AggregateMetricsPath(out)) != "rollouts_aggregate_metrics.json" ||
+		filepath.Base(rollout.FailuresPath(out)) != "rollouts_failures.jsonl" ||
+		filepath.Base(rollout.MaterializedInputsPath(out)) != "rollouts_materialized_inputs.jsonl" {
+		t.Fatal("sidecar names")
+	}
+
+	// Without Resume, a second run starts the files afresh.
+	sum, err = rollout.Collect(context.Background(), rows, opts)
+	if err != nil || sum.Skipped != 0 || sum.Succeeded != n {
 		t.Fatalf("rerun: %+v, %v", sum, err)
 	}
-	if n := len(agent.Seen()); n != 50 {
-		t.Fatalf("rerun sent %d more rollouts", n-50)
+	if got := len(readLines(t, out)); got != n {
+		t.Fatalf("rerun left %d lines", got)
 	}
 }
 
-func TestCollectFile(t *testing.T) {
+func must(raw json.RawMessage, ok bool) json.RawMessage {
+	if !ok {
+		return nil
+	}
+	return raw
+}
+
+func keysOfMap(m map[string]json.RawMessage) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func TestSidecarPaths(t *testing.T) {
+	for in, want := range map[string][3]string{
+		"out/r.jsonl":   {"out/r_failures.jsonl", "out/r_materialized_inputs.jsonl", "out/r_aggregate_metrics.json"},
+		"r":             {"r_failures.jsonl", "r_materialized_inputs.jsonl", "r_aggregate_metrics.json"},
+		"/a.b/c.d.json": {"/a.b/c.d_failures.jsonl", "/a.b/c.d_materialized_inputs.jsonl", "/a.b/c.d_aggregate_metrics.json"},
+	} {
+		got := [3]string{rollout.FailuresPath(in), rollout.MaterializedInputsPath(in), rollout.AggregateMetricsPath(in)}
+		if got != want {
+			t.Errorf("%s: %v, want %v", in, got, want)
+		}
+	}
+}
+
+// rowsFrom parses JSON rows.
+func rowsFrom(t *testing.T, lines ...string) []protocol.RunRequest {
+	t.Helper()
+	rows, err := dataset.ReadRows(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestCollectPreprocessing(t *testing.T) {
 	agent := startAgent(t, nil)
-	dir := t.TempDir()
-	in := filepath.Join(dir, "tasks.jsonl")
-	var buf bytes.Buffer
-	if err := dataset.WriteJSONL(&buf, dataset.Arithmetic(7, 3)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out.jsonl")
-	sum, err := rollout.CollectFile(context.Background(), in, out, rollout.Options{AgentURL: agent.URL})
-	if err != nil || sum.Succeeded != 7 {
+	rows := rowsFrom(t,
+		`{"responses_create_params":{"input":"a"},"agent_ref":{"name":"simple_agent"}}`,
+		`{"responses_create_params":{"input":"b"},"agent_ref":{"name":"simple_agent"}}`,
+		`{"responses_create_params":{"input":"a"},"agent_ref":{"name":"simple_agent"}}`, // the same task as the first
+		`{"responses_create_params":{"input":"c"},"agent_ref":{"name":"simple_agent"},"_ng_task_index":7,"_ng_rollout_index":5}`,
+		`{"responses_create_params":{"input":"d"}}`, // runs on the default agent
+		`{"responses_create_params":{"input":"e"},"agent_ref":{"name":"simple_agent"},"_ng_rollout_id":"custom.id"}`,
+	)
+	out := outPath(t)
+	opts := options(agent, out)
+	opts.NumRepeats, opts.Concurrency, opts.DefaultAgent = 2, 1, agentName
+	sum, err := rollout.Collect(context.Background(), rows, opts)
+	if err != nil || sum.Total != 12 || sum.Succeeded != 12 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
-	if n := len(readRecords(t, out)); n != 7 {
-		t.Fatalf("%d records", n)
+	// Repeats back to back (a a b b), identical rows sharing a task index
+	// whose rollout indexes continue, an explicit task index kept.
+	want := []string{"0-0", "0-1", "1-0", "1-1", "0-2", "0-3", "7-0", "7-1", "2-0", "2-1", "3-0", "3-1"}
+	mat := readLines(t, rollout.MaterializedInputsPath(out))
+	if got := ids(t, mat); !slices.Equal(got, want) {
+		t.Fatalf("materialized %v, want %v", got, want)
+	}
+	if got := callIDs(agent.Calls()); !slices.Equal(got, want) { // Concurrency 1: in order
+		t.Fatalf("agent saw %v, want %v", got, want)
+	}
+	if got := ids(t, readLines(t, out)); !slices.Equal(got, want) {
+		t.Fatalf("output %v, want %v", got, want)
+	}
+	for _, l := range mat {
+		input := get[string](t, get[protocol.Fields](t, l, protocol.KeyParams), "input")
+		ref := get[protocol.ServerRef](t, l, protocol.KeyAgentRef)
+		switch {
+		case input == "d" && ref != protocol.ServerRef{Type: protocol.ServerTypeAgent, Name: agentName}:
+			t.Fatalf("default agent_ref %+v", ref)
+		case input != "d" && ref != protocol.ServerRef{Name: agentName}:
+			t.Fatalf("row agent_ref changed to %+v", ref)
+		}
+	}
+	lines := readLines(t, out)
+	for _, l := range lines {
+		m := get[rollout.Bookkeeping](t, l, rollout.KeyBookkeeping)
+		task := get[int](t, l, protocol.KeyTaskIndex)
+		// The row's agent_ref as it came (the default agent's in full).
+		wantRef := `{"name":"simple_agent"}`
+		if task == 2 {
+			wantRef = `{"type":"responses_api_agents","name":"simple_agent"}`
+		}
+		if got := string(must(l.Get(protocol.KeyAgentRef))); got != wantRef {
+			t.Fatalf("task %d: agent_ref %s, want %s", task, got, wantRef)
+		}
+		if task == 3 {
+			if m.RolloutID != "custom.id" || get[string](t, l, protocol.KeyRolloutID) != "custom.id" {
+				t.Fatalf("explicit rollout id: %+v", m)
+			}
+		} else if want := fmt.Sprintf("%d-%d", task, get[int](t, l, protocol.KeyRolloutIndex)); m.RolloutID != want {
+			t.Fatalf("rollout id %q, want %q", m.RolloutID, want)
+		}
 	}
 
-	if err := os.WriteFile(in, []byte(`{"id":"a","question":"q"}`+"\n"+`{"id":"a","question":"q"}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rollout.CollectFile(context.Background(), in, out, rollout.Options{AgentURL: agent.URL}); err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("bad input file: %v", err)
-	}
-	if _, err := rollout.CollectFile(context.Background(), filepath.Join(dir, "missing.jsonl"), out, rollout.Options{AgentURL: agent.URL}); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing input file: %v", err)
-	}
+	t.Run("limit", func(t *testing.T) {
+		agent := startAgent(t, nil)
+		opts := options(agent, outPath(t))
+		opts.Limit, opts.NumRepeats = 4, 3
+		sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(10, 2), opts)
+		if err != nil || sum.Total != 12 || sum.Succeeded != 12 {
+			t.Fatalf("%+v, %v", sum, err)
+		}
+		if got := sorted(callIDs(agent.Calls())); !slices.Equal(got, sorted([]string{"0-0", "0-1", "0-2", "1-0", "1-1", "1-2", "2-0", "2-1", "2-2", "3-0", "3-1", "3-2"})) {
+			t.Fatalf("agent saw %v", got)
+		}
+	})
+	t.Run("repeats by agent", func(t *testing.T) {
+		a, b := startAgent(t, nil), startAgent(t, nil)
+		rows := append(dataset.Arithmetic(2, 3), dataset.WithAgent(dataset.Equivalence(3, 4), "other")...)
+		opts := rollout.Options{Agents: map[string]string{agentName: a.URL, "other": b.URL}, Output: outPath(t),
+			NumRepeatsByAgent: map[string]int{"other": 2, rollout.DefaultRepeatsKey: 3}}
+		sum, err := rollout.Collect(context.Background(), rows, opts)
+		if err != nil || sum.Total != 2*3+3*2 {
+			t.Fatalf("%+v, %v", sum, err)
+		}
+		if got := sorted(callIDs(a.Calls())); !slices.Equal(got, []string{"0-0", "0-1", "0-2", "1-0", "1-1", "1-2"}) {
+			t.Fatalf("agent %s saw %v", agentName, got)
+		}
+		if got := sorted(callIDs(b.Calls())); !slices.Equal(got, []string{"2-0", "2-1", "3-0", "3-1", "4-0", "4-1"}) {
+			t.Fatalf("agent other saw %v", got)
+		}
+		// One metrics entry per agent, in name order, each from its own
+		// agent's results.
+		if len(a.Aggregates()) != 1 || len(a.Aggregates()[0].VerifyResponses) != 6 || len(b.Aggregates()) != 1 || len(b.Aggregates()[0].VerifyResponses) != 6 {
+			t.Fatalf("aggregate calls %d, %d", len(a.Aggregates()), len(b.Aggregates()))
+		}
+		if len(sum.Metrics) != 2 || sum.Metrics[0].AgentRef.Name != "other" || sum.Metrics[1].AgentRef.Name != agentName {
+			t.Fatalf("metrics %+v", sum.Metrics)
+		}
+	})
 }
 
 func TestCollectRejectsBadInput(t *testing.T) {
-	out := outPath(t)
-	tasks := dataset.Arithmetic(2, 1)
+	good := dataset.Arithmetic(2, 1)
+	noAgent := rowsFrom(t, `{"responses_create_params":{"input":"q"}}`)
+	var noInput protocol.RunRequest
+	if err := json.Unmarshal([]byte(`{"responses_create_params":{}}`), &noInput); err != nil {
+		t.Fatal(err)
+	}
+	badID := dataset.Arithmetic(1, 1)
+	badID[0].RolloutID = "no spaces allowed"
+	url := "http://127.0.0.1:1"
 	for name, tc := range map[string]struct {
-		url   string
-		tasks []protocol.Task
+		rows   []protocol.RunRequest
+		opts   rollout.Options
+		want   string
+		envMax string
 	}{
-		"empty url":     {"", tasks},
-		"no scheme":     {"127.0.0.1:80", tasks},
-		"query":         {"http://127.0.0.1:80/?x=1", tasks},
-		"invalid task":  {"http://127.0.0.1:80", []protocol.Task{{ID: "a"}}},
-		"duplicate ids": {"http://127.0.0.1:80", []protocol.Task{{ID: "a", Question: "q"}, {ID: "a", Question: "r"}}},
+		"no output":         {good, rollout.Options{Agents: map[string]string{agentName: url}}, "Output", ""},
+		"no agents":         {good, rollout.Options{}, `agent "simple_agent" of rows 1, 2 has no URL`, ""},
+		"empty url":         {good, rollout.Options{Agents: map[string]string{agentName: ""}}, "want http://host:port", ""},
+		"no scheme":         {good, rollout.Options{Agents: map[string]string{agentName: "127.0.0.1:80"}}, `URL "127.0.0.1:80"`, ""},
+		"query":             {good, rollout.Options{Agents: map[string]string{agentName: url + "/?x=1"}}, "want http", ""},
+		"invalid row":       {append(good, noInput), rollout.Options{Agents: map[string]string{agentName: url}}, "row 3: validation error: responses_create_params.input", ""},
+		"no agent":          {noAgent, rollout.Options{Agents: map[string]string{agentName: url}}, "row 1 name no agent", ""},
+		"bad rollout id":    {badID, rollout.Options{Agents: map[string]string{agentName: url}}, "row 1: _ng_rollout_id", ""},
+		"negative repeats":  {good, rollout.Options{Agents: map[string]string{agentName: url}, NumRepeats: -1}, "NumRepeats", ""},
+		"zero repeats":      {good, rollout.Options{Agents: map[string]string{agentName: url}, NumRepeatsByAgent: map[string]int{agentName: 0}}, "NumRepeatsByAgent", ""},
+		"repeats uncovered": {good, rollout.Options{Agents: map[string]string{agentName: url}, NumRepeatsByAgent: map[string]int{"x": 2}}, `no entry for agent "simple_agent"`, ""},
+		"negative attempts": {good, rollout.Options{Agents: map[string]string{agentName: url}, MaxAttempts: -2}, "MaxAttempts", ""},
+		"bad attempts env":  {good, rollout.Options{Agents: map[string]string{agentName: url}}, rollout.EnvMaxAttempts + `="zero"`, "zero"},
 	} {
-		if _, err := rollout.Collect(context.Background(), tc.tasks, out, rollout.Options{AgentURL: tc.url}); err == nil {
-			t.Errorf("%s: no error", name)
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.opts.Output == "" && name != "no output" {
+				tc.opts.Output = filepath.Join(dir, "out.jsonl")
+			}
+			t.Setenv(rollout.EnvMaxAttempts, tc.envMax)
+			_, err := rollout.Collect(context.Background(), tc.rows, tc.opts)
+			if !errors.Is(err, rollout.ErrInvalidInput) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Fatalf("files made before the input was checked: %v", entries)
+			}
+		})
+	}
+}
+
+// A /run that fails is retried with the attempt index counting up; after
+// MaxAttempts calls the rollout goes to the failures file.
+func TestCollectRetries(t *testing.T) {
+	var mu sync.Mutex
+	attempts := map[int]int{}
+	agent := startAgent(t, func(_ context.Context, c call) answer {
+		mu.Lock()
+		attempts[c.Task]++
+		n := attempts[c.Task]
+		mu.Unlock()
+		switch {
+		case c.Task == 1: // always fails
+			return answer{Status: http.StatusInternalServerError, Body: "Hit an exception: verify exploded"}
+		case c.Task == 3 && n <= 2: // the connection drops twice
+			return answer{Abort: true}
+		case c.Task == 4 && n == 1:
+			return answer{Status: http.StatusServiceUnavailable, Body: map[string]string{"detail": "busy"}}
+		case c.Task == 6 && n == 1: // 200, but not a JSON object
+			return answer{Body: []int{1, 2}}
+		}
+		return answer{}
+	})
+	client := server.NewClient(server.ClientOptions{Retries: -1})
+	t.Cleanup(client.CloseIdleConnections)
+	out := outPath(t)
+	opts := options(agent, out)
+	opts.Client, opts.MaxAttempts = client, 3
+	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(8, 2), opts)
+	if !errors.Is(err, rollout.ErrFailedRollouts) || !strings.Contains(err.Error(), "rollouts_failures.jsonl") {
+		t.Fatalf("err = %v, want ErrFailedRollouts", err)
+	}
+	if sum.Succeeded != 7 || sum.Failed != 1 || sum.Retries != 2+2+1+1 || sum.Remaining() != 0 || len(sum.DurationsMS) != 8 {
+		t.Fatalf("summary %+v", sum)
+	}
+	got := map[int][]int{}
+	for _, c := range agent.Calls() {
+		got[c.Task] = append(got[c.Task], c.Attempt)
+	}
+	for task, want := range map[int][]int{0: {-1}, 1: {-1, 1, 2}, 3: {-1, 1, 2}, 4: {-1, 1}, 6: {-1, 1}} {
+		if !slices.Equal(got[task], want) {
+			t.Errorf("task %d: attempt indexes %v, want %v (-1: none)", task, got[task], want)
 		}
 	}
-	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("output touched before the input was checked: %v", err)
+
+	lines := readLines(t, out)
+	if got := sorted(ids(t, lines)); !slices.Equal(got, []string{"0-0", "2-0", "3-0", "4-0", "5-0", "6-0", "7-0"}) {
+		t.Fatalf("output %v", got)
+	}
+	for _, l := range lines {
+		task := get[int](t, l, protocol.KeyTaskIndex)
+		m := get[rollout.Bookkeeping](t, l, rollout.KeyBookkeeping)
+		wantAttempts := map[int]int{3: 3, 4: 2, 6: 2}[task]
+		if wantAttempts == 0 {
+			if l.Has(protocol.KeyAttemptIndex) || m.Attempts != 1 || m.RolloutID != fmt.Sprintf("%d-0", task) {
+				t.Fatalf("task %d: %+v", task, m)
+			}
+			continue
+		}
+		if get[int](t, l, protocol.KeyAttemptIndex) != wantAttempts-1 || m.Attempts != wantAttempts ||
+			m.RolloutID != fmt.Sprintf("%d-0-a%d", task, wantAttempts-1) {
+			t.Fatalf("task %d: attempt %s, %+v", task, must(l.Get(protocol.KeyAttemptIndex)), m)
+		}
+	}
+
+	fails := readLines(t, rollout.FailuresPath(out))
+	if len(fails) != 1 {
+		t.Fatalf("%d failure lines", len(fails))
+	}
+	f := fails[0]
+	if got := keysOf(f); !slices.Equal(got, []string{"_gymlens", "_ng_attempt_index", "_ng_failure_class", "_ng_failure_error",
+		"_ng_rollout_index", "_ng_task_index", "agent_ref", "expected_answer", "responses_create_params", "task_id"}) {
+		t.Fatalf("failure line members %v", got)
+	}
+	m := get[rollout.Bookkeeping](t, f, rollout.KeyBookkeeping)
+	msg := get[string](t, f, rollout.KeyFailureError)
+	if get[int](t, f, protocol.KeyTaskIndex) != 1 || get[int](t, f, protocol.KeyAttemptIndex) != 2 ||
+		get[string](t, f, protocol.KeyFailureClass) != rollout.FailureRolloutError ||
+		!strings.Contains(msg, "500") || !strings.Contains(msg, "verify exploded") ||
+		m.Attempts != 3 || m.RolloutID != "1-0-a2" || m.DurationMS <= 0 || m.AttemptedAt.IsZero() {
+		t.Fatalf("failure line: %s %+v", msg, m)
+	}
+	// Only the successes are aggregated.
+	if aggs := agent.Aggregates(); len(aggs) != 1 || len(aggs[0].VerifyResponses) != 7 {
+		t.Fatalf("aggregates %+v", aggs)
+	}
+
+	t.Run("attempts from the environment", func(t *testing.T) {
+		t.Setenv(rollout.EnvMaxAttempts, "2")
+		agent := startAgent(t, func(context.Context, call) answer { return answer{Status: http.StatusBadGateway} })
+		// Before the agent stops: a connection the transport dialled but
+		// never used would hold up its shutdown.
+		t.Cleanup(client.CloseIdleConnections)
+		opts := options(agent, outPath(t))
+		opts.Client = client
+		sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(2, 2), opts)
+		if !errors.Is(err, rollout.ErrFailedRollouts) || sum.Failed != 2 || len(agent.Calls()) != 4 {
+			t.Fatalf("%+v, %v, %d calls", sum, err, len(agent.Calls()))
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(opts.Output)); len(entries) != 3 { // no aggregate metrics file
+			t.Fatalf("files %v", entries)
+		}
+	})
+}
+
+// Answers that carry the failure members are routed as upstream routes
+// them.
+func TestCollectRouting(t *testing.T) {
+	agent := startAgent(t, func(_ context.Context, c call) answer {
+		body := echo(c, 1)
+		switch c.Task {
+		case 1:
+			_ = body.Set(protocol.KeyReward, 0)
+			_ = body.Set(protocol.KeyFailureClass, "judge_failed")
+			_ = body.Set("_ng_failure_judge_error", "judge timed out")
+		case 2:
+			_ = body.Set(protocol.KeyNoPersist, true)
+		case 3:
+			_ = body.Set(protocol.KeyNoPersist, 0) // falsy: persisted
+		case 4:
+			_ = body.Set(protocol.KeyFailureClass, nil) // null: no failure
+		case 5:
+			_ = body.Set(protocol.KeyNoPersist, "yes")
+			_ = body.Set(protocol.KeyFailureClass, "kill_shaped") // no_persist wins
+		}
+		return answer{Body: body}
+	})
+	out := outPath(t)
+	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(6, 3), options(agent, out))
+	if !errors.Is(err, rollout.ErrFailedRollouts) {
+		t.Fatalf("err = %v", err)
+	}
+	if sum.Succeeded != 3 || sum.Failed != 1 || sum.Discarded != 2 || sum.Rewarded != 3 || sum.Remaining() != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if got := sorted(ids(t, readLines(t, out))); !slices.Equal(got, []string{"0-0", "3-0", "4-0"}) {
+		t.Fatalf("output %v", got)
+	}
+	fails := readLines(t, rollout.FailuresPath(out))
+	if len(fails) != 1 || get[int](t, fails[0], protocol.KeyTaskIndex) != 1 ||
+		get[string](t, fails[0], protocol.KeyFailureClass) != "judge_failed" || !fails[0].Has(protocol.KeyResponse) ||
+		get[rollout.Bookkeeping](t, fails[0], rollout.KeyBookkeeping).RolloutID != "1-0" {
+		t.Fatalf("failures %v", fails)
+	}
+	if aggs := agent.Aggregates(); len(aggs) != 1 || len(aggs[0].VerifyResponses) != 3 {
+		t.Fatalf("aggregates %+v", aggs)
+	}
+}
+
+func TestCollectCompletionOrder(t *testing.T) {
+	out := outPath(t)
+	agent := startAgent(t, func(ctx context.Context, c call) answer {
+		if c.Task == 0 {
+			// Answer only once the line of task 1 is in the file.
+			deadline := time.Now().Add(hangGuard)
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if raw, _ := os.ReadFile(out); bytes.Contains(raw, []byte(`"_ng_task_index":1,`)) {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return answer{}
+	})
+	opts := options(agent, out)
+	opts.Concurrency = 2
+	if _, err := rollout.Collect(context.Background(), dataset.Arithmetic(2, 1), opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, readLines(t, out)); !slices.Equal(got, []string{"1-0", "0-0"}) {
+		t.Fatalf("lines in order %v, want completion order", got)
 	}
 }
 
@@ -179,7 +638,7 @@ func TestCollectConcurrencyBound(t *testing.T) {
 	reached := make(chan struct{})
 	var once sync.Once
 	var agent *fakeAgent
-	agent = startAgent(t, func(ctx context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
+	agent = startAgent(t, func(ctx context.Context, c call) answer {
 		// Hold every request until the bound has been reached once, so the
 		// peak is exactly the bound and not an accident of timing.
 		if agent.inFlight.Load() >= limit {
@@ -190,9 +649,11 @@ func TestCollectConcurrencyBound(t *testing.T) {
 		case <-ctx.Done():
 		case <-time.After(hangGuard):
 		}
-		return answerCorrectly(ctx, req)
+		return answer{}
 	})
-	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(60, 2), outPath(t), rollout.Options{AgentURL: agent.URL, Concurrency: limit})
+	opts := options(agent, outPath(t))
+	opts.Concurrency, opts.NumRepeats = limit, 3
+	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(20, 2), opts)
 	if err != nil || sum.Succeeded != 60 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -201,174 +662,217 @@ func TestCollectConcurrencyBound(t *testing.T) {
 	}
 }
 
+// A resumed run skips the rollouts the output completed and runs the
+// failed and unrecorded ones again.
 func TestCollectResumes(t *testing.T) {
-	agent := startAgent(t, nil)
-	tasks := dataset.Arithmetic(10, 4)
+	var healthy atomic.Bool
+	agent := startAgent(t, func(_ context.Context, c call) answer {
+		if healthy.Load() {
+			return answer{}
+		}
+		switch c.Task {
+		case 2:
+			return answer{Status: http.StatusInternalServerError}
+		case 4:
+			body := echo(c, 1)
+			_ = body.Set(protocol.KeyNoPersist, true)
+			return answer{Body: body}
+		}
+		return answer{}
+	})
 	out := outPath(t)
-	var pre bytes.Buffer
-	for _, task := range tasks[:5] {
-		line, _ := json.Marshal(rollout.Record{TaskID: task.ID, Reward: 1, Correct: true, Attempted: time.Now().UTC()})
-		pre.Write(append(line, '\n'))
+	opts := options(agent, out)
+	opts.MaxAttempts = 2
+	rows := dataset.Arithmetic(6, 4)
+	sum, err := rollout.Collect(context.Background(), rows, opts)
+	if !errors.Is(err, rollout.ErrFailedRollouts) || sum.Succeeded != 4 || sum.Failed != 1 || sum.Discarded != 1 {
+		t.Fatalf("first run: %+v, %v", sum, err)
 	}
-	pre.WriteString("\n") // a blank line is harmless
-	if err := os.WriteFile(out, pre.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := rollout.Collect(context.Background(), tasks, out, rollout.Options{AgentURL: agent.URL, Concurrency: 3})
+	before, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Skipped != 5 || sum.Succeeded != 5 || sum.Remaining() != 0 || sum.RepairedBytes != 0 {
-		t.Fatalf("summary %+v", sum)
+	failsBefore, _ := os.ReadFile(rollout.FailuresPath(out))
+
+	healthy.Store(true)
+	first := len(agent.Calls())
+	opts.Resume = true
+	sum, err = rollout.Collect(context.Background(), rows, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	seen := agent.Seen()
-	slices.Sort(seen)
-	if want := ids(tasks[5:]); !slices.Equal(seen, want) {
-		t.Fatalf("agent saw %v, want only %v", seen, want)
+	if sum.Total != 6 || sum.Skipped != 4 || sum.Succeeded != 2 || sum.Failed != 0 || sum.RepairedBytes != 0 {
+		t.Fatalf("resume: %+v", sum)
 	}
-	raw, _ := os.ReadFile(out)
-	if !bytes.HasPrefix(raw, pre.Bytes()) {
+	// The failed rollout continues past its recorded attempts (0 and 1);
+	// the discarded one starts over.
+	if got := sorted(callIDs(agent.Calls()[first:])); !slices.Equal(got, []string{"2-0/a2", "4-0"}) {
+		t.Fatalf("resume ran %v", got)
+	}
+	after, _ := os.ReadFile(out)
+	if !bytes.HasPrefix(after, before) {
 		t.Fatal("existing lines were changed")
 	}
-	if got := byTask(t, readRecords(t, out)); len(got) != 10 {
-		t.Fatalf("%d tasks recorded", len(got))
+	if failsAfter, _ := os.ReadFile(rollout.FailuresPath(out)); !bytes.Equal(failsAfter, failsBefore) {
+		t.Fatal("the failures file changed")
+	}
+	if got := sorted(ids(t, readLines(t, out))); !slices.Equal(got, sorted(seq(6))) {
+		t.Fatalf("output %v", got)
+	}
+	// Metrics cover the whole output: the earlier run's lines too.
+	aggs := agent.Aggregates()
+	if len(aggs) != 2 || len(aggs[1].VerifyResponses) != 6 {
+		t.Fatalf("aggregates %d", len(aggs))
+	}
+
+	// A resume with nothing left to do runs nothing.
+	calls := len(agent.Calls())
+	sum, err = rollout.Collect(context.Background(), rows, opts)
+	if err != nil || sum.Skipped != 6 || sum.Succeeded+sum.Failed != 0 || len(agent.Calls()) != calls {
+		t.Fatalf("rerun: %+v, %v", sum, err)
 	}
 }
 
-func TestCollectRepairsTruncatedLastLine(t *testing.T) {
+func TestCollectRepairsTruncatedLastLines(t *testing.T) {
 	agent := startAgent(t, nil)
-	tasks := dataset.Arithmetic(6, 5)
 	out := outPath(t)
-	var pre bytes.Buffer
-	for _, task := range tasks[:3] {
-		line, _ := json.Marshal(rollout.Record{TaskID: task.ID, Attempted: time.Now().UTC()})
-		pre.Write(append(line, '\n'))
-	}
-	full, _ := json.Marshal(rollout.Record{TaskID: tasks[3].ID, Attempted: time.Now().UTC()})
-	partial := full[:len(full)/2] // the process died in the middle of this write
-	if err := os.WriteFile(out, append(bytes.Clone(pre.Bytes()), partial...), 0o644); err != nil {
+	opts := options(agent, out)
+	rows := dataset.Arithmetic(6, 5)
+	if _, err := rollout.Collect(context.Background(), rows, opts); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := rollout.Collect(context.Background(), tasks, out, rollout.Options{AgentURL: agent.URL})
+	raw, _ := os.ReadFile(out)
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	last := lines[len(lines)-2]
+	cutID := ids(t, readLinesOf(t, last))[0]
+	partial := last[:len(last)/2] // the process died in the middle of this write
+	kept := bytes.Join(lines[:len(lines)-2], nil)
+	if err := os.WriteFile(out, append(bytes.Clone(kept), partial...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failPartial := []byte(`{"_ng_task_index":1,"_ng_rollout_ind`)
+	if err := os.WriteFile(rollout.FailuresPath(out), failPartial, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(agent.Calls())
+	opts.Resume = true
+	sum, err := rollout.Collect(context.Background(), rows, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.RepairedBytes != int64(len(partial)) || sum.Skipped != 3 || sum.Succeeded != 3 {
-		t.Fatalf("summary %+v, want %d bytes repaired", sum, len(partial))
+	if sum.RepairedBytes != int64(len(partial)+len(failPartial)) || sum.Skipped != 5 || sum.Succeeded != 1 {
+		t.Fatalf("summary %+v, want %d bytes repaired", sum, len(partial)+len(failPartial))
 	}
-	seen := agent.Seen()
-	slices.Sort(seen)
-	if want := ids(tasks[3:]); !slices.Equal(seen, want) {
-		t.Fatalf("agent saw %v, want %v (the truncated task runs again)", seen, want)
+	if got := callIDs(agent.Calls()[calls:]); !slices.Equal(got, []string{cutID}) {
+		t.Fatalf("agent saw %v, want %v (the cut rollout runs again)", got, cutID)
 	}
-	raw, _ := os.ReadFile(out)
-	if !bytes.HasPrefix(raw, pre.Bytes()) || bytes.Contains(raw, partial) && !bytes.Contains(raw, full) {
-		t.Fatalf("repair changed complete lines or kept the fragment:\n%s", raw)
+	after, _ := os.ReadFile(out)
+	if !bytes.HasPrefix(after, kept) || bytes.Contains(after[len(kept):], partial[:len(partial)-1]) && len(readLines(t, out)) != 6 {
+		t.Fatalf("repair changed complete lines or kept the fragment:\n%s", after)
 	}
-	if got := byTask(t, readRecords(t, out)); len(got) != 6 || got[tasks[3].ID].Answer != tasks[3].Expected {
-		t.Fatalf("records %v", got)
+	if got := sorted(ids(t, readLines(t, out))); !slices.Equal(got, sorted(seq(6))) {
+		t.Fatalf("output %v", got)
 	}
+	if fi, _ := os.Stat(rollout.FailuresPath(out)); fi.Size() != 0 {
+		t.Fatal("the cut failure line was kept")
+	}
+}
+
+// readLinesOf parses JSONL bytes.
+func readLinesOf(t *testing.T, raw []byte) []protocol.Fields {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return readLines(t, path)
 }
 
 func TestCollectRefusesCorruptOutput(t *testing.T) {
-	out := outPath(t)
-	corrupt := `{"task_id":"a"}` + "\n" + "not json\n" + `{"task_id":"b"}` + "\n"
-	if err := os.WriteFile(out, []byte(corrupt), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := rollout.Collect(context.Background(), dataset.Arithmetic(2, 1), out, rollout.Options{AgentURL: "http://127.0.0.1:1"})
-	if err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("err = %v, want one naming line 2", err)
-	}
-	if raw, _ := os.ReadFile(out); string(raw) != corrupt {
-		t.Fatal("a corrupt output was modified")
-	}
-	if err := os.WriteFile(out, []byte(`{"reward":1}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rollout.Collect(context.Background(), dataset.Arithmetic(2, 1), out, rollout.Options{AgentURL: "http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "task_id") {
-		t.Fatalf("line without task_id: %v", err)
-	}
-}
-
-func TestCollectRecordsFailures(t *testing.T) {
-	tasks := dataset.Arithmetic(12, 6)
-	status500 := tasks[1].ID
-	inBand := tasks[4].ID
-	slow := tasks[7].ID
-	wrongTask := tasks[9].ID
-	agent := startAgent(t, func(ctx context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
-		switch req.Task.ID {
-		case status500:
-			return protocol.RunResponse{}, errBoom
-		case inBand:
-			return protocol.RunResponse{RolloutID: "ro-x", TaskID: inBand, Error: "model call failed: 503"}, nil
-		case slow:
-			<-ctx.Done() // until the client gives up and hangs up
-			return protocol.RunResponse{}, ctx.Err()
-		case wrongTask:
-			return protocol.RunResponse{TaskID: "someone-else"}, nil
-		}
-		return answerCorrectly(ctx, req)
-	})
-	client := server.NewClient(server.ClientOptions{Timeout: 300 * time.Millisecond, Retries: -1})
-	t.Cleanup(client.CloseIdleConnections)
-	out := outPath(t)
-	sum, err := rollout.Collect(context.Background(), tasks, out, rollout.Options{AgentURL: agent.URL, Client: client})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Failed != 4 || sum.Succeeded != 8 || sum.Correct != 8 || len(sum.DurationsMS) != 12 {
-		t.Fatalf("summary %+v", sum)
-	}
-	recs := byTask(t, readRecords(t, out))
-	for id, want := range map[string]string{
-		status500: "500",
-		inBand:    "model call failed: 503",
-		slow:      "deadline exceeded",
-		wrongTask: `"someone-else"`,
+	agent := startAgent(t, nil)
+	for name, tc := range map[string]struct{ output, failures, want string }{
+		"not json":      {`{"_ng_task_index":0,"_ng_rollout_index":0}` + "\nnot json\n", "", "rollouts.jsonl line 2 is not a rollout line"},
+		"no indexes":    {`{"reward":1}` + "\n", "", "line 1 is not a rollout line: no _ng_task_index"},
+		"failures file": {"", "\n[1]\n", "rollouts_failures.jsonl line 2 is not a failure line"},
 	} {
-		r := recs[id]
-		if !r.Failed() || !strings.Contains(r.Error, want) || r.Correct || r.Reward != 0 {
-			t.Errorf("%s: record %+v, want an error containing %q", id, r, want)
-		}
+		t.Run(name, func(t *testing.T) {
+			out := outPath(t)
+			if err := os.WriteFile(out, []byte(tc.output), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.failures != "" {
+				if err := os.WriteFile(rollout.FailuresPath(out), []byte(tc.failures), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			opts := options(agent, out)
+			opts.Resume = true
+			_, err := rollout.Collect(context.Background(), dataset.Arithmetic(2, 1), opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if raw, _ := os.ReadFile(out); string(raw) != tc.output {
+				t.Fatal("a corrupt output was modified")
+			}
+			if _, err := os.Stat(rollout.MaterializedInputsPath(out)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("materialized inputs written: %v", err)
+			}
+		})
 	}
-	if !strings.Contains(recs[status500].Error, errBoom.Error()) {
-		t.Errorf("the agent's error message is lost: %q", recs[status500].Error)
-	}
-	if recs[inBand].RolloutID != "ro-x" {
-		t.Errorf("in-band failure lost its rollout id: %+v", recs[inBand])
+	if n := len(agent.Calls()); n != 0 {
+		t.Fatalf("%d rollouts ran", n)
 	}
 }
 
 func TestCollectAgentGoesAway(t *testing.T) {
-	tasks := dataset.Arithmetic(10, 7)
 	var agent *fakeAgent
 	var calls atomic.Int64
-	agent = startAgent(t, func(ctx context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
+	agent = startAgent(t, func(ctx context.Context, c call) answer {
 		if calls.Add(1) == 4 { // Concurrency 1: requests come one at a time
 			agent.beginStop() // answer this one, refuse every later connection
 		}
-		return answerCorrectly(ctx, req)
+		return answer{}
 	})
 	client := server.NewClient(server.ClientOptions{Retries: -1})
 	t.Cleanup(client.CloseIdleConnections)
 	out := outPath(t)
-	sum, err := rollout.Collect(context.Background(), tasks, out, rollout.Options{AgentURL: agent.URL, Client: client, Concurrency: 1})
-	if err != nil {
-		t.Fatal(err)
+	opts := options(agent, out)
+	opts.Client, opts.Concurrency, opts.MaxAttempts, opts.DisableAggregation = client, 1, 2, true
+	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(10, 7), opts)
+	if !errors.Is(err, rollout.ErrFailedRollouts) {
+		t.Fatalf("err = %v", err)
 	}
-	if sum.Succeeded != 4 || sum.Failed != 6 || sum.Remaining() != 0 {
+	if sum.Succeeded != 4 || sum.Failed != 6 || sum.Retries != 6 || sum.Remaining() != 0 {
 		t.Fatalf("summary %+v", sum)
 	}
-	recs := readRecords(t, out)
-	if len(recs) != 10 {
-		t.Fatalf("%d records", len(recs))
+	fails := readLines(t, rollout.FailuresPath(out))
+	if len(fails) != 6 {
+		t.Fatalf("%d failure lines", len(fails))
 	}
-	for _, r := range recs[4:] {
-		if !strings.Contains(r.Error, "refused") {
-			t.Fatalf("record %+v, want a refused connection", r)
+	for _, f := range fails {
+		if msg := get[string](t, f, rollout.KeyFailureError); !strings.Contains(msg, "refused") {
+			t.Fatalf("failure %q, want a refused connection", msg)
 		}
+	}
+	if _, err := os.Stat(rollout.AggregateMetricsPath(out)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("aggregation disabled, yet: %v", err)
+	}
+}
+
+func TestCollectAggregationFails(t *testing.T) {
+	agent := startAgent(t, nil)
+	agent.failAggregates(http.StatusInternalServerError)
+	out := outPath(t)
+	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(3, 1), options(agent, out))
+	if err == nil || errors.Is(err, rollout.ErrFailedRollouts) || !strings.Contains(err.Error(), "aggregate metrics of agent simple_agent") ||
+		!strings.Contains(err.Error(), "no metrics today") {
+		t.Fatalf("err = %v", err)
+	}
+	if sum.Succeeded != 3 || len(readLines(t, out)) != 3 || sum.Metrics != nil {
+		t.Fatalf("summary %+v", sum)
+	}
+	if _, err := os.Stat(rollout.AggregateMetricsPath(out)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("aggregate metrics file: %v", err)
 	}
 }
 
@@ -376,22 +880,20 @@ func TestCollectCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const quick = 10
-	var mu sync.Mutex
-	var calls int
-	agent := startAgent(t, func(rctx context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
-		mu.Lock()
-		calls++
-		n := calls
-		mu.Unlock()
-		if n <= quick {
-			return answerCorrectly(rctx, req)
+	var calls atomic.Int64
+	agent := startAgent(t, func(rctx context.Context, c call) answer {
+		if calls.Add(1) <= quick {
+			return answer{}
 		}
 		cancel()      // the operator hits Ctrl-C while this rollout runs
 		<-rctx.Done() // and the collector hangs up
-		return protocol.RunResponse{}, rctx.Err()
+		return answer{Status: http.StatusInternalServerError}
 	})
 	out := outPath(t)
-	done := collectAsync(ctx, dataset.Arithmetic(200, 8), out, rollout.Options{AgentURL: agent.URL, Concurrency: 4})
+	opts := options(agent, out)
+	opts.Concurrency = 4
+	rows := dataset.Arithmetic(200, 8)
+	done := collectAsync(ctx, rows, opts)
 	var res collectResult
 	select {
 	case res = <-done:
@@ -405,16 +907,23 @@ func TestCollectCancel(t *testing.T) {
 	if sum.Failed != 0 || sum.Succeeded > quick || sum.Remaining() < 200-quick {
 		t.Fatalf("summary %+v: cancelled rollouts must not be recorded as failures", sum)
 	}
-	recs := readRecords(t, out) // every line complete and valid
-	if len(recs) != sum.Succeeded {
-		t.Fatalf("%d lines, %d rollouts counted", len(recs), sum.Succeeded)
+	if n := len(readLines(t, out)); n != sum.Succeeded {
+		t.Fatalf("%d lines, %d rollouts counted", n, sum.Succeeded)
 	}
-	if n := len(agent.Seen()); n > quick+4 {
-		t.Fatalf("agent got %d requests: tasks were handed out after the cancel", n)
+	if n := len(readLines(t, rollout.FailuresPath(out))); n != 0 {
+		t.Fatalf("%d failure lines", n)
+	}
+	if n := len(agent.Calls()); n > quick+4 {
+		t.Fatalf("agent got %d requests: rollouts were handed out after the cancel", n)
+	}
+	if _, err := os.Stat(rollout.AggregateMetricsPath(out)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a cut-short run was aggregated")
 	}
 
 	// Resuming picks up where the cancelled run stopped.
-	sum2, err := rollout.Collect(context.Background(), dataset.Arithmetic(200, 8), out, rollout.Options{AgentURL: startAgent(t, nil).URL})
+	opts = options(startAgent(t, nil), out)
+	opts.Resume = true
+	sum2, err := rollout.Collect(context.Background(), rows, opts)
 	if err != nil || sum2.Skipped != sum.Succeeded || sum2.Succeeded != 200-sum.Succeeded {
 		t.Fatalf("resume: %+v, %v", sum2, err)
 	}
@@ -425,14 +934,20 @@ func TestCollectWriteErrorStops(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	agent := startAgent(t, nil)
-	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(20, 9), "/dev/full", rollout.Options{AgentURL: agent.URL, Concurrency: 2})
-	if err == nil || !strings.Contains(err.Error(), "write output") {
+	out := outPath(t)
+	if err := os.Symlink("/dev/full", out); err != nil {
+		t.Skip(err)
+	}
+	opts := options(agent, out)
+	opts.Concurrency = 2
+	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(20, 9), opts)
+	if err == nil || !strings.Contains(err.Error(), "write "+out) {
 		t.Fatalf("err = %v", err)
 	}
 	if sum.Succeeded+sum.Failed != 0 {
 		t.Fatalf("summary %+v counts rollouts that were never written", sum)
 	}
-	if n := len(agent.Seen()); n > 4 {
+	if n := len(agent.Calls()); n > 4 {
 		t.Fatalf("the run went on after the write failed: %d requests", n)
 	}
 }
@@ -442,9 +957,9 @@ func TestCollectProgress(t *testing.T) {
 	for _, tty := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
 			var buf bytes.Buffer
-			_, err := rollout.Collect(context.Background(), dataset.Arithmetic(25, 10), outPath(t),
-				rollout.Options{AgentURL: agent.URL, Progress: &buf, ProgressTTY: tty})
-			if err != nil {
+			opts := options(agent, outPath(t))
+			opts.Progress, opts.ProgressTTY, opts.NumRepeats = &buf, tty, 5
+			if _, err := rollout.Collect(context.Background(), dataset.Arithmetic(5, 10), opts); err != nil {
 				t.Fatal(err)
 			}
 			got := buf.String()
@@ -464,6 +979,45 @@ func TestCollectProgress(t *testing.T) {
 				t.Fatalf("plain progress %q", got)
 			}
 		})
+	}
+}
+
+func TestCollectFile(t *testing.T) {
+	agent := startAgent(t, nil)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "tasks.jsonl")
+	var buf bytes.Buffer
+	if err := dataset.WriteRows(&buf, dataset.Counter(7, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	opts := options(agent, out)
+	sum, err := rollout.CollectFile(context.Background(), in, opts)
+	if err != nil || sum.Succeeded != 7 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	lines := readLines(t, out)
+	if len(lines) != 7 || !lines[0].Has("expected_count") {
+		t.Fatalf("%d lines", len(lines))
+	}
+	// The tools reach the agent untouched.
+	for _, c := range agent.Calls() {
+		if tools := c.Row.ResponsesCreateParams.Tools; len(tools) != 2 || tools[0].Name != dataset.ToolIncrementCounter {
+			t.Fatalf("tools %+v", tools)
+		}
+	}
+
+	if err := os.WriteFile(in, []byte(`{"responses_create_params":{"input":"q"}}`+"\n"+`{"responses_create_params":{}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rollout.CollectFile(context.Background(), in, opts); !errors.Is(err, rollout.ErrInvalidInput) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("bad input file: %v", err)
+	}
+	if _, err := rollout.CollectFile(context.Background(), filepath.Join(dir, "missing.jsonl"), opts); !errors.Is(err, os.ErrNotExist) || !errors.Is(err, rollout.ErrInvalidInput) {
+		t.Fatalf("missing input file: %v", err)
 	}
 }
 
@@ -493,21 +1047,22 @@ func ExamplePercentile() {
 	// Output: p50 100 ms, p95 264 ms
 }
 
-// Closing Options.Stop lets the rollouts in flight finish and be recorded,
-// starts no new one, and reports ErrStopped.
+// Closing Options.Stop lets the rollouts in flight finish and be recorded
+// without retrying them, starts no new one, and reports ErrStopped.
 func TestCollectStopFinishesInFlight(t *testing.T) {
 	stop := make(chan struct{})
 	entered := make(chan struct{}, 64)
 	release := make(chan struct{})
-	agent := startAgent(t, func(ctx context.Context, req protocol.RunRequest) (protocol.RunResponse, error) {
+	agent := startAgent(t, func(ctx context.Context, c call) answer {
 		entered <- struct{}{}
 		<-release
-		return protocol.RunResponse{TaskID: req.Task.ID, Error: "model call failed: peer gone"}, nil
+		return answer{Status: http.StatusInternalServerError, Body: "model call failed: peer gone"}
 	})
 	const concurrency = 3
 	out := outPath(t)
-	done := collectAsync(context.Background(), dataset.Arithmetic(50, 3), out,
-		rollout.Options{AgentURL: agent.URL, Concurrency: concurrency, Stop: stop})
+	opts := options(agent, out)
+	opts.Concurrency, opts.Stop, opts.MaxAttempts = concurrency, stop, 5
+	done := collectAsync(context.Background(), dataset.Arithmetic(50, 3), opts)
 	for range concurrency {
 		<-entered // every worker holds one rollout
 	}
@@ -517,12 +1072,12 @@ func TestCollectStopFinishesInFlight(t *testing.T) {
 	if !errors.Is(r.err, rollout.ErrStopped) {
 		t.Fatalf("err = %v, want ErrStopped", r.err)
 	}
-	recs := readRecords(t, out)
-	if len(recs) != concurrency || r.sum.Failed != concurrency {
-		t.Fatalf("%d records, %d failed; want the %d in flight, recorded as failures", len(recs), r.sum.Failed, concurrency)
+	fails := readLines(t, rollout.FailuresPath(out))
+	if len(fails) != concurrency || r.sum.Failed != concurrency || r.sum.Retries != 0 {
+		t.Fatalf("%d failure lines, %+v; want the %d in flight, recorded as failures", len(fails), r.sum, concurrency)
 	}
-	if n := len(agent.Seen()); n != concurrency {
-		t.Fatalf("agent saw %d rollouts after Stop; want only the %d in flight", n, concurrency)
+	if n := len(agent.Calls()); n != concurrency {
+		t.Fatalf("agent saw %d calls after Stop; want only the %d in flight", n, concurrency)
 	}
 }
 
@@ -534,10 +1089,10 @@ type collectResult struct {
 
 // collectAsync runs Collect in a goroutine; its result arrives on the
 // channel.
-func collectAsync(ctx context.Context, tasks []protocol.Task, out string, opts rollout.Options) <-chan collectResult {
+func collectAsync(ctx context.Context, rows []protocol.RunRequest, opts rollout.Options) <-chan collectResult {
 	done := make(chan collectResult, 1)
 	go func() {
-		sum, err := rollout.Collect(ctx, tasks, out, opts)
+		sum, err := rollout.Collect(ctx, rows, opts)
 		done <- collectResult{sum, err}
 	}()
 	return done

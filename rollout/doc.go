@@ -1,27 +1,58 @@
-// Package rollout collects rollouts: it sends every task of a dataset to a
-// running agent server's POST /run and appends one JSON line per finished
-// rollout to an output file.
+// Package rollout collects rollouts in NeMo Gym's formats: it expands a
+// dataset into rollouts, sends each to its agent's POST /run, and appends
+// one JSON line per finished rollout to an output file, with upstream's
+// sidecar files next to it.
 //
-//	tasks ──► skip ids already in the output ──► N workers ──► POST /run
-//	                                                  │
-//	        output.jsonl ◄── one Write per line ◄─────┘  (completion order)
+//	rows ──► expand (task index, a a b b repeats, agent_ref) ──► <stem>_materialized_inputs.jsonl
+//	              │
+//	              └─► skip what the output completed ──► N workers ──► POST {agent}/run (retried)
+//	                                                            │
+//	     output.jsonl ◄── completed, one Write per line ◄───────┤ (completion order)
+//	     <stem>_failures.jsonl ◄── failed, _ng_failure_class ◄──┘
+//	     <stem>_aggregate_metrics.json ◄── POST {agent}/aggregate_metrics at the end
 //
-// The collector is built to be stopped and started again:
+// # Lines
 //
-//   - Resume: a task whose id already has a line in the output is skipped.
-//     A last line without its newline (the process died while writing it)
-//     is cut off before anything is appended, and that task runs again.
-//   - Bounded: a fixed pool of Options.Concurrency workers pulls tasks, so a
-//     large dataset never means a large number of goroutines or connections.
-//   - Failures are data: an HTTP error, a refused connection, a timeout or a
-//     response with Error set is written as a Record with Error filled in
-//     and counted in Summary.Failed; the run carries on.
-//   - Cancellation: cancelling ctx stops handing out tasks and aborts the
-//     calls in flight; those are not written (a resume runs them again), and
-//     every line already in the file is complete.
+// An output line is the agent's /run answer with every member it sent,
+// plus _ng_task_index, _ng_rollout_index and agent_ref of the row (and
+// _ng_attempt_index and _ng_rollout_id when the row has them), plus the
+// collector's own member KeyBookkeeping ("_gymlens", a Bookkeeping): the
+// trace id the agent reported in a traceresponse header, the rollout id,
+// the collector's wall clock of the call and when it was made.
 //
-// With telemetry on and the job span group enabled, the whole collection is
-// one gym.job span, and it is the parent of every /run call, so each
-// rollout's trace in the agent, model and resources servers hangs off the
-// job.
+// A /run call that fails (no answer, a status outside 2xx, a body that is
+// not a JSON object) is not a rollout: it is retried with
+// _ng_attempt_index 1, 2, ... until MaxAttempts calls were made, and then
+// the failures file gets the row of the last attempt plus
+// "_ng_failure_class":"rollout_error", "_ng_failure_error" (the last
+// error) and "_gymlens". An answer that carries _ng_failure_class itself
+// goes to the failures file as it is; one with a truthy _ng_no_persist is
+// written nowhere. Upstream aborts the whole collection on a non-2xx /run;
+// this collector records the failure and carries on, and Collect's error
+// then wraps ErrFailedRollouts.
+//
+// # Stopping and starting again
+//
+//   - Resume: with Options.Resume, a rollout (task index, rollout index)
+//     the output already holds is skipped; one the failures file holds
+//     runs again, its attempt index continuing past the recorded ones. A
+//     last line without its newline (the process died while writing it)
+//     is cut off before anything is appended. A rollout's identity comes
+//     from the rows and their order, so resume with the same input.
+//     MaxAttempts counts the calls of one run: a resumed run gives each
+//     failed rollout that many again (upstream counts the failure lines
+//     across runs and gives up on a rollout once they reach the cap).
+//     Without Resume, the output and failures files are emptied first.
+//   - Bounded: a fixed pool of Options.Concurrency workers pulls rollouts
+//     (a retry keeps its worker), so a large dataset never means a large
+//     number of goroutines or connections.
+//   - Cancellation: cancelling ctx stops handing out rollouts and aborts
+//     the calls in flight; those are not written (a resume runs them
+//     again), and every line already in the files is complete.
+//
+// With telemetry on and the job span group enabled, the whole collection
+// is one gym.job span. Each /run call is a CLIENT span that starts a trace
+// of its own and links back to the job, so each rollout's trace in the
+// agent, model and resources servers is one trace, not a branch of one
+// enormous job trace.
 package rollout

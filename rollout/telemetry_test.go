@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/dataset"
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -34,7 +34,8 @@ func TestCollectJobSpan(t *testing.T) {
 	agent := startAgent(t, nil) // after Init, so its ingress is instrumented
 	const n = 3
 	out := outPath(t)
-	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(n, 11), out, rollout.Options{AgentURL: agent.URL})
+	opts := options(agent, out)
+	sum, err := rollout.Collect(context.Background(), dataset.Arithmetic(n, 11), opts)
 	if err != nil || sum.Succeeded != n {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -63,12 +64,20 @@ func TestCollectJobSpan(t *testing.T) {
 		t.Fatalf("gym.job attributes %v", job.Attributes)
 	}
 	// Each rollout is a trace of its own whose CLIENT span links back to
-	// the job; the agent's SERVER span is that CLIENT span's child.
-	var clients int
+	// the job; the agent's SERVER span is that CLIENT span's child. The
+	// closing /aggregate_metrics call is the job's child.
+	var clients, aggregates int
 	clientIDs := map[trace.SpanID]trace.TraceID{}
 	traces := map[trace.TraceID]bool{}
 	for _, s := range spans {
 		if s.SpanKind != trace.SpanKindClient {
+			continue
+		}
+		if s.Name == "POST "+protocol.PathAggregateMetrics {
+			aggregates++
+			if s.Parent.SpanID() != job.SpanContext.SpanID() || len(s.Links) != 0 {
+				t.Errorf("aggregate call: parent %s, links %v; want the job's child", s.Parent.SpanID(), s.Links)
+			}
 			continue
 		}
 		clients++
@@ -85,22 +94,25 @@ func TestCollectJobSpan(t *testing.T) {
 		if s.SpanKind != trace.SpanKindServer {
 			continue
 		}
+		if s.Name == "POST "+protocol.PathAggregateMetrics {
+			continue
+		}
 		servers++
-		if s.Name != protocol.RouteRun {
+		if s.Name != "POST "+protocol.PathRun {
 			t.Errorf("server span named %q", s.Name)
 		}
 		if tid, ok := clientIDs[s.Parent.SpanID()]; !ok || tid != s.SpanContext.TraceID() {
 			t.Errorf("server span %s is not the child of a collector CLIENT span", s.Name)
 		}
 	}
-	if servers != n || clients != n || len(traces) != n || traces[job.SpanContext.TraceID()] {
-		t.Fatalf("%d server and %d client spans in %d traces for %d rollouts", servers, clients, len(traces), n)
+	if servers != n || clients != n || aggregates != 1 || len(traces) != n || traces[job.SpanContext.TraceID()] {
+		t.Fatalf("%d server and %d client spans in %d traces for %d rollouts, %d aggregate calls", servers, clients, len(traces), n, aggregates)
 	}
-	// The agent reported no trace id; records then carry none rather than
+	// The agent reported no trace id; lines then carry none rather than
 	// the job's.
-	for _, r := range readRecords(t, out) {
-		if r.TraceID != "" {
-			t.Errorf("record %s has trace %q", r.TaskID, r.TraceID)
+	for _, l := range readLines(t, out) {
+		if m := get[rollout.Bookkeeping](t, l, rollout.KeyBookkeeping); m.TraceID != "" {
+			t.Errorf("rollout %s has trace %q", m.RolloutID, m.TraceID)
 		}
 	}
 }

@@ -121,7 +121,7 @@ if ! ensure_wrk "$WORK/apt.log"; then
   fail "wrk is not installed and could not be installed with apt-get (see $WORK/apt.log)"
   exit 1
 fi
-BODY='{"task": {"id": "wrk-1", "question": "What is 1 + 1?", "expected": "2"}, "answer": "The answer is 2."}'
+BODY=$VERIFY_BODY
 {
   echo 'wrk.method = "POST"'
   echo 'wrk.headers["Content-Type"] = "application/json"'

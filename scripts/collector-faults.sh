@@ -73,7 +73,7 @@ info "gym built without -race in $(secs "$t0") s; $(nproc) CPUs shared by server
 
 # ---- load generator -------------------------------------------------------
 
-BODY='{"task": {"id": "wrk-1", "question": "What is 1 + 1?", "expected": "2"}, "answer": "The answer is 2."}'
+BODY=$VERIFY_BODY
 LOADGEN=()
 if ensure_wrk "$WORK/apt.log"; then
   cat >"$WORK/verify.lua" <<EOF

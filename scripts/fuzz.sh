@@ -6,7 +6,7 @@
 #
 #   scripts/fuzz.sh                          # 15s per target
 #   FUZZTIME=2m scripts/fuzz.sh
-#   scripts/fuzz.sh FuzzVerifyBody FuzzRunBody   # only these targets
+#   scripts/fuzz.sh FuzzVerify FuzzRunBody   # only these targets
 #   FUZZFLAGS='-fuzzminimizetime 50x' scripts/fuzz.sh   # explore more, minimise less
 #
 # Plain `go test` already runs every target's seed corpus; this script is
@@ -22,9 +22,12 @@ targets=(
   "./telemetry FuzzResolveSpanGroups"
   "./telemetry FuzzConfigFromYAML"
   "./orchestrator FuzzParseFleetConfig"
-  "./servers/resources FuzzVerifyBody"
+  "./servers/resources FuzzVerify"
   "./servers/agent FuzzRunBody"
   "./lens/internal/otlpenc FuzzEncodeMatchesTheSDKExporter"
+  "./protocol FuzzVerifyRequestRoundTrip"
+  "./servers/resources/equivalence FuzzRatio"
+  "./servers/resources/stringmatch FuzzLabelScanner"
 )
 
 selected() { # target -> true when no names were given or it is one of them

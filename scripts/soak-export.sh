@@ -95,10 +95,10 @@ if ! ensure_wrk "$WORK/apt.log"; then
   fail "wrk is not installed and could not be installed with apt-get (see $WORK/apt.log)"
   exit 1
 fi
-cat >"$WORK/verify.lua" <<'EOF'
+cat >"$WORK/verify.lua" <<EOF
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"task": {"id": "wrk-1", "question": "What is 1 + 1?", "expected": "2"}, "answer": "The answer is 2."}'
+wrk.body = '$VERIFY_BODY'
 EOF
 
 # ---- the server, exporting nowhere ----------------------------------------

@@ -24,8 +24,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources"
 	"github.com/gymlens/gymlens/telemetry"
@@ -41,7 +41,11 @@ func (discardSpans) Shutdown(context.Context) error                             
 // The request every case below serves: a correct answer, so the verifier
 // does its full parse-and-compare and answers 200.
 const (
-	verifyBenchBody = `{"task":{"id":"bench-1","question":"What is 3 + 4?","expected":"7"},"answer":"The answer is 7."}`
+	verifyBenchBody = `{"responses_create_params":{"input":[{"role":"user","content":"What is 3 + 4?"}]},` +
+		`"task_id":"bench-1","expected_answer":"7","response":{"id":"resp_1","object":"response","created_at":1767225600,` +
+		`"model":"gym-policy","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed",` +
+		`"content":[{"type":"output_text","text":"The answer is 7.","annotations":[]}]}],` +
+		`"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}`
 	// verifyBenchTraceparent is a sampled W3C parent from a caller.
 	verifyBenchTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	verifyBenchParentSpan  = "00f067aa0ba902b7"
@@ -106,13 +110,16 @@ func oursVerifyHandler(tb testing.TB, mode string, exp sdktrace.SpanExporter, re
 	return s.Handler()
 }
 
+// routeVerify is the resources server's verify route.
+const routeVerify = "POST " + protocol.PathVerify
+
 // plainVerifyMux is the peer: a bare net/http mux whose POST /verify does
 // the work our runtime and verifier do for a request, without telemetry:
 // bounded JSON decode, validation, number extraction and exact rational
 // comparison, JSON encode.
 func plainVerifyMux() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc(protocol.RouteVerify, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(routeVerify, func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
 				http.Error(w, "internal error", http.StatusInternalServerError)
@@ -133,18 +140,26 @@ func plainVerifyMux() *http.ServeMux {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		want, ok := new(big.Rat).SetString(strings.TrimSpace(req.Task.Expected))
+		var expected string
+		if _, err := req.Fields.Decode("expected_answer", &expected); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		want, ok := new(big.Rat).SetString(strings.TrimSpace(expected))
 		if !ok {
 			http.Error(w, "expected answer is not a number", http.StatusInternalServerError)
 			return
 		}
-		var resp protocol.VerifyResponse
-		if tok, found := resources.LastNumber(req.Answer); found {
-			resp.Parsed = tok
+		resp := protocol.NewVerifyResponse(req, 0)
+		var extracted *string
+		if tok, found := resources.LastNumber(req.Response.OutputText()); found {
+			extracted = &tok
 			if got, ok := new(big.Rat).SetString(tok); ok && got.Cmp(want) == 0 {
-				resp.Reward, resp.Correct = 1, true
+				resp.Reward = 1
 			}
 		}
+		_ = resp.Fields.Set("expected_answer", expected)
+		_ = resp.Fields.Set("extracted_answer", extracted)
 		var buf bytes.Buffer
 		if err := json.NewEncoder(&buf).Encode(resp); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -353,8 +368,8 @@ func checkVerifyServerSpan(t *testing.T, spans tracetest.SpanStubs) {
 		t.Fatalf("%d SERVER spans, want 1 (all spans: %d)", len(found), len(spans))
 	}
 	s := found[0]
-	if s.Name != protocol.RouteVerify {
-		t.Errorf("SERVER span named %q, want %q", s.Name, protocol.RouteVerify)
+	if s.Name != routeVerify {
+		t.Errorf("SERVER span named %q, want %q", s.Name, routeVerify)
 	}
 	if got := s.Parent.SpanID().String(); got != verifyBenchParentSpan || !s.Parent.IsRemote() {
 		t.Errorf("SERVER span parent %s (remote %v), want the traceparent's %s", got, s.Parent.IsRemote(), verifyBenchParentSpan)

@@ -118,14 +118,47 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // PostJSON sends req as JSON to rawURL and decodes a 2xx answer into resp
 // (which may be nil). A non-2xx answer is a *StatusError.
-func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (err error) {
+func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) error {
+	_, err := c.Post(ctx, rawURL, req, resp, Call{})
+	return err
+}
+
+// Call adjusts one call of Client.Post.
+type Call struct {
+	// Cookies are sent with the request (NeMo Gym's servers keep a
+	// rollout's session in a cookie, and its callers pass it on).
+	Cookies []*http.Cookie
+	// AnyStatus accepts an answer of any status: its raw body is returned
+	// in Reply.Body (and decoded into resp only when it is a 2xx), instead
+	// of a *StatusError. Upstream's agent treats a tool route's answer
+	// this way: whatever the status, the body is the tool's output.
+	AnyStatus bool
+}
+
+// Reply is what the peer answered a call of Client.Post.
+type Reply struct {
+	// Status is the HTTP status.
+	Status int
+	// Body is the raw body with Call.AnyStatus, else nil.
+	Body []byte
+	// Cookies are the cookies the answer set.
+	Cookies []*http.Cookie
+	// Header is the answer's header.
+	Header http.Header
+}
+
+// Post sends req as JSON to rawURL, with the call's cookies, and decodes a
+// 2xx answer into resp (which may be nil). A non-2xx answer is a
+// *StatusError unless call.AnyStatus is set. The reply carries the status
+// and the cookies the answer set.
+func (c *Client) Post(ctx context.Context, rawURL string, req, resp any, call Call) (reply Reply, err error) {
 	tg, err := c.target(rawURL)
 	if err != nil {
-		return fmt.Errorf("client: bad URL: %w", err)
+		return reply, fmt.Errorf("client: bad URL: %w", err)
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return fmt.Errorf("client: encode request: %w", err)
+		return reply, fmt.Errorf("client: encode request: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -141,6 +174,8 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 		defer func() {
 			if status := StatusOf(err); status != 0 {
 				span.SetAttributes(attribute.Int("http.response.status_code", status))
+			} else if reply.Status != 0 {
+				span.SetAttributes(attribute.Int("http.response.status_code", reply.Status))
 			}
 			if err != nil {
 				span.SetAttributes(attribute.String("error.type", errorClass(err)))
@@ -152,7 +187,7 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 
 	var attempt int
 	for {
-		err = c.once(ctx, tg, body, resp)
+		reply, err = c.once(ctx, tg, body, resp, call)
 		if err == nil || !retryable(err) || attempt >= c.retries || ctx.Err() != nil {
 			break
 		}
@@ -164,24 +199,30 @@ func (c *Client) PostJSON(ctx context.Context, rawURL string, req, resp any) (er
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return fmt.Errorf("client: POST %s: %w (after %d attempts)", tg.safe, err, attempt)
+			return reply, fmt.Errorf("client: POST %s: %w (after %d attempts)", tg.safe, err, attempt)
 		}
 	}
 	if span != nil && attempt > 0 {
 		span.SetAttributes(attribute.Int("http.request.resend_count", attempt))
 	}
 	if err != nil {
-		return fmt.Errorf("client: POST %s: %w", tg.safe, err)
+		return reply, fmt.Errorf("client: POST %s: %w", tg.safe, err)
 	}
-	return nil
+	return reply, nil
 }
 
-func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any) error {
+// maxErrorBody bounds how much of a non-2xx body is kept.
+const maxErrorBody = 4096
+
+func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, call Call) (Reply, error) {
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.u.String(), bytes.NewReader(body))
 	if err != nil {
-		return err
+		return Reply{}, err
 	}
 	r.Header.Set("Content-Type", "application/json")
+	for _, ck := range call.Cookies {
+		r.AddCookie(ck)
+	}
 	otel.GetTextMapPropagator().Inject(ctx, headerCarrier(r.Header))
 	res, err := c.http.Do(r)
 	if err != nil {
@@ -190,28 +231,38 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any) er
 		if errors.As(err, &ue) {
 			ue.URL = tg.safe
 		}
-		return err
+		return Reply{}, err
 	}
 	defer res.Body.Close()
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		raw, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	reply := Reply{Status: res.StatusCode, Cookies: res.Cookies(), Header: res.Header}
+	ok := res.StatusCode >= 200 && res.StatusCode <= 299
+	if call.AnyStatus {
+		raw, err := io.ReadAll(res.Body)
+		if err != nil {
+			return reply, fmt.Errorf("read response: %w", err)
+		}
+		reply.Body = raw
+		if ok && resp != nil {
+			if err := json.Unmarshal(raw, resp); err != nil {
+				return reply, fmt.Errorf("decode response: %w", err)
+			}
+		}
+		return reply, nil
+	}
+	if !ok {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 		// Read a bounded rest too, so the connection can be reused.
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-		var eb ErrorBody
-		msg := string(raw)
-		if json.Unmarshal(raw, &eb) == nil && eb.Error.Message != "" {
-			msg = eb.Error.Message
-		}
-		return &StatusError{Status: res.StatusCode, Body: msg}
+		return reply, &StatusError{Status: res.StatusCode, Body: peerMessage(raw), Raw: raw}
 	}
 	if resp == nil {
 		_, err = io.Copy(io.Discard, res.Body)
-		return err
+		return reply, err
 	}
 	if err := json.NewDecoder(res.Body).Decode(resp); err != nil {
-		return fmt.Errorf("decode response: %w", err)
+		return reply, fmt.Errorf("decode response: %w", err)
 	}
-	return nil
+	return reply, nil
 }
 
 // retryable reports whether err means the request never reached the peer:

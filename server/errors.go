@@ -1,13 +1,17 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/gymlens/gymlens/protocol"
 )
 
-// Error is an error with the HTTP status it should produce. Handlers return
-// one to answer with a status other than 500.
+// Error is an error with the HTTP status it should produce, answered as
+// FastAPI answers a raised HTTPException: {"detail": Message}. Handlers
+// return one to answer with a status other than 500.
 type Error struct {
 	Status  int
 	Message string
@@ -22,40 +26,24 @@ func Errorf(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
 }
 
-// BadRequest builds a 400 *Error.
-func BadRequest(format string, args ...any) *Error {
-	return Errorf(http.StatusBadRequest, format, args...)
-}
-
-// ErrorBody is the JSON body of every error response.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail describes one failed request.
-type ErrorDetail struct {
-	// Type is a short machine-readable class: bad_request,
-	// payload_too_large, internal_error, or the status text.
-	Type string `json:"type"`
-	// Message says what went wrong.
-	Message string `json:"message"`
-}
-
 // StatusError is returned by Client when the peer answered with a status
 // outside 2xx.
 type StatusError struct {
 	Status int
-	// Body is the peer's error message when it sent an ErrorBody, else the
-	// start of its raw body.
+	// Body is what the peer said: the detail of a {"detail": ...} body
+	// (validation failures summarised), the text of a JSON string body
+	// (upstream's 500s), else the start of the raw body.
 	Body string
+	// Raw is the start of the raw body (at most 4 KiB).
+	Raw []byte
 }
 
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("peer answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Body)
 }
 
-// StatusOf returns the HTTP status carried by err (an *Error or a
-// *StatusError), or 0.
+// StatusOf returns the HTTP status carried by err (an *Error, a
+// *protocol.ValidationError or a *StatusError), or 0.
 func StatusOf(err error) int {
 	if err == nil {
 		return 0 // without errors.As, whose target would escape and allocate
@@ -64,6 +52,10 @@ func StatusOf(err error) int {
 	if errors.As(err, &e) {
 		return e.Status
 	}
+	var v *protocol.ValidationError
+	if errors.As(err, &v) {
+		return http.StatusUnprocessableEntity
+	}
 	var s *StatusError
 	if errors.As(err, &s) {
 		return s.Status
@@ -71,14 +63,48 @@ func StatusOf(err error) int {
 	return 0
 }
 
-func errorType(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "bad_request"
-	case http.StatusRequestEntityTooLarge:
-		return "payload_too_large"
-	case http.StatusInternalServerError:
-		return "internal_error"
+// errorBody returns the status and JSON body that answer err, in the
+// shapes upstream's servers use: 422 with a pydantic detail list for a
+// request that fails validation, {"detail": msg} for an *Error, and a
+// JSON string for any other failure (upstream answers an uncaught
+// exception with its repr as a JSON string, status 500).
+func errorBody(err error) (int, []byte) {
+	var v *protocol.ValidationError
+	var e *Error
+	var body []byte
+	status := http.StatusInternalServerError
+	switch {
+	case errors.As(err, &v):
+		status = http.StatusUnprocessableEntity
+		body, _ = json.Marshal(v)
+	case errors.As(err, &e):
+		status = e.Status
+		body, _ = json.Marshal(protocol.DetailBody{Detail: e.Message})
+	case err != nil:
+		body, _ = json.Marshal(err.Error())
+	default:
+		body = []byte(`"An unknown error occurred"`)
 	}
-	return http.StatusText(status)
+	return status, body
+}
+
+// peerMessage reads what an error body says, for StatusError.Body.
+func peerMessage(raw []byte) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var d struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &d) == nil && len(d.Detail) > 0 {
+		if json.Unmarshal(d.Detail, &s) == nil {
+			return s
+		}
+		var list []protocol.FieldError
+		if json.Unmarshal(d.Detail, &list) == nil {
+			return (&protocol.ValidationError{Detail: list}).Error()
+		}
+	}
+	return string(raw)
 }

@@ -13,11 +13,16 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/gymlens/gymlens/protocol"
 )
 
 // DefaultMaxBodyBytes is the request body limit unless Options say
 // otherwise.
 const DefaultMaxBodyBytes = 8 << 20
+
+// errHandlerPanicked answers a request whose handler panicked.
+var errHandlerPanicked = errors.New("handler panicked")
 
 // DefaultShutdownTimeout bounds how long Serve drains in-flight requests.
 const DefaultShutdownTimeout = 10 * time.Second
@@ -47,10 +52,33 @@ type Options struct {
 	// health check, inside the ingress instrumentation: its time is part
 	// of the SERVER span and of the request-duration metric.
 	Middleware func(http.Handler) http.Handler
+	// RolloutPrefix says which leading /ng-rollout/<id> form is stripped
+	// before routing (the id is then RolloutID(ctx)); PrefixNone keeps
+	// paths as they come.
+	RolloutPrefix PrefixMode
+	// SessionCookie, when set, is the name of the session cookie: every
+	// response sets it (Path=/, HttpOnly, SameSite=Lax, 14 days), keeping
+	// the caller's session id when it sent a valid one and minting one
+	// otherwise; handlers read it with SessionID(ctx).
+	SessionCookie string
 }
 
-// Server is one Gym server's HTTP side: a mux of typed endpoints plus
-// GET /health, instrumented at ingress.
+// PrefixMode selects how a server strips the rollout-id path prefix.
+type PrefixMode int
+
+const (
+	// PrefixNone routes paths as they come.
+	PrefixNone PrefixMode = iota
+	// PrefixResources strips /ng-rollout/<id> with a valid rollout id, as
+	// upstream's resources servers do.
+	PrefixResources
+	// PrefixModel strips /ng-rollout/<id> and an optional
+	// /training-token-capture, as upstream's model servers do.
+	PrefixModel
+)
+
+// Server is one Gym server's HTTP side: a mux of typed endpoints plus the
+// liveness routes GET / and GET /health, instrumented at ingress.
 type Server struct {
 	opts     Options
 	log      *slog.Logger
@@ -61,7 +89,8 @@ type Server struct {
 	ln       net.Listener
 }
 
-// New returns a server with GET /health registered.
+// New returns a server with its liveness routes, GET / and GET /health,
+// registered; both answer {"status":"ok"}.
 func New(opts Options) *Server {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
@@ -77,10 +106,12 @@ func New(opts Options) *Server {
 		log = slog.Default()
 	}
 	s := &Server{opts: opts, log: log.With("server", opts.Name)}
-	s.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+	live := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"ok"}`)
-	})
+		_, _ = io.WriteString(w, protocol.LivenessBody)
+	}
+	s.HandleFunc("GET "+HealthPath, live)
+	s.HandleFunc("GET "+livenessPattern, live)
 	return s
 }
 
@@ -97,10 +128,13 @@ func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
 }
 
 // Handle registers a typed JSON endpoint. The request body is decoded into
-// Req (400 when malformed or of the wrong shape, 413 when over the size
-// limit); if Req has a Validate() error method, a failure there is a 400
-// too. fn's result is encoded as JSON with status 200; an *Error it returns
-// sets the status, any other error or a panic gives 500.
+// Req: malformed JSON or a value of the wrong kind is a 422 with a
+// FastAPI-shaped body naming the location, over the size limit a 413. If
+// Req has a Validate() error method, a failure there is a 422 too (a
+// *protocol.ValidationError keeps its locations, under "body"). fn's
+// result is encoded as JSON with status 200; an *Error it returns sets
+// the status, a *protocol.ValidationError gives 422, any other error or a
+// panic gives 500.
 func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, Req) (Resp, error)) {
 	limit := s.opts.MaxBodyBytes
 	s.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -111,17 +145,46 @@ func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, R
 		}
 		if v, ok := any(&req).(interface{ Validate() error }); ok {
 			if err := v.Validate(); err != nil {
-				writeError(w, BadRequest("%v", err))
+				writeError(w, protocol.DecodeError(err, "body"))
 				return
 			}
 		}
-		resp, err := fn(r.Context(), req)
+		resp, err := fn(context.WithValue(r.Context(), exchangeKey{}, &exchange{header: w.Header(), req: r}), req)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, resp)
 	})
+}
+
+type exchangeKey struct{}
+
+// exchange is what a typed handler may need of the HTTP exchange it
+// answers, besides its decoded body.
+type exchange struct {
+	header http.Header
+	req    *http.Request
+}
+
+// ResponseHeader returns the header of the response a typed handler
+// (Handle) is answering, so it can set members before its result is
+// written; nil outside such a handler.
+func ResponseHeader(ctx context.Context) http.Header {
+	if x, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
+		return x.header
+	}
+	return nil
+}
+
+// Request returns the request a typed handler (Handle) is answering, for
+// its cookies and path values (its body is already consumed); nil outside
+// such a handler.
+func Request(ctx context.Context) *http.Request {
+	if x, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
+		return x.req
+	}
+	return nil
 }
 
 func (s *Server) recoverer(h http.Handler) http.Handler {
@@ -132,7 +195,7 @@ func (s *Server) recoverer(h http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("handler panicked", "route", r.Pattern, "panic", v, "stack", string(debug.Stack()))
-				writeError(w, Errorf(http.StatusInternalServerError, "handler panicked"))
+				writeError(w, errHandlerPanicked)
 			}
 		}()
 		h.ServeHTTP(w, r)
@@ -162,7 +225,7 @@ func (s *Server) build() http.Handler {
 	mux := http.NewServeMux()
 	for i, pattern := range s.routes {
 		h := s.handlers[i]
-		if pattern != "GET "+HealthPath {
+		if pattern != "GET "+HealthPath && pattern != "GET "+livenessPattern {
 			if s.opts.Middleware != nil {
 				// The route's own recoverer sits inside the middleware;
 				// this one answers 500 for a panic in the middleware.
@@ -173,9 +236,16 @@ func (s *Server) build() http.Handler {
 		mux.Handle(pattern, h)
 	}
 	mux.Handle("/", wrap("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, Errorf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path))
+		writeJSON(w, http.StatusNotFound, protocol.NotFoundBody)
 	})))
-	return mux
+	var h http.Handler = mux
+	if s.opts.SessionCookie != "" {
+		h = sessions(s.opts.SessionCookie, h)
+	}
+	if s.opts.RolloutPrefix != PrefixNone {
+		h = stripRolloutPrefix(s.opts.RolloutPrefix, h)
+	}
+	return h
 }
 
 // Listen binds the listen address and returns the bound address.
@@ -241,44 +311,25 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error 
 		if errors.As(err, &maxErr) {
 			return decodeError(err)
 		}
-		return BadRequest("malformed JSON: unexpected data after the request object")
+		return &protocol.ValidationError{Detail: []protocol.FieldError{{Type: protocol.ErrJSONInvalid,
+			Loc: []any{"body", int(dec.InputOffset())}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
 	}
 	return nil
 }
 
 func decodeError(err error) error {
 	var maxErr *http.MaxBytesError
-	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &maxErr):
+	if errors.As(err, &maxErr) {
 		return Errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", maxErr.Limit)
-	case errors.Is(err, io.EOF):
-		return BadRequest("empty request body: a JSON object is required")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return BadRequest("malformed JSON: the body ends in the middle of a value")
-	case errors.As(err, &syntaxErr):
-		return BadRequest("malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "(the request)"
-		}
-		return BadRequest("field %s: expected %s, got JSON %s", field, typeErr.Type, typeErr.Value)
 	}
-	return BadRequest("cannot decode request: %v", err)
+	return protocol.DecodeError(err, "body")
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	status := http.StatusInternalServerError
-	msg := "internal error"
-	var e *Error
-	if errors.As(err, &e) {
-		status, msg = e.Status, e.Message
-	} else if err != nil {
-		msg = err.Error()
-	}
-	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Type: errorType(status), Message: msg}})
+	status, body := errorBody(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -286,7 +337,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
-		fmt.Fprintf(&buf, `{"error":{"type":"internal_error","message":%q}}`+"\n", "encode response: "+err.Error())
+		b, _ := json.Marshal("encode response: " + err.Error())
+		buf.Write(b)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -23,6 +23,7 @@ import (
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -93,18 +94,18 @@ func TestTypedHandlerDecodingAndErrors(t *testing.T) {
 		reachesApp bool
 	}{
 		{`{"name":"ada","count":2}`, 200, "", "hello ada x2", true},
-		{`{"name":"ada"`, 400, "bad_request", "malformed JSON", false},
-		{`{"name":"ada",}`, 400, "bad_request", "malformed JSON at byte", false},
-		{`{"name":"ada","count":"two"}`, 400, "bad_request", "field count", false},
-		{`{"name":"ada"} {"x":1}`, 400, "bad_request", "after the request object", false},
-		{`{"name":"ada"}}`, 400, "bad_request", "after the request object", false},
-		{`{"name":"ada"}]]`, 400, "bad_request", "after the request object", false},
-		{``, 400, "bad_request", "empty request body", false},
-		{`{"count":1}`, 400, "bad_request", "name is required", false},
-		{`{"name":"` + strings.Repeat("a", 2000) + `"}`, 413, "payload_too_large", "larger than 1024 bytes", false},
-		{`{"name":"fail"}`, 500, "internal_error", "it failed", true},
-		{`{"name":"teapot"}`, 418, "I'm a teapot", "short and stout", true},
-		{`{"name":"panic"}`, 500, "internal_error", "handler panicked", true},
+		{`{"name":"ada"`, 422, "json_invalid", "JSON decode error", false},
+		{`{"name":"ada",}`, 422, "json_invalid", "JSON decode error", false},
+		{`{"name":"ada","count":"two"}`, 422, "int_type", `"loc":["body","count"]`, false},
+		{`{"name":"ada"} {"x":1}`, 422, "json_invalid", "JSON decode error", false},
+		{`{"name":"ada"}}`, 422, "json_invalid", "JSON decode error", false},
+		{`{"name":"ada"}]]`, 422, "json_invalid", "JSON decode error", false},
+		{``, 422, "json_invalid", "JSON decode error", false},
+		{`{"count":1}`, 422, "value_error", "name is required", false},
+		{`{"name":"` + strings.Repeat("a", 2000) + `"}`, 413, "", "larger than 1024 bytes", false},
+		{`{"name":"fail"}`, 500, "", "it failed", true},
+		{`{"name":"teapot"}`, 418, "", "short and stout", true},
+		{`{"name":"panic"}`, 500, "", "handler panicked", true},
 		{`{"name":"after-panic"}`, 200, "", "hello after-panic", true},
 	}
 	for _, c := range cases {
@@ -113,10 +114,13 @@ func TestTypedHandlerDecodingAndErrors(t *testing.T) {
 		if status != c.status || !strings.Contains(body, c.msgHas) {
 			t.Errorf("%.40q -> %d %s; want %d containing %q", c.body, status, body, c.status, c.msgHas)
 		}
+		if c.status != 200 {
+			servertest.CheckErrorBody(t, c.status, []byte(body))
+		}
 		if c.errType != "" {
-			var eb server.ErrorBody
-			if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error.Type != c.errType {
-				t.Errorf("%.40q: error body %s, want type %q", c.body, body, c.errType)
+			var vb protocol.ValidationError
+			if err := json.Unmarshal([]byte(body), &vb); err != nil || len(vb.Detail) != 1 || vb.Detail[0].Type != c.errType {
+				t.Errorf("%.40q: error body %s, want one detail of type %q", c.body, body, c.errType)
 			}
 		}
 		if reached := calls.Load() > before; reached != c.reachesApp {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"
@@ -28,36 +30,67 @@ var rolloutsGroup = group{
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gym rollouts collect", flag.ContinueOnError)
-	input := fs.String("input", "", "tasks, one JSON object per line (required)")
-	output := fs.String("output", "", "rollouts, one JSON object per line; tasks already in it are skipped (required)")
+	var input, output string
+	fs.StringVar(&input, "input", "", "NeMo Gym task JSONL: responses_create_params, task fields, agent_ref (required)")
+	fs.StringVar(&input, "i", "", "short for --input")
+	fs.StringVar(&output, "output", "", "rollouts JSONL; (task, rollout) pairs already in it are skipped (required)")
+	fs.StringVar(&output, "o", "", "short for --output")
 	agentURL := fs.String("agent-url", "", "base URL of the agent server (required)")
+	var agentName string
+	fs.StringVar(&agentName, "agent", "simple_agent", "agent name the URL serves, and the agent of rows without agent_ref")
+	fs.StringVar(&agentName, "a", "simple_agent", "short for --agent")
 	concurrency := fs.Int("concurrency", 8, "rollouts in flight at once")
+	repeats := fs.Int("num-repeats", 1, "rollouts per task")
+	limit := fs.Int("limit", 0, "use only the first N lines of the input (0: all)")
+	noAggregate := fs.Bool("disable-aggregation", false, "do not ask the agent for aggregate metrics")
+	resume := fs.Bool("resume", false, "continue an existing output: skip the (task, rollout) pairs it completed, retry its failures")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym rollouts collect --input tasks.jsonl --output rollouts.jsonl --agent-url URL\n\n"+
-			"Runs each task through the agent's POST /run, writing each rollout as it\n"+
-			"finishes. A failed rollout is written with its error; the run goes on.\n"+
-			"Re-running with the same output resumes where it stopped.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: gym rollouts collect -i tasks.jsonl -o rollouts.jsonl --agent-url URL [flags]\n\n"+
+			"Runs each task (num-repeats times) through the agent's POST /run and writes\n"+
+			"NeMo Gym's output line per rollout as it finishes. A rollout whose /run\n"+
+			"fails is retried up to $NEMO_GYM_MAX_ROLLOUT_ATTEMPTS times (default 3), then\n"+
+			"written to <stem>_failures.jsonl; the command then exits 1. An existing\n"+
+			"output is continued with --resume (only what is not done yet runs) and\n"+
+			"never overwritten without it.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	if *input == "" || *output == "" || *agentURL == "" {
+	if input == "" || output == "" || *agentURL == "" {
 		fmt.Fprintln(stderr, "gym rollouts collect: --input, --output and --agent-url are required")
+		return exitUsage
+	}
+	if *concurrency < 1 || *repeats < 1 || *limit < 0 {
+		fmt.Fprintln(stderr, "gym rollouts collect: --concurrency and --num-repeats must be at least 1, --limit at least 0")
+		return exitUsage
+	}
+	if fi, err := os.Stat(output); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && !*resume {
+		fmt.Fprintf(stderr, "gym rollouts collect: %s already holds rollouts: pass --resume to continue it, or choose another output\n", output)
+		return exitUsage
+	}
+	rows, err := readRows(input)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
 		return exitUsage
 	}
 	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "collector"}); err != nil {
 		fmt.Fprintf(stderr, "gym rollouts collect: telemetry is off: %v\n", err)
 	}
 	defer func() { _ = shutdownTelemetry() }()
-	sum, err := rollout.CollectFile(ctx, *input, *output, rollout.Options{
-		AgentURL: *agentURL, Concurrency: *concurrency, Progress: stderr, ProgressTTY: isTerminal(stderr),
+	sum, err := rollout.Collect(ctx, rows, rollout.Options{
+		Output: output, Resume: *resume, Agents: map[string]string{agentName: *agentURL}, DefaultAgent: agentName,
+		NumRepeats: *repeats, Limit: *limit, Concurrency: *concurrency, DisableAggregation: *noAggregate,
+		Progress: stderr, ProgressTTY: isTerminal(stderr),
 	})
 	d := sum.DurationsMS
 	fmt.Fprintf(stdout, "rollouts: %d run, %d skipped (already in %s), %d failed, %d rewarded; p50 %.1f ms, p95 %.1f ms\n",
-		sum.Total-sum.Skipped, sum.Skipped, *output, sum.Failed, sum.Correct, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
+		sum.Succeeded+sum.Failed, sum.Skipped, output, sum.Failed, sum.Rewarded, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 	if err != nil {
 		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
+		if errors.Is(err, rollout.ErrInvalidInput) {
+			return exitUsage
+		}
 		return 1
 	}
 	return exitOK

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/report"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"
@@ -26,7 +26,10 @@ var runCommand = command{
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gym run", flag.ContinueOnError)
-	n := fs.Int("rollouts", 100, "number of rollouts (tasks of the built-in arithmetic dataset)")
+	n := fs.Int("rollouts", 100, "number of tasks of the built-in arithmetic dataset (ignored with --input)")
+	input := fs.String("input", "", "NeMo Gym task JSONL to run instead of the built-in dataset")
+	repeats := fs.Int("num-repeats", 1, "rollouts per task")
+	limit := fs.Int("limit", 0, "use only the first N tasks (0: all)")
 	concurrency := fs.Int("concurrency", 16, "rollouts in flight at once")
 	seed := fs.Int64("seed", 1, "seed of the dataset and of the built-in policy")
 	configPath := fs.String("config", "", "fleet YAML (servers and telemetry); default: the built-in three-server fleet")
@@ -46,8 +49,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	if *n < 1 || *concurrency < 1 {
-		fmt.Fprintln(stderr, "gym run: --rollouts and --concurrency must be at least 1")
+	if *n < 1 || *concurrency < 1 || *repeats < 1 || *limit < 0 {
+		fmt.Fprintln(stderr, "gym run: --rollouts, --concurrency and --num-repeats must be at least 1, --limit at least 0")
 		return exitUsage
 	}
 	cfg, err := loadFleetConfig(*configPath)
@@ -76,6 +79,26 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *noTelemetry {
 		os.Setenv(lens.PrimaryPrefix+lens.KeyEnabled, "0")
 	}
+	var rows []protocol.RunRequest
+	if *input != "" {
+		rows, err = readRows(*input)
+		if err != nil {
+			fmt.Fprintf(stderr, "gym run: %v\n", err)
+			return exitUsage
+		}
+	}
+	defaultAgent := ""
+	if agents := cfg.Agents(); len(agents) > 0 {
+		defaultAgent = agents[0].Name
+	}
+	if *input == "" {
+		// The built-in dataset runs on the fleet's first agent, whatever
+		// its name.
+		rows = dataset.WithAgent(dataset.Arithmetic(*n, *seed), defaultAgent)
+	}
+	if *limit > 0 && *limit < len(rows) {
+		rows = rows[:*limit] // tasks.jsonl then holds exactly what ran
+	}
 	sess, err := openSession(cfg, *runsDir, true, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
@@ -96,8 +119,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if stop := startRunStats("orchestrator", sess.log); stop != nil {
 		defer stop()
 	}
-	tasks := dataset.Arithmetic(*n, *seed)
-	if err := writeTasks(filepath.Join(sess.runDir, "tasks.jsonl"), tasks); err != nil {
+	if err := writeRows(filepath.Join(sess.runDir, tasksFile), rows); err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
 		return 1
 	}
@@ -123,12 +145,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *quiet {
 		progress = nil
 	}
-	sum, collectErr := rollout.Collect(ctx, tasks, filepath.Join(sess.runDir, "rollouts.jsonl"), rollout.Options{
-		AgentURL:    fleet.AgentURL(),
-		Concurrency: *concurrency,
-		Progress:    progress,
-		ProgressTTY: isTerminal(stderr),
-		Stop:        stop,
+	sum, collectErr := rollout.Collect(ctx, rows, rollout.Options{
+		Output:       filepath.Join(sess.runDir, report.RolloutsFile),
+		Agents:       fleet.AgentURLs(),
+		DefaultAgent: defaultAgent,
+		NumRepeats:   *repeats,
+		Concurrency:  *concurrency,
+		Progress:     progress,
+		ProgressTTY:  isTerminal(stderr),
+		Stop:         stop,
 	})
 
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -140,6 +165,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if collectErr != nil {
 		if errors.Is(collectErr, context.Canceled) {
 			fmt.Fprintln(stderr, "gym run: interrupted; the fleet was stopped cleanly and the partial run is kept")
+		} else if errors.Is(collectErr, rollout.ErrFailedRollouts) {
+			fmt.Fprintf(stderr, "gym run: %d rollouts failed after every attempt (see %s)\n", sum.Failed,
+				rollout.FailuresPath(filepath.Join(sess.runDir, report.RolloutsFile)))
 		} else if errors.Is(collectErr, rollout.ErrStopped) {
 			fmt.Fprintf(stderr, "gym run: stopped early after a server died: %d of %d tasks not run (rollouts.jsonl is kept; `gym rollouts collect` resumes it)\n",
 				sum.Remaining(), sum.Total)
@@ -169,23 +197,40 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-func writeTasks(path string, tasks []protocol.Task) error {
-	f, err := os.Create(path)
+// tasksFile is the run directory's copy of the dataset that was run.
+const tasksFile = "tasks.jsonl"
+
+func writeRows(path string, rows []protocol.RunRequest) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := dataset.WriteJSONL(f, tasks); err != nil {
+	if err := dataset.WriteRows(f, rows); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
+func readRows(path string) ([]protocol.RunRequest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := dataset.ReadRows(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
 func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rollout.Summary) {
 	fmt.Fprintf(w, "\nrun %s  (%s)\n", runID, runDir)
+	ran := sum.Succeeded + sum.Failed
 	fmt.Fprintf(w, "  rollouts        %d (%d failed), %.1f/s over %s\n", rep.Rollouts, rep.Failed,
-		float64(sum.Total-sum.Skipped)/max(sum.Elapsed.Seconds(), 1e-9), sum.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(w, "  success         %.3f (%d of %d rewarded)\n", rep.SuccessFraction(), rep.Correct, rep.Rollouts)
+		float64(ran)/max(sum.Elapsed.Seconds(), 1e-9), sum.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  success         %.3f (%d of %d rewarded)\n", rep.SuccessFraction(), rep.Rewarded, rep.Rollouts)
 	d := rep.DurationsMS
 	fmt.Fprintf(w, "  rollout time    p50 %.1f ms   p95 %.1f ms\n", rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 	if len(rep.Processes) == 0 {

@@ -8,13 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/servers/agent"
-	"github.com/gymlens/gymlens/servers/model"
-	"github.com/gymlens/gymlens/servers/resources"
+	"github.com/gymlens/gymlens/servers/registry"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -39,7 +38,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tuneGC()
 	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
 	name := fs.String("name", "", "server name in the fleet (required)")
-	impl := fs.String("impl", "", "implementation: arithmetic, policy_model or simple_agent (default: the type's)")
+	impl := fs.String("impl", "", "implementation (default: the type's): "+implList())
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	configJSON := fs.String("config-json", "", "implementation config as a JSON object (default: $"+orchestrator.ServerConfigEnv+")")
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
@@ -82,7 +81,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	if *impl == "" {
-		*impl = orchestrator.DefaultImpl(serverType)
+		*impl = registry.Default(serverType)
+	}
+	entry, ok := registry.Lookup(serverType, *impl)
+	if !ok {
+		fmt.Fprintf(stderr, "gym serve: %s: no implementation %q for server type %q (known: %s)\n", *name, *impl, serverType, implList())
+		return exitUsage
+	}
+	cfg, err := entry.Decode([]byte(*configJSON))
+	if err == nil {
+		err = entry.Validate(cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gym serve: %s: %v\n", *name, err)
+		return exitUsage
 	}
 	h, err := telemetry.Init(telemetry.InitOptions{ServerName: *name, ServerType: serverType})
 	if err != nil {
@@ -94,9 +106,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}()
 
-	s := server.New(server.Options{Name: *name, Type: serverType, Addr: *addr, MaxBodyBytes: *maxBody, Logger: base,
-		Uninstrumented: *uninstrumented})
-	if err := register(s, serverType, *impl, *configJSON, *modelURL, *resourcesURL); err != nil {
+	opts := entry.Options(*name)
+	opts.Name, opts.Type, opts.Addr, opts.MaxBodyBytes, opts.Logger = *name, serverType, *addr, *maxBody, base
+	opts.Uninstrumented = *uninstrumented
+	s := server.New(opts)
+	if err := entry.Register(s, cfg, registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL}); err != nil {
 		fmt.Fprintf(stderr, "gym serve: %s: %v\n", *name, err)
 		return exitUsage
 	}
@@ -116,42 +130,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// register wires the named implementation onto s.
-func register(s *server.Server, serverType, impl, configJSON, modelURL, resourcesURL string) error {
-	decode := func(dst any) error {
-		if configJSON == "" {
-			return nil
-		}
-		if err := json.Unmarshal([]byte(configJSON), dst); err != nil {
-			return fmt.Errorf("--config-json: %w", err)
-		}
-		return nil
+// implList names every built-in implementation, by server type.
+func implList() string {
+	var parts []string
+	for _, t := range registry.Types() {
+		parts = append(parts, t+": "+strings.Join(registry.Names(t), ", "))
 	}
-	switch {
-	case serverType == telemetry.ServerTypeResources && impl == orchestrator.ImplArithmetic:
-		var cfg resources.Config
-		if err := decode(&cfg); err != nil {
-			return err
-		}
-		return resources.Register(s, cfg)
-	case serverType == telemetry.ServerTypeModel && impl == orchestrator.ImplPolicyModel:
-		cfg := model.Defaults()
-		if err := decode(&cfg); err != nil {
-			return err
-		}
-		return model.Register(s, cfg)
-	case serverType == telemetry.ServerTypeAgent && impl == orchestrator.ImplSimpleAgent:
-		var cfg agent.Config
-		if err := decode(&cfg); err != nil {
-			return err
-		}
-		if modelURL != "" {
-			cfg.ModelURL = modelURL
-		}
-		if resourcesURL != "" {
-			cfg.ResourcesURL = resourcesURL
-		}
-		return agent.Register(s, cfg, server.NewClient(server.ClientOptions{}))
-	}
-	return fmt.Errorf("no implementation %q for server type %q", impl, serverType)
+	return strings.Join(parts, "; ")
 }

@@ -131,19 +131,46 @@ func CheckHealth(t testing.TB, c *http.Client, base string) {
 	}
 }
 
-// CheckErrorBody asserts raw is exactly one server.ErrorBody of the type
-// status calls for (400, 413 or 500), with a message.
+// CheckErrorBody asserts raw is the body upstream's servers answer with
+// for status: a FastAPI validation body {"detail":[{type,loc,msg,input}]}
+// for 422, {"detail": "..."} for 413 and 404, and a JSON string for 500.
 func CheckErrorBody(t testing.TB, status int, raw []byte) {
 	t.Helper()
-	var eb server.ErrorBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&eb); err != nil {
-		t.Fatalf("status %d with a body that is not an ErrorBody: %v: %s", status, err, raw)
-	}
-	wantType := map[int]string{400: "bad_request", 413: "payload_too_large", 500: "internal_error"}[status]
-	if eb.Error.Type != wantType || eb.Error.Message == "" {
-		t.Errorf("status %d: error body %s, want type %q and a message", status, raw, wantType)
+	switch status {
+	case http.StatusUnprocessableEntity:
+		var body struct {
+			Detail []map[string]json.RawMessage `json:"detail"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil || len(body.Detail) == 0 {
+			t.Fatalf("422 with a body that is not a validation detail list: %v: %s", err, raw)
+		}
+		for _, d := range body.Detail {
+			for _, k := range []string{"type", "loc", "msg", "input"} {
+				if _, ok := d[k]; !ok {
+					t.Errorf("422 detail entry without %q: %s", k, raw)
+				}
+			}
+			var loc []any
+			if json.Unmarshal(d["loc"], &loc) != nil || len(loc) == 0 || loc[0] != "body" {
+				t.Errorf("422 detail entry whose loc does not start with \"body\": %s", raw)
+			}
+		}
+	case http.StatusInternalServerError:
+		var msg string
+		if err := json.Unmarshal(raw, &msg); err != nil || msg == "" {
+			t.Fatalf("500 with a body that is not a JSON string: %v: %s", err, raw)
+		}
+	default:
+		var body struct {
+			Detail string `json:"detail"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil || body.Detail == "" {
+			t.Fatalf("status %d with a body that is not {\"detail\": message}: %v: %s", status, err, raw)
+		}
 	}
 }
 

@@ -2,6 +2,11 @@
 # (collector-faults.sh, bench-http.sh, soak-export.sh). Source it after
 # procs.sh, with SCRIPT_NAME set. Needs python3 for free_ports.
 
+# VERIFY_BODY is the one /verify request the load scripts send: a NeMo Gym
+# verify request (a row with its task fields and the model's response)
+# that the arithmetic environment scores 1.
+VERIFY_BODY='{"responses_create_params":{"input":[{"role":"user","content":"What is 1 + 1?"}]},"task_id":"wrk-1","expected_answer":"2","response":{"id":"resp_1","object":"response","created_at":1767225600,"model":"gym-policy","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The answer is 2.","annotations":[]}]}],"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}'
+
 # Result lines: "ok   " and "FAIL " for checks against a target (each FAIL
 # counts into $failed, the script's exit status), "     " for figures.
 failed=0

@@ -2,25 +2,18 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
-	"time"
+	"sync"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
-	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/telemetry"
-	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
-// ServerName is the name this server has in a fleet configuration.
+// ServerName is the implementation's name in a fleet configuration
+// (responses_api_agents: simple_agent).
 const ServerName = "simple_agent"
 
 // Span names of the agent.
@@ -29,37 +22,67 @@ const (
 	ResponsesSpanName = "gym.agent.responses"
 )
 
-// Span attribute keys the agent sets besides telemetry.AttrRolloutID.
+// Attribute keys gym.agent.responses carries besides
+// telemetry.AttrServerName and telemetry.AttrRolloutID.
 const (
-	AttrTaskID       = "nemo.gym.task.id"
 	AttrRequestModel = "gen_ai.request.model"
 	AttrInputTokens  = "gen_ai.usage.input_tokens"
 	AttrOutputTokens = "gen_ai.usage.output_tokens"
 )
 
-// Paths the agent calls on its peers.
+// Routes the agent serves, besides the runtime's liveness routes.
 const (
-	ResponsesPath = "/v1/responses"
-	VerifyPath    = "/verify"
+	RouteRun              = "POST " + protocol.PathRun
+	RouteResponses        = "POST " + protocol.PathResponses
+	RouteRolloutResponses = "POST " + protocol.RolloutPrefix + "{rollout_id}" + protocol.PathResponses
+	RouteCaptureResponses = "POST " + protocol.RolloutPrefix + "{rollout_id}" + protocol.TokenCaptureSegment + protocol.PathResponses
+	RouteAggregateMetrics = "POST " + protocol.PathAggregateMetrics
 )
 
-// Config configures the simple agent.
+// HeaderTraceResponse is the W3C trace-context response header /run
+// answers with: "00-<trace id>-<span id>-<flags>".
+const HeaderTraceResponse = "traceresponse"
+
+// KeyVerificationSkipped is the member a result answered without
+// verification (Config.SkipVerification) carries, set to true.
+const KeyVerificationSkipped = "verification_skipped"
+
+// Config configures the simple agent. Its keys are upstream's
+// SimpleAgentConfig keys, except that the two peers are given as base URLs
+// (resolved by whoever starts the agent from the fleet configuration's
+// resources_server and model_server references) and that Model is
+// gymlens's own.
 type Config struct {
 	// ModelURL is the model server's base URL, such as
-	// "http://127.0.0.1:8001".
+	// "http://127.0.0.1:8001"; episodes POST to ModelURL + /v1/responses.
 	ModelURL string `json:"model_url" yaml:"model_url"`
-	// ResourcesURL is the resources server's base URL.
+	// ResourcesURL is the resources server's base URL: /seed_session,
+	// /verify, /aggregate_metrics and one route per tool.
 	ResourcesURL string `json:"resources_url" yaml:"resources_url"`
-	// Model is sent as the model name of every model call; "" leaves the
-	// choice to the model server.
+	// MaxSteps bounds the model calls of an episode; nil (and 0, which
+	// upstream also treats as unset) leaves an episode unbounded, so a
+	// model that never answers with an assistant message loops forever.
+	MaxSteps *int `json:"max_steps" yaml:"max_steps"`
+	// SkipVerification answers /run without calling /verify: the row,
+	// the episode as "response", reward SkipVerificationReward and
+	// "verification_skipped": true. /aggregate_metrics is then answered
+	// locally with empty metrics.
+	SkipVerification bool `json:"skip_verification" yaml:"skip_verification"`
+	// SkipVerificationReward is the reward of a skipped verification.
+	SkipVerificationReward float64 `json:"skip_verification_reward" yaml:"skip_verification_reward"`
+	// Model, when set, replaces the model of every episode's parameters
+	// (responses_create_params.model) on the calls to the model server.
+	// Upstream has no such key; "" sends the row's model, or none.
 	Model string `json:"model,omitempty" yaml:"model,omitempty"`
 }
 
-// Defaults returns the default configuration, which is the zero value:
-// the two URLs have no sensible default and must be set.
+// Defaults returns the default configuration: upstream's defaults
+// (unbounded steps, verification on, skip reward 0). The two URLs have no
+// sensible default and must be set before Validate passes.
 func Defaults() Config { return Config{} }
 
-// Validate reports a configuration the agent cannot run with.
+// Validate reports a configuration the agent cannot run with: both URLs
+// must be absolute http or https URLs.
 func (c Config) Validate() error {
 	var errs []error
 	for _, f := range []struct{ key, val string }{{"model_url", c.ModelURL}, {"resources_url", c.ResourcesURL}} {
@@ -75,8 +98,24 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Register validates cfg and registers POST /run on s. client makes the
-// calls to the model and resources servers; it must not be nil.
+// bounded reports whether an episode that has made step model calls must
+// stop, as upstream tests it (an unset or zero max_steps never stops it).
+func (c Config) bounded(step int) bool {
+	return c.MaxSteps != nil && *c.MaxSteps != 0 && step >= *c.MaxSteps
+}
+
+// ServerOptions returns the server options the agent needs for the
+// instance: its session cookie, simple_agent___<instance>. Build the
+// server Register is given from these options (adding name, address and
+// limits).
+func ServerOptions(instance string) server.Options {
+	return server.Options{SessionCookie: ServerName + "___" + instance}
+}
+
+// Register validates cfg and registers the agent's routes on s: POST
+// /run, POST /v1/responses and its two /ng-rollout/ twins, and POST
+// /aggregate_metrics. s should be built from ServerOptions. client makes
+// the calls to the model and resources servers; it must not be nil.
 func Register(s *server.Server, cfg Config, client *server.Client) error {
 	if s == nil || client == nil {
 		return errors.New("agent: Register needs a server and a client")
@@ -84,133 +123,130 @@ func Register(s *server.Server, cfg Config, client *server.Client) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	model, _ := url.Parse(cfg.ModelURL)
+	resources, _ := url.Parse(cfg.ResourcesURL)
 	a := &agent{
-		cfg:       cfg,
-		client:    client,
-		modelURL:  endpoint(cfg.ModelURL, ResponsesPath),
-		verifyURL: endpoint(cfg.ResourcesURL, VerifyPath),
+		cfg:          cfg,
+		client:       client,
+		model:        model,
+		resources:    resources,
+		modelURL:     endpoint(model, protocol.PathResponses),
+		seedURL:      endpoint(resources, protocol.PathSeedSession),
+		verifyURL:    endpoint(resources, protocol.PathVerify),
+		aggregateURL: endpoint(resources, protocol.PathAggregateMetrics),
 	}
-	server.Handle(s, protocol.RouteRun, a.run)
+	server.Handle(s, RouteRun, a.run)
+	server.Handle(s, RouteResponses, a.responsesHandler(noPrefix))
+	server.Handle(s, RouteRolloutResponses, a.responsesHandler(rolloutPrefix))
+	server.Handle(s, RouteCaptureResponses, a.responsesHandler(capturePrefix))
+	server.Handle(s, RouteAggregateMetrics, a.aggregateMetrics)
 	return nil
 }
 
-// endpoint appends path to the path of base, keeping base's query string
-// (base was validated already).
-func endpoint(base, path string) string {
-	u, _ := url.Parse(base)
-	return u.JoinPath(path).String()
+// endpoint appends path (an escaped path) to base's path, keeping base's
+// query string.
+func endpoint(base *url.URL, path string) string {
+	return base.JoinPath(path).String()
 }
 
 type agent struct {
-	cfg                 Config
-	client              *server.Client
-	modelURL, verifyURL string
+	cfg                          Config
+	client                       *server.Client
+	model, resources             *url.URL
+	modelURL, seedURL, verifyURL string
+	aggregateURL                 string
+	warnNoAggregates             sync.Once
 }
 
-// run performs one rollout. Only a panic makes it fail as a request (the
-// runtime answers 500); the rollout is recorded as failed first.
-func (a *agent) run(ctx context.Context, req protocol.RunRequest) (resp protocol.RunResponse, _ error) {
-	start := time.Now()
-	id := req.RolloutID
-	if id == "" {
-		id = newRolloutID()
-	}
-	var span trace.Span
-	if lens.Enabled(telemetry.GroupRollout) {
-		// Attributes after the start rather than as an option: the tracer
-		// copies them once instead of twice.
-		ctx, span = lens.Start(ctx, telemetry.GroupRollout, RolloutSpanName)
-		span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id), attribute.String(AttrTaskID, req.Task.ID))
-	}
-	// The model and resources servers label their spans with it (when the
-	// groups that read it are on; WithRolloutID decides).
-	ctx = telemetry.WithRolloutID(ctx, id)
-	recorded := false
-	defer func() {
-		if recorded {
-			return
-		}
-		// Only reached when the code below panicked (or the goroutine is
-		// exiting): record the failure, close the span, and let the
-		// runtime turn the panic into a 500.
-		r := recover()
-		metrics.RecordRollout(time.Since(start), false)
-		if span != nil {
-			span.SetStatus(codes.Error, "rollout panicked")
-			span.End()
-		}
-		if r != nil {
-			panic(r)
-		}
-	}()
-
-	resp = protocol.RunResponse{RolloutID: id, TaskID: req.Task.ID}
-	err := a.rollout(ctx, id, req.Task, &resp)
-	d := time.Since(start)
-	resp.DurationMS = float64(d) / float64(time.Millisecond)
-	if err != nil {
-		resp.Error, resp.Reward, resp.Correct = err.Error(), 0, false
-	}
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		resp.TraceID = sc.TraceID().String()
-	}
-	metrics.RecordRollout(d, err == nil)
-	recorded = true
-	if span != nil {
-		lens.End(span, err)
-	}
-	return resp, nil
+// toolURL is the resources server's route for a tool: the name is one
+// path segment, escaped.
+func (a *agent) toolURL(name string) string {
+	return endpoint(a.resources, url.PathEscape(name))
 }
 
-// rollout asks the model and then the verifier, filling resp.
-func (a *agent) rollout(ctx context.Context, id string, task protocol.Task, resp *protocol.RunResponse) error {
-	answer, err := a.respond(ctx, id, task)
-	if err != nil {
-		return fmt.Errorf("model call failed: %w", err)
+// inbound returns the request a handler answers (the runtime keeps it
+// in the handler's context).
+func (a *agent) inbound(ctx context.Context) *http.Request { return server.Request(ctx) }
+
+// inboundCookies returns the cookies of the request a handler answers.
+func (a *agent) inboundCookies(ctx context.Context) []*http.Cookie {
+	if r := a.inbound(ctx); r != nil {
+		return r.Cookies()
 	}
-	resp.Answer = answer
-	var v protocol.VerifyResponse
-	if err := a.client.PostJSON(ctx, a.verifyURL, protocol.VerifyRequest{Task: task, Answer: answer}, &v); err != nil {
-		return fmt.Errorf("verify call failed: %w", err)
-	}
-	resp.Reward, resp.Correct = v.Reward, v.Correct
 	return nil
 }
 
-// respond makes the model call, inside the gym.agent.responses span when
-// that group is on.
-func (a *agent) respond(ctx context.Context, id string, task protocol.Task) (answer string, err error) {
-	var r protocol.ResponsesResponse
-	if lens.Enabled(telemetry.GroupAgent) {
-		var span trace.Span
-		ctx, span = lens.Start(ctx, telemetry.GroupAgent, ResponsesSpanName, trace.WithAttributes(
-			attribute.String(telemetry.AttrRolloutID, id),
-			attribute.String(AttrTaskID, task.ID),
-		))
-		defer func() {
-			if err == nil {
-				span.SetAttributes(attribute.Int(AttrInputTokens, r.Usage.InputTokens), attribute.Int(AttrOutputTokens, r.Usage.OutputTokens))
-			}
-			lens.End(span, err)
-		}()
-		if a.cfg.Model != "" {
-			span.SetAttributes(attribute.String(AttrRequestModel, a.cfg.Model))
-		}
+// prefixMode says which form of /v1/responses a handler serves.
+type prefixMode int
+
+const (
+	noPrefix      prefixMode = iota // /v1/responses
+	rolloutPrefix                   // /ng-rollout/<id>/v1/responses
+	capturePrefix                   // /ng-rollout/<id>/training-token-capture/v1/responses
+)
+
+// modelPath returns the rollout id of the request's prefix and the path
+// (escaped) of the model call, which keeps the inbound prefix, as
+// upstream's episodes do.
+func (a *agent) modelPath(ctx context.Context, mode prefixMode) (id, path string) {
+	if mode == noPrefix {
+		return "", protocol.PathResponses
 	}
-	req := protocol.ResponsesRequest{
-		Model: a.cfg.Model,
-		Input: []protocol.InputMessage{{Role: "user", Content: task.Question}},
+	r := a.inbound(ctx)
+	if r == nil {
+		return "", protocol.PathResponses
 	}
-	if err := a.client.PostJSON(ctx, a.modelURL, req, &r); err != nil {
-		return "", err
+	id = r.PathValue("rollout_id")
+	path = protocol.RolloutPrefix + url.PathEscape(id)
+	if mode == capturePrefix {
+		path += protocol.TokenCaptureSegment
 	}
-	return r.OutputText(), nil
+	return id, path + protocol.PathResponses
 }
 
-// newRolloutID returns 16 random hex digits from crypto/rand, which is safe
-// for concurrent use and shares no state with this package.
-func newRolloutID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// mergeCookies joins cookie lists as a cookie jar keyed by name would:
+// a later cookie replaces an earlier one of the same name, in place.
+func mergeCookies(lists ...[]*http.Cookie) []*http.Cookie {
+	var out []*http.Cookie
+	for _, l := range lists {
+	next:
+		for _, c := range l {
+			for i, o := range out {
+				if o.Name == c.Name {
+					out[i] = c
+					continue next
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ownCookies returns the cookies the response being answered sets so far:
+// the agent's own session cookie, set by the runtime before the handler
+// runs.
+func ownCookies(ctx context.Context) []*http.Cookie {
+	h := server.ResponseHeader(ctx)
+	var out []*http.Cookie
+	for _, line := range h.Values("Set-Cookie") {
+		if c, err := http.ParseSetCookie(line); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// setCookies adds a Set-Cookie header for each cookie (name and value,
+// Path=/, SameSite=Lax) to the response being answered.
+func setCookies(ctx context.Context, cookies []*http.Cookie) {
+	h := server.ResponseHeader(ctx)
+	if h == nil {
+		return
+	}
+	for _, c := range cookies {
+		if v := (&http.Cookie{Name: c.Name, Value: c.Value, Path: "/", SameSite: http.SameSiteLaxMode}).String(); v != "" {
+			h.Add("Set-Cookie", v)
+		}
+	}
 }

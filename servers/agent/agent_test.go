@@ -1,384 +1,438 @@
 package agent_test
 
 import (
-	"context"
+	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/goleak"
-
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
-	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/lens/instruments/gym"
-	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
-	"github.com/gymlens/gymlens/servers/model"
-	"github.com/gymlens/gymlens/servers/resources"
-	"github.com/gymlens/gymlens/telemetry"
 )
 
-// TestMain fails the package when a test leaves a server, client
-// connection or telemetry goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+var sessionID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// fleet is a model, a resources and an agent server, each a server.Server
-// of its own on its own loopback port, as three processes would run them.
-type fleet struct {
-	runURL string
-	client *server.Client
-	// stop stops every server, agent first; it is idempotent and also
-	// runs at cleanup.
-	stop func()
-}
+// TestRunSeedModelToolModelVerify follows one rollout through both fake
+// peers: the exact sequence of calls, every body and every cookie.
+func TestRunSeedModelToolModelVerify(t *testing.T) {
+	turn1 := withMember(response("resp_1", functionCall("call_1", "get_weather", `{"city": "SF"}`)), "usage", usage(10, "2", 5, "null"))
+	turn2 := withMember(response("resp_2", message("msg_1", "It is sunny.")), "usage", usage(20, "3", 7, "1"))
+	f := newFixture(t, script(turn1, turn2), resourcesOptions{}, agent.Config{})
+	got, ans := f.run(t, weatherRow, &http.Cookie{Name: "inbound", Value: "yes"})
 
-type fleetOptions struct {
-	correctProbability float64
-	// modelURL and resourcesURL replace the real peer when set.
-	modelURL, resourcesURL string
-}
+	want := []string{"resources /seed_session", "model /v1/responses", "resources /get_weather", "model /v1/responses", "resources /verify"}
+	if seq := f.log.sequence(); !slices.Equal(seq, want) {
+		t.Fatalf("calls %q, want %q", seq, want)
+	}
+	reqs := f.log.all()
+	seed, model1, tool, model2, verify := reqs[0], reqs[1], reqs[2], reqs[3], reqs[4]
+	row := value(t, weatherRow).(map[string]any)
 
-func startFleet(t *testing.T, o fleetOptions) fleet {
-	t.Helper()
-	var stops []func()
-	if o.modelURL == "" {
-		s := server.New(server.Options{Name: model.ServerName, Type: telemetry.ServerTypeModel})
-		cfg := model.Defaults()
-		cfg.CorrectProbability = o.correctProbability
-		if err := model.Register(s, cfg); err != nil {
-			t.Fatal(err)
-		}
-		base, stop := servertest.Start(t, s)
-		o.modelURL, stops = base, append(stops, stop)
-	}
-	if o.resourcesURL == "" {
-		s := server.New(server.Options{Name: resources.ServerName, Type: telemetry.ServerTypeResources})
-		if err := resources.Register(s, resources.Defaults()); err != nil {
-			t.Fatal(err)
-		}
-		base, stop := servertest.Start(t, s)
-		o.resourcesURL, stops = base, append(stops, stop)
-	}
-	s := server.New(server.Options{Name: agent.ServerName, Type: telemetry.ServerTypeAgent})
-	cfg := agent.Config{ModelURL: o.modelURL, ResourcesURL: o.resourcesURL, Model: model.DefaultModel}
-	if err := agent.Register(s, cfg, servertest.Client(t)); err != nil {
-		t.Fatal(err)
-	}
-	base, stop := servertest.Start(t, s)
-	stops = append(stops, stop)
-	return fleet{runURL: base + "/run", client: servertest.Client(t), stop: func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}}
-}
+	// The seed gets the row with every member (unknown ones and nulls
+	// included) and the inbound cookies.
+	sameJSON(t, "seed body", object(t, seed.Body), row)
+	sameJSON(t, "seed cookies", seed.Cookies, map[string]string{"inbound": "yes"})
 
-func (f fleet) run(t *testing.T, req protocol.RunRequest) protocol.RunResponse {
-	t.Helper()
-	var resp protocol.RunResponse
-	if err := f.client.PostJSON(context.Background(), f.runURL, req, &resp); err != nil {
-		t.Fatalf("POST /run: %v", err)
-	}
-	return resp
-}
+	// Each model call: the row's parameters, the input grown by every item
+	// so far (a string input becomes a user message); the cookies of the
+	// previous model answer.
+	params := row["responses_create_params"].(map[string]any)
+	user := map[string]any{"role": "user", "content": "What is the weather in SF?"}
+	fc := value(t, functionCall("call_1", "get_weather", `{"city": "SF"}`))
+	toolText := `{"city": "SF", "weather": "sunny"}`
+	fco := map[string]any{"type": "function_call_output", "call_id": "call_1", "output": toolText}
+	body1 := clone(params)
+	body1["input"] = []any{user}
+	sameJSON(t, "first model body", object(t, model1.Body), body1)
+	body2 := clone(params)
+	body2["input"] = []any{user, fc, fco}
+	sameJSON(t, "second model body", object(t, model2.Body), body2)
+	sameJSON(t, "first model cookies", model1.Cookies, map[string]string{})
+	sameJSON(t, "second model cookies", model2.Cookies, map[string]string{"mdl": "m1"})
 
-var sum = protocol.Task{ID: "add-1", Question: "What is 17 + 25?", Expected: "42"}
+	// The tool call: the parsed arguments, the seed's cookie.
+	sameJSON(t, "tool body", object(t, tool.Body), map[string]any{"city": "SF"})
+	sameJSON(t, "tool cookies", tool.Cookies, map[string]string{"res": "seed"})
 
-var hexID = regexp.MustCompile(`^[0-9a-f]{16}$`)
+	// Verify: the row plus the episode, which is the last model answer
+	// with every item and the summed usage; the latest resources cookie,
+	// the latest model cookie and the agent's own session cookie.
+	episode := object(t, []byte(turn2))
+	episode["output"] = []any{fc, fco, value(t, message("msg_1", "It is sunny."))}
+	episode["usage"] = value(t, `{"input_tokens":30,"input_tokens_details":{"cached_tokens":5},"output_tokens":12,`+
+		`"output_tokens_details":{"reasoning_tokens":null},"total_tokens":42}`)
+	wantVerify := clone(row)
+	wantVerify["response"] = episode
+	sameJSON(t, "verify body", object(t, verify.Body), wantVerify)
+	own := verify.Cookies["simple_agent___test"]
+	if !sessionID.MatchString(own) {
+		t.Errorf("verify cookies %v: no agent session cookie", verify.Cookies)
+	}
+	sameJSON(t, "verify cookies", verify.Cookies, map[string]string{"res": "tool1", "mdl": "m2", "simple_agent___test": own})
 
-func TestRunRewardFollowsCorrectness(t *testing.T) {
-	right := startFleet(t, fleetOptions{correctProbability: 1})
-	resp := right.run(t, protocol.RunRequest{Task: sum})
-	if resp.Error != "" || resp.Reward != 1 || !resp.Correct || resp.Answer != "The answer is 42." || resp.TaskID != sum.ID {
-		t.Errorf("right model: %+v", resp)
-	}
-	if !hexID.MatchString(resp.RolloutID) {
-		t.Errorf("minted rollout id %q, want 16 hex digits", resp.RolloutID)
-	}
-	if resp.DurationMS <= 0 {
-		t.Errorf("duration_ms %v", resp.DurationMS)
-	}
-	if resp.TraceID != "" {
-		t.Errorf("trace id %q with telemetry off and no caller trace", resp.TraceID)
-	}
-	if again := right.run(t, protocol.RunRequest{Task: sum}); again.RolloutID == resp.RolloutID {
-		t.Errorf("two rollouts got the same id %q", again.RolloutID)
-	}
-
-	wrong := startFleet(t, fleetOptions{correctProbability: 0})
-	resp = wrong.run(t, protocol.RunRequest{Task: sum, RolloutID: "mine"})
-	if resp.Error != "" || resp.Reward != 0 || resp.Correct || resp.RolloutID != "mine" || resp.Answer == "The answer is 42." {
-		t.Errorf("wrong model: %+v", resp)
-	}
-}
-
-func TestRunReportsPeerFailuresAs200(t *testing.T) {
-	noModel := startFleet(t, fleetOptions{correctProbability: 1, modelURL: "http://" + servertest.FreeAddr(t)})
-	resp := noModel.run(t, protocol.RunRequest{Task: sum})
-	if !strings.Contains(resp.Error, "model call failed") || resp.Reward != 0 || resp.Answer != "" {
-		t.Errorf("unreachable model: %+v", resp)
-	}
-
-	// A base URL with a query string: the call still works, and the error
-	// of a failed call does not repeat the query.
-	noResources := startFleet(t, fleetOptions{correctProbability: 1, resourcesURL: "http://" + servertest.FreeAddr(t) + "/?token=hush"})
-	resp = noResources.run(t, protocol.RunRequest{Task: sum})
-	if !strings.Contains(resp.Error, "verify call failed") || resp.Reward != 0 || resp.Correct || resp.Answer != "The answer is 42." {
-		t.Errorf("unreachable resources: %+v", resp)
-	}
-	if strings.Contains(resp.Error, "hush") || strings.Contains(resp.Error, "?") {
-		t.Errorf("error carries the URL's query: %q", resp.Error)
-	}
-
-	// A verifier error (the task's expected value is not a number) is
-	// reported the same way.
-	ok := startFleet(t, fleetOptions{correctProbability: 1})
-	resp = ok.run(t, protocol.RunRequest{Task: protocol.Task{ID: "bad", Question: "What is 1 + 1?", Expected: "two"}})
-	if !strings.Contains(resp.Error, "500") || resp.Reward != 0 {
-		t.Errorf("verifier error: %+v", resp)
-	}
-
-	// A request that fails validation is the runtime's 400, not a rollout.
-	var out protocol.RunResponse
-	err := ok.client.PostJSON(context.Background(), ok.runURL, protocol.RunRequest{Task: protocol.Task{Question: "q"}}, &out)
-	if server.StatusOf(err) != http.StatusBadRequest {
-		t.Errorf("task without id: %v, want 400", err)
-	}
-}
-
-func TestConfigValidate(t *testing.T) {
-	for name, cfg := range map[string]agent.Config{
-		"empty":              {},
-		"no resources":       {ModelURL: "http://127.0.0.1:1"},
-		"relative model":     {ModelURL: "/model", ResourcesURL: "http://127.0.0.1:2"},
-		"unsupported scheme": {ModelURL: "ftp://h", ResourcesURL: "http://127.0.0.1:2"},
-	} {
-		if err := cfg.Validate(); err == nil {
-			t.Errorf("%s: accepted", name)
+	// The answer is the verify answer, every member kept.
+	wantAnswer := clone(wantVerify)
+	wantAnswer["reward"], wantAnswer["checked_by"] = 1, "fake"
+	sameJSON(t, "/run answer", got, wantAnswer)
+	var setOwn string
+	for _, c := range (&http.Response{Header: ans.header}).Cookies() {
+		if c.Name == "simple_agent___test" {
+			setOwn = c.Value
 		}
 	}
-	good := agent.Config{ModelURL: "http://127.0.0.1:1", ResourcesURL: "https://r.example/base/"}
-	if err := good.Validate(); err != nil {
-		t.Errorf("valid config refused: %v", err)
-	}
-	if err := agent.Register(server.New(server.Options{}), good, nil); err == nil {
-		t.Error("nil client accepted")
+	if setOwn != own {
+		t.Errorf("/run set session cookie %q, verify got %q", setOwn, own)
 	}
 }
 
-// telemetryOn enables telemetry in this process, which hosts all three
-// servers; start the fleet after it.
-func telemetryOn(t *testing.T) (*lens.Handle, *sdkmetric.ManualReader, *tracetest.InMemoryExporter) {
+func clone(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// outputs returns the function_call_output texts of a /run answer's
+// response, in order.
+func outputs(t *testing.T, got map[string]any) []string {
 	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	exp := tracetest.NewInMemoryExporter()
-	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: agent.ServerName, ServerType: telemetry.ServerTypeAgent,
-		MetricReader: reader, SpanExporter: exp})
-	return h, reader, exp
-}
-
-// spansOf stops the fleet (so every server span has ended), flushes and
-// returns the exported spans.
-func spansOf(t *testing.T, f fleet, h *lens.Handle, exp *tracetest.InMemoryExporter) tracetest.SpanStubs {
-	t.Helper()
-	f.stop()
-	if err := h.ForceFlush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return exp.GetSpans()
-}
-
-func find(spans tracetest.SpanStubs, name string, kind trace.SpanKind) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range spans {
-		if s.Name == name && (kind == trace.SpanKindUnspecified || s.SpanKind == kind) {
-			out = append(out, s)
+	var out []string
+	for _, it := range items(t, got) {
+		if it["type"] == "function_call_output" {
+			out = append(out, it["output"].(string))
 		}
 	}
 	return out
 }
 
-func one(t *testing.T, spans tracetest.SpanStubs, name string, kind trace.SpanKind) tracetest.SpanStub {
+// items returns the output items of a /run answer's response.
+func items(t *testing.T, got map[string]any) []map[string]any {
 	t.Helper()
-	got := find(spans, name, kind)
-	if len(got) != 1 {
-		var names []string
-		for _, s := range spans {
-			names = append(names, s.Name+"/"+s.SpanKind.String())
-		}
-		t.Fatalf("%d spans %q of kind %v, want 1; spans: %v", len(got), name, kind, names)
+	resp, ok := got["response"].(map[string]any)
+	if !ok {
+		t.Fatalf("answer without response: %v", got)
 	}
-	return got[0]
+	var out []map[string]any
+	for _, it := range resp["output"].([]any) {
+		out = append(out, it.(map[string]any))
+	}
+	return out
 }
 
-func attrValue(s tracetest.SpanStub, key string) (attribute.Value, bool) {
-	for _, kv := range s.Attributes {
-		if string(kv.Key) == key {
-			return kv.Value, true
+// TestToolAnswersAndCookieReplacement: a tool route's answer of any
+// status is the output, and every tool answer's cookies replace the
+// resources cookies the next call (and verify) sends.
+func TestToolAnswersAndCookieReplacement(t *testing.T) {
+	f := newFixture(t, script(
+		response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`), functionCall("c2", "no_such_tool", `{}`)),
+		response("r2", functionCall("c3", "explode", `{"n": [1, 2]}`)),
+		response("r3", message("m", "done")),
+	), resourcesOptions{}, agent.Config{})
+	got, _ := f.run(t, weatherRow)
+
+	want := []string{"resources /seed_session", "model /v1/responses", "resources /get_weather", "resources /no_such_tool",
+		"model /v1/responses", "resources /explode", "model /v1/responses", "resources /verify"}
+	if seq := f.log.sequence(); !slices.Equal(seq, want) {
+		t.Fatalf("calls %q, want %q", seq, want)
+	}
+	wantOut := []string{`{"city": "SF", "weather": "sunny"}`, `{"detail":"Not Found"}`, "boom\n"}
+	if out := outputs(t, got); !slices.Equal(out, wantOut) {
+		t.Errorf("tool outputs %q, want %q", out, wantOut)
+	}
+	var toolCookies []string
+	for _, r := range f.log.all() {
+		if r.Peer == "resources" && r.Path != "/seed_session" {
+			toolCookies = append(toolCookies, r.Cookies["res"])
 		}
 	}
-	return attribute.Value{}, false
+	if want := []string{"seed", "tool1", "tool2", "tool3"}; !slices.Equal(toolCookies, want) {
+		t.Errorf("resources cookie per call after the seed %q, want %q (the last is verify's)", toolCookies, want)
+	}
+	var modelCookies []string
+	for _, r := range f.log.to("model", "/v1/responses") {
+		modelCookies = append(modelCookies, r.Cookies["mdl"])
+	}
+	if want := []string{"", "m1", "m2"}; !slices.Equal(modelCookies, want) {
+		t.Errorf("model cookie per call %q, want %q", modelCookies, want)
+	}
+	sameJSON(t, "explode body", object(t, f.log.to("resources", "/explode")[0].Body), map[string]any{"n": []any{1, 2}})
 }
 
-func TestRunIsOneTrace(t *testing.T) {
-	h, reader, exp := telemetryOn(t)
-	f := startFleet(t, fleetOptions{correctProbability: 1})
-	resp := f.run(t, protocol.RunRequest{Task: sum, RolloutID: "rollout-trace-1"})
-	if resp.Error != "" || resp.Reward != 1 {
-		t.Fatalf("run: %+v", resp)
+// TestBadArgumentsMakeAnErrorOutput: arguments that are not JSON are
+// answered without a call, and leave the resources cookies as they were.
+func TestBadArgumentsMakeAnErrorOutput(t *testing.T) {
+	f := newFixture(t, script(
+		response("r1", functionCall("c1", "get_weather", `{"city": `)),
+		response("r2", functionCall("c2", "get_weather", `{"city": "Oslo"}`)),
+		response("r3", message("m", "done")),
+	), resourcesOptions{}, agent.Config{})
+	got, _ := f.run(t, weatherRow)
+	if n := f.log.count("resources", "/get_weather"); n != 1 {
+		t.Fatalf("%d tool calls, want 1 (the second call's); calls %q", n, f.log.sequence())
 	}
-	spans := spansOf(t, f, h, exp)
-	if len(spans) < 9 {
-		t.Errorf("only %d spans exported", len(spans))
+	if c := f.log.to("resources", "/get_weather")[0].Cookies["res"]; c != "seed" {
+		t.Errorf("the call after a bad one sent res=%q, want the seed's", c)
 	}
-
-	traceID := spans[0].SpanContext.TraceID()
-	for _, s := range spans {
-		if s.SpanContext.TraceID() != traceID {
-			t.Errorf("span %q is in trace %s, not %s", s.Name, s.SpanContext.TraceID(), traceID)
-		}
+	out := outputs(t, got)
+	if len(out) != 2 || !strings.HasPrefix(out[0], `{"error": "Invalid tool call arguments: `) {
+		t.Fatalf("outputs %q", out)
 	}
-	if resp.TraceID != traceID.String() {
-		t.Errorf("response trace_id %q, spans are in %s", resp.TraceID, traceID)
+	var e map[string]string
+	if err := json.Unmarshal([]byte(out[0]), &e); err != nil || len(e) != 1 || !strings.HasPrefix(e["error"], "Invalid tool call arguments: ") {
+		t.Errorf("error output %q is not {\"error\": ...}: %v", out[0], err)
 	}
-
-	rollout := one(t, spans, agent.RolloutSpanName, trace.SpanKindUnspecified)
-	if v, _ := attrValue(rollout, telemetry.AttrRolloutID); v.AsString() != "rollout-trace-1" {
-		t.Errorf("gym.rollout %s = %q", telemetry.AttrRolloutID, v.Emit())
-	}
-	if v, _ := attrValue(rollout, agent.AttrTaskID); v.AsString() != sum.ID {
-		t.Errorf("gym.rollout task id %q", v.Emit())
-	}
-	if rollout.Status.Code == codes.Error {
-		t.Errorf("successful rollout has error status")
-	}
-	runServer := one(t, spans, "POST /run", trace.SpanKindServer)
-	if rollout.Parent.SpanID() != runServer.SpanContext.SpanID() {
-		t.Errorf("gym.rollout's parent is not the /run SERVER span")
-	}
-
-	// agent -> model: gym.agent.responses wraps the CLIENT call, whose
-	// SERVER side holds gym.model.responses.
-	agentResp := one(t, spans, agent.ResponsesSpanName, trace.SpanKindUnspecified)
-	if agentResp.Parent.SpanID() != rollout.SpanContext.SpanID() {
-		t.Errorf("gym.agent.responses is not a child of gym.rollout")
-	}
-	if v, _ := attrValue(agentResp, telemetry.AttrRolloutID); v.AsString() != "rollout-trace-1" {
-		t.Errorf("gym.agent.responses carries no rollout id")
-	}
-	modelClient := one(t, spans, "POST /v1/responses", trace.SpanKindClient)
-	modelServer := one(t, spans, "POST /v1/responses", trace.SpanKindServer)
-	if modelClient.Parent.SpanID() != agentResp.SpanContext.SpanID() || modelServer.Parent.SpanID() != modelClient.SpanContext.SpanID() {
-		t.Errorf("model call is not nested gym.agent.responses > CLIENT > SERVER")
-	}
-	if one(t, spans, model.SpanName, trace.SpanKindUnspecified).Parent.SpanID() != modelServer.SpanContext.SpanID() {
-		t.Errorf("gym.model.responses is not a child of the model's SERVER span")
-	}
-
-	// agent -> resources: the SERVER span of /verify has the agent's CLIENT
-	// span for that call as its parent.
-	verifyClient := one(t, spans, "POST /verify", trace.SpanKindClient)
-	verifyServer := one(t, spans, "POST /verify", trace.SpanKindServer)
-	if verifyServer.Parent.SpanID() != verifyClient.SpanContext.SpanID() {
-		t.Errorf("/verify SERVER span parent %s, want the agent's CLIENT span %s",
-			verifyServer.Parent.SpanID(), verifyClient.SpanContext.SpanID())
-	}
-	if !verifyServer.Parent.IsRemote() {
-		t.Errorf("/verify SERVER span's parent should arrive over the wire (remote)")
-	}
-	if verifyClient.Parent.SpanID() != rollout.SpanContext.SpanID() {
-		t.Errorf("the verify CLIENT span is not a child of gym.rollout")
-	}
-	if one(t, spans, resources.SpanName, trace.SpanKindUnspecified).Parent.SpanID() != verifyServer.SpanContext.SpanID() {
-		t.Errorf("gym.verify is not a child of the /verify SERVER span")
-	}
-
-	// Neither question nor answer is on any span.
-	for _, s := range spans {
-		for _, kv := range s.Attributes {
-			if v := kv.Value.Emit(); strings.Contains(v, "17 + 25") || strings.Contains(v, "The answer is") {
-				t.Errorf("span %q attribute %s carries prompt or answer: %q", s.Name, kv.Key, v)
-			}
-		}
-	}
-
-	ok, fail, count := rolloutMetrics(t, reader)
-	if ok != 1 || fail != 0 || count != 1 {
-		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, count)
+	// The model saw the error output as the call's output.
+	second := object(t, f.log.to("model", "/v1/responses")[1].Body)
+	in := second["input"].([]any)
+	if last := in[len(in)-1].(map[string]any); last["call_id"] != "c1" || last["output"] != out[0] {
+		t.Errorf("second model call's last input item %v", last)
 	}
 }
 
-func TestUnreachableResourcesIsAFailedRollout(t *testing.T) {
-	h, reader, exp := telemetryOn(t)
-	f := startFleet(t, fleetOptions{correctProbability: 1, resourcesURL: "http://" + servertest.FreeAddr(t) + "?token=hush"})
-	resp := f.run(t, protocol.RunRequest{Task: sum})
-	if resp.Error == "" || resp.Reward != 0 || resp.Correct {
-		t.Fatalf("run against a closed resources port: %+v; want 200 with error and reward 0", resp)
+// TestMaxStepsBoundsTheEpisode: a model that calls a tool every turn is
+// stopped after max_steps model calls, each call's tools executed.
+func TestMaxStepsBoundsTheEpisode(t *testing.T) {
+	steps := 3
+	f := newFixture(t, func(n int, _ []byte) (int, string) {
+		return http.StatusOK, response("r", functionCall("c"+string(rune('0'+n)), "get_weather", `{"city":"SF"}`))
+	}, resourcesOptions{}, agent.Config{MaxSteps: &steps})
+	got, _ := f.run(t, weatherRow)
+	if m, tl := f.log.count("model", "/v1/responses"), f.log.count("resources", "/get_weather"); m != 3 || tl != 3 {
+		t.Errorf("%d model calls and %d tool calls, want 3 and 3", m, tl)
 	}
-	if resp.TraceID == "" {
-		t.Errorf("failed rollout has no trace id")
+	if n := len(items(t, got)); n != 6 {
+		t.Errorf("%d output items, want 6 (3 calls, 3 outputs)", n)
 	}
-	ok, fail, count := rolloutMetrics(t, reader)
-	if ok != 0 || fail != 1 || count != 1 {
-		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 0, 1, 1", ok, fail, count)
-	}
-	// A request the runtime refuses is no rollout at all.
-	var out protocol.RunResponse
-	if err := f.client.PostJSON(context.Background(), f.runURL, protocol.RunRequest{}, &out); server.StatusOf(err) != http.StatusBadRequest {
-		t.Errorf("empty task: %v, want 400", err)
-	}
-	if ok, fail, count := rolloutMetrics(t, reader); ok != 0 || fail != 1 || count != 1 {
-		t.Errorf("after a 400: success=%d failure=%d durations=%d; want unchanged 0, 1, 1", ok, fail, count)
-	}
-
-	spans := spansOf(t, f, h, exp)
-	rollout := one(t, spans, agent.RolloutSpanName, trace.SpanKindUnspecified)
-	if rollout.Status.Code != codes.Error || !strings.Contains(rollout.Status.Description, "verify call failed") {
-		t.Errorf("gym.rollout status %+v, want an error about the verify call", rollout.Status)
-	}
-	if strings.Contains(rollout.Status.Description, "hush") {
-		t.Errorf("gym.rollout status carries the URL's query: %q", rollout.Status.Description)
-	}
-	if client := one(t, spans, "POST /verify", trace.SpanKindClient); client.Status.Code != codes.Error {
-		t.Errorf("verify CLIENT span status %+v, want error", client.Status)
+	if f.log.count("resources", "/verify") != 1 {
+		t.Errorf("no verify after max_steps: %q", f.log.sequence())
 	}
 }
 
-// rolloutMetrics reads gym.rollout.calls by outcome and the number of
-// recorded rollout durations; absent series read as zero.
-func rolloutMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, durations uint64) {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("collect: %v", err)
+// TestReasoningOnlyTurnsLoop: a turn with neither a function call nor an
+// assistant message loops again, until an answer or max_steps.
+func TestReasoningOnlyTurnsLoop(t *testing.T) {
+	t.Run("until max_steps", func(t *testing.T) {
+		steps := 4
+		f := newFixture(t, script(response("r", reasoning("rs"))), resourcesOptions{}, agent.Config{MaxSteps: &steps})
+		got, _ := f.run(t, minimalRow)
+		if n := f.log.count("model", "/v1/responses"); n != 4 {
+			t.Errorf("%d model calls, want 4", n)
+		}
+		if n := len(items(t, got)); n != 4 {
+			t.Errorf("%d output items, want 4 reasoning items", n)
+		}
+	})
+	t.Run("until an answer", func(t *testing.T) {
+		f := newFixture(t, script(response("r1", reasoning("a")), response("r2", reasoning("b")),
+			response("r3", reasoning("c"), message("m", "hello"))), resourcesOptions{}, agent.Config{})
+		got, _ := f.run(t, minimalRow)
+		if n := f.log.count("model", "/v1/responses"); n != 3 {
+			t.Errorf("%d model calls, want 3", n)
+		}
+		if n := len(items(t, got)); n != 4 {
+			t.Errorf("%d output items, want 4", n)
+		}
+		// The third call carries both earlier reasoning items.
+		third := object(t, f.log.to("model", "/v1/responses")[2].Body)
+		if in := third["input"].([]any); len(in) != 3 {
+			t.Errorf("third model call input has %d items, want 3", len(in))
+		}
+	})
+	t.Run("max_steps 0 is unbounded", func(t *testing.T) {
+		zero := 0
+		f := newFixture(t, script(response("r1", reasoning("a")), response("r2", message("m", "hello"))), resourcesOptions{}, agent.Config{MaxSteps: &zero})
+		f.run(t, minimalRow)
+		if n := f.log.count("model", "/v1/responses"); n != 2 {
+			t.Errorf("%d model calls, want 2", n)
+		}
+	})
+}
+
+// TestIncompleteDetailsStops: an incomplete response ends the episode
+// before its function calls run.
+func TestIncompleteDetailsStops(t *testing.T) {
+	f := newFixture(t, script(withMember(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)),
+		"incomplete_details", `{"reason":"max_output_tokens"}`)), resourcesOptions{}, agent.Config{})
+	got, _ := f.run(t, weatherRow)
+	want := []string{"resources /seed_session", "model /v1/responses", "resources /verify"}
+	if seq := f.log.sequence(); !slices.Equal(seq, want) {
+		t.Errorf("calls %q, want %q", seq, want)
 	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch m.Name {
-			case gym.RolloutCallsName:
-				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-					v, _ := p.Attributes.Value(attribute.Key(gym.RolloutOutcomeKey))
-					switch v.AsString() {
-					case gym.OutcomeSuccess:
-						ok = p.Value
-					case gym.OutcomeFailure:
-						fail = p.Value
-					}
+	resp := got["response"].(map[string]any)
+	if n := len(items(t, got)); n != 1 || resp["incomplete_details"] == nil {
+		t.Errorf("response %v: want the one function call and incomplete_details", resp)
+	}
+}
+
+// TestUsageIsSummed: counts add up across turns; a detail count unknown
+// in one turn is unknown in the sum; a turn without usage adds nothing;
+// an episode without any has none.
+func TestUsageIsSummed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		turns []string
+		want  string // "" for no usage
+	}{
+		{"details", []string{
+			withMember(response("r1", reasoning("a")), "usage", usage(10, "2", 5, "4")),
+			withMember(response("r2", reasoning("b")), "usage", usage(1, "null", 1, "1")),
+			withMember(response("r3", message("m", "x")), "usage", usage(20, "3", 7, "1")),
+		}, `{"input_tokens":31,"input_tokens_details":{"cached_tokens":null},"output_tokens":13,` +
+			`"output_tokens_details":{"reasoning_tokens":6},"total_tokens":44}`},
+		{"turn without usage", []string{
+			response("r1", reasoning("a")),
+			withMember(response("r2", message("m", "x")), "usage", usage(3, "0", 4, "0")),
+		}, usage(3, "0", 4, "0")},
+		{"none", []string{response("r1", reasoning("a")), response("r2", message("m", "x"))}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, script(c.turns...), resourcesOptions{}, agent.Config{})
+			got, _ := f.run(t, minimalRow)
+			u := got["response"].(map[string]any)["usage"]
+			if c.want == "" {
+				if u != nil {
+					t.Errorf("usage %v, want none", u)
 				}
-			case gym.RolloutDurationName:
-				for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
-					durations += p.Count
-				}
+				return
 			}
+			sameJSON(t, "usage", u, value(t, c.want))
+		})
+	}
+}
+
+// TestSkipVerification: no verify call; the answer is the row, the
+// episode, the configured reward and verification_skipped; aggregation
+// is answered locally with empty metrics.
+func TestSkipVerification(t *testing.T) {
+	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{},
+		agent.Config{SkipVerification: true, SkipVerificationReward: 0.25})
+	got, _ := f.run(t, weatherRow)
+	want := []string{"resources /seed_session", "model /v1/responses"}
+	if seq := f.log.sequence(); !slices.Equal(seq, want) {
+		t.Errorf("calls %q, want %q", seq, want)
+	}
+	wantAnswer := value(t, weatherRow).(map[string]any)
+	episode := object(t, []byte(response("r1", message("m", "x"))))
+	wantAnswer["response"], wantAnswer["reward"], wantAnswer["verification_skipped"] = episode, 0.25, true
+	sameJSON(t, "answer", got, wantAnswer)
+
+	a := post(t, f.agentURL+"/aggregate_metrics", `{"verify_responses":[{"reward":1}]}`)
+	if a.status != http.StatusOK {
+		t.Fatalf("aggregate_metrics: %d %s", a.status, a.body)
+	}
+	sameJSON(t, "local aggregate", object(t, a.body), value(t, `{"group_level_metrics":[],"agent_metrics":{},"key_metrics":{}}`))
+	if n := f.log.count("resources", "/aggregate_metrics"); n != 0 {
+		t.Errorf("aggregate_metrics forwarded %d times with skip_verification", n)
+	}
+}
+
+// TestFailedRolloutsAre500: a peer that fails fails the rollout, as
+// upstream raises; nothing after the failing call is made.
+func TestFailedRolloutsAre500(t *testing.T) {
+	ok := script(response("r1", message("m", "x")))
+	for _, c := range []struct {
+		name   string
+		answer modelAnswer
+		ro     resourcesOptions
+		cfg    agent.Config
+		row    string
+		calls  []string
+	}{
+		{name: "seed 500", answer: ok, ro: resourcesOptions{seedStatus: 500}, row: minimalRow,
+			calls: []string{"resources /seed_session"}},
+		{name: "seed 422", answer: ok, ro: resourcesOptions{seedStatus: 422}, row: minimalRow,
+			calls: []string{"resources /seed_session"}},
+		{name: "model 503", answer: func(int, []byte) (int, string) { return 503, `{"detail":"overloaded"}` }, row: minimalRow,
+			calls: []string{"resources /seed_session", "model /v1/responses"}},
+		{name: "model answer invalid", answer: script(response("r1", `{"id":"x","content":[]}`)), row: minimalRow,
+			calls: []string{"resources /seed_session", "model /v1/responses"}},
+		{name: "model answer not a response", answer: script(`{"output":"text"}`), row: minimalRow,
+			calls: []string{"resources /seed_session", "model /v1/responses"}},
+		{name: "verify 500", answer: ok, ro: resourcesOptions{verifyStatus: 500}, row: minimalRow,
+			calls: []string{"resources /seed_session", "model /v1/responses", "resources /verify"}},
+		{name: "verify answer without reward", answer: ok, ro: resourcesOptions{verifyBody: `{"responses_create_params":{"input":"hi"},"response":` + response("r", message("m", "x")) + `}`}, row: minimalRow,
+			calls: []string{"resources /seed_session", "model /v1/responses", "resources /verify"}},
+		{name: "bad explicit rollout id", answer: ok, row: `{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"no spaces"}`},
+		{name: "empty explicit rollout id", answer: ok, row: `{"responses_create_params":{"input":"hi"},"_ng_rollout_id":""}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, c.answer, c.ro, c.cfg)
+			a := post(t, f.agentURL+"/run", c.row)
+			if a.status != http.StatusInternalServerError {
+				t.Fatalf("status %d (%s), want 500", a.status, a.body)
+			}
+			servertest.CheckErrorBody(t, a.status, a.body)
+			if seq := f.log.sequence(); !slices.Equal(seq, c.calls) {
+				t.Errorf("calls %q, want %q", seq, c.calls)
+			}
+		})
+	}
+	t.Run("unreachable resources", func(t *testing.T) {
+		f := newFixture(t, ok, resourcesOptions{}, agent.Config{ResourcesURL: "http://" + servertest.FreeAddr(t) + "/?token=hush"})
+		a := post(t, f.agentURL+"/run", minimalRow)
+		if a.status != http.StatusInternalServerError || strings.Contains(string(a.body), "hush") {
+			t.Errorf("status %d (%s): want 500 without the URL's query", a.status, a.body)
+		}
+	})
+}
+
+// TestRowValidation: a row upstream refuses is a 422, and no rollout.
+func TestRowValidation(t *testing.T) {
+	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
+	for _, c := range []struct{ row, loc string }{
+		{`{"responses_create_params":{"input":"hi","prompt_cache_key":"k"}}`, `["body","responses_create_params","prompt_cache_key"]`},
+		{`{"expected_answer":"x"}`, `["body","responses_create_params"]`},
+		{`{"responses_create_params":{}}`, `["body","responses_create_params","input"]`},
+		{`{"responses_create_params":{"input":5}}`, `["body","responses_create_params","input"]`},
+	} {
+		a := post(t, f.agentURL+"/run", c.row)
+		if a.status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: status %d (%s), want 422", c.row, a.status, a.body)
+			continue
+		}
+		servertest.CheckErrorBody(t, a.status, a.body)
+		if !strings.Contains(string(a.body), `"loc":`+c.loc) {
+			t.Errorf("%s: %s does not name %s", c.row, a.body, c.loc)
 		}
 	}
-	return ok, fail, durations
+	if seq := f.log.sequence(); len(seq) != 0 {
+		t.Errorf("refused rows made calls %q", seq)
+	}
+}
+
+// TestModelOverride: Config.Model replaces the parameters' model on the
+// model calls, and only there.
+func TestModelOverride(t *testing.T) {
+	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{Model: "policy-7b"})
+	got, _ := f.run(t, `{"responses_create_params":{"input":"hi","model":"row-model"}}`)
+	if m := object(t, f.log.to("model", "/v1/responses")[0].Body)["model"]; m != "policy-7b" {
+		t.Errorf("model call's model %v, want the configured one", m)
+	}
+	if m := object(t, f.log.to("resources", "/seed_session")[0].Body)["responses_create_params"].(map[string]any)["model"]; m != "row-model" {
+		t.Errorf("seed row's model %v, want the row's", m)
+	}
+	if m := got["responses_create_params"].(map[string]any)["model"]; m != "row-model" {
+		t.Errorf("answer's row model %v, want the row's", m)
+	}
+}
+
+// TestItemsInputAndRowResponse: a list input is sent as it came, and a
+// response member a row carries is replaced by the episode.
+func TestItemsInputAndRowResponse(t *testing.T) {
+	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
+	row := `{"responses_create_params":{"input":[{"role":"system","content":"Be brief."},{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]},"response":"stale","reward":0.5}`
+	got, _ := f.run(t, row)
+	in := object(t, f.log.to("model", "/v1/responses")[0].Body)["input"]
+	sameJSON(t, "model input", in, value(t, row).(map[string]any)["responses_create_params"].(map[string]any)["input"])
+	verify := object(t, f.log.to("resources", "/verify")[0].Body)
+	sameJSON(t, "verify row parameters", verify["responses_create_params"], value(t, row).(map[string]any)["responses_create_params"])
+	if _, ok := verify["response"].(map[string]any); !ok || verify["reward"] != json.Number("0.5") {
+		t.Errorf("verify body response %v reward %v: want the episode and the row's reward", verify["response"], verify["reward"])
+	}
+	if got["reward"] != json.Number("1.0") && got["reward"] != json.Number("1") {
+		t.Errorf("answer reward %v, want the verifier's", got["reward"])
+	}
 }

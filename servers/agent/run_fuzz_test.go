@@ -1,24 +1,19 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
-	"github.com/gymlens/gymlens/server"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/servers/agent"
-	"github.com/gymlens/gymlens/servers/model"
-	"github.com/gymlens/gymlens/servers/resources"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -26,7 +21,7 @@ import (
 // the 413 path is reachable with small inputs.
 const runBodyLimit = 4 << 10
 
-// maxRunBody bounds what the fuzzer sends (see FuzzRunBody).
+// maxRunBody bounds what the fuzzer sends.
 const maxRunBody = 64 << 10
 
 // dropSpans is a span exporter that drops everything, so the fuzzed
@@ -36,60 +31,81 @@ type dropSpans struct{}
 func (dropSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (dropSpans) Shutdown(context.Context) error                             { return nil }
 
-var (
-	hex16 = regexp.MustCompile(`^[0-9a-f]{16}$`)
-	hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
-)
+// toolThenAnswer is a stateless policy: a get_weather call while the
+// input holds no function_call_output, then an answer.
+func toolThenAnswer(_ int, body []byte) (int, string) {
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	_ = json.Unmarshal(body, &req)
+	if bytes.Contains(req.Input, []byte(`"function_call_output"`)) {
+		return http.StatusOK, response("r2", message("m", "It is sunny."))
+	}
+	return http.StatusOK, response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`))
+}
+
+// expectRun is the fuzz test's oracle for /run: the statuses the body
+// may get, and the row it decodes to. Past the limit the runtime answers
+// 413 (or 422, for JSON that breaks before it); a body that is not one
+// row upstream accepts is a 422; a row whose explicit _ng_rollout_id
+// upstream refuses is a failed rollout, 500; anything else is a rollout
+// the fakes complete, 200.
+func expectRun(body []byte, limit int) (row protocol.RunRequest, want []int) {
+	if len(body) > limit {
+		return row, []int{http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&row); err != nil {
+		return row, []int{http.StatusUnprocessableEntity}
+	}
+	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return row, []int{http.StatusUnprocessableEntity}
+	}
+	if row.Validate() != nil {
+		return row, []int{http.StatusUnprocessableEntity}
+	}
+	if _, _, err := row.ResolveRolloutID(); err != nil {
+		return row, []int{http.StatusInternalServerError}
+	}
+	return row, []int{http.StatusOK}
+}
 
 func FuzzRunBody(f *testing.F) {
 	for _, seed := range []string{
-		`{"task":{"id":"add-1","question":"What is 17 + 25?","expected":"42"}}`,
-		`{"task":{"id":"add-1","question":"What is 17 + 25?","expected":"42"},"rollout_id":"r-1"}`,
-		`{"task":{"id":"m","question":"-3 * -4","expected":"12"},"rollout_id":"  "}`,
-		`{"task":{"id":"big","question":"99999999999999999999 * 99999999999999999999","expected":"1"}}`,
-		`{"task":{"id":"x","question":"no arithmetic here","expected":"7"}}`,
-		`{"task":{"id":"x","question":"1 + 1","expected":"two"}}`,
-		`{"task":{"id":"x","question":"1 + 1","expected":""}}`,
-		`{"task":{"id":"x","question":"1 + 1","expected":"2,000"}}`,
-		`{"task":{"id":"","question":"1 + 1","expected":"2"}}`,
-		`{"task":{"id":"x","question":"\t","expected":"2"}}`,
-		`{"task":{"id":"x","question":"1 + 1","expected":2}}`,
-		`{"task":{"id":"x","question":"1 + 1","expected":"2"},"rollout_id":7}`,
-		`{"task":{"id":"x","question":"1 + 1","expected":"2"}}}`,
-		`{"task":{"id":"x","question":"1 + 1","expected":"2"}} []`,
-		`{"task":{"id":"x","question":"` + strings.Repeat("1 + ", runBodyLimit/4) + `1","expected":"2"}}`,
-		`{"task":{"id":"\u0000","question":"\ud800 2 + 2 \u2028","expected":"4"}}`,
-		"{\"task\":{\"id\":\"\xff\",\"question\":\"2 + 2\",\"expected\":\"4\"},\"rollout_id\":\"\xc0\"}",
-		`{"task":{"id":"x","question":"2 + 2","expected":"4"`,
-		``, `null`, `{}`, `[]`, `{"task":null}`, `{"task":[]}`, `true`,
+		weatherRow,
+		minimalRow,
+		`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"r-1"}`,
+		`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"  "}`,
+		`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":null,"_ng_task_index":0,"_ng_rollout_index":2,"_ng_attempt_index":1}`,
+		`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":7}`,
+		`{"responses_create_params":{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"tool_choice":"required","parallel_tool_calls":false}}`,
+		`{"responses_create_params":{"input":[{"type":"function_call_output","call_id":"c0","output":"x"}]}}`,
+		`{"responses_create_params":{"input":"hi","metadata":{"a":"b"},"max_output_tokens":16,"stream":false}}`,
+		`{"responses_create_params":{"input":"hi","metadata":{"a":1}}}`,
+		`{"responses_create_params":{"input":"hi","stream":true}}`,
+		`{"responses_create_params":{"input":"hi","tool_choice":null}}`,
+		`{"responses_create_params":{"input":"hi","unknown":1}}`,
+		`{"responses_create_params":{"input":null}}`,
+		`{"responses_create_params":null}`,
+		`{"responses_create_params":{"input":"hi"},"response":{"id":1},"reward":"high","verification_skipped":false}`,
+		`{"responses_create_params":{"input":"hi"},"agent_ref":"simple_agent"}`,
+		`{"responses_create_params":{"input":"hi"},"a":1,"a":2}`,
+		`{"responses_create_params":{"input":"` + strings.Repeat("x", runBodyLimit) + `"}}`,
+		`{"responses_create_params":{"input":"\u0000\ud800 \u2028"},"task":"\u00e9"}`,
+		"{\"responses_create_params\":{\"input\":\"\xff\"},\"k\":\"\xc0\"}",
+		`{"responses_create_params":{"input":"hi"}} []`,
+		`{"responses_create_params":{"input":"hi"}`,
+		``, `null`, `{}`, `[]`, `true`, `"row"`,
 	} {
 		f.Add([]byte(seed))
 	}
 
 	servertest.EnableTelemetry(f, telemetry.InitOptions{ServerName: agent.ServerName,
 		ServerType: telemetry.ServerTypeAgent, SpanExporter: dropSpans{}, MetricReader: sdkmetric.NewManualReader()})
-	quiet := slog.New(slog.DiscardHandler)
-
-	ms := server.New(server.Options{Name: model.ServerName, Type: telemetry.ServerTypeModel, Logger: quiet})
-	mcfg := model.Defaults() // the built-in policy, no latency
-	if err := model.Register(ms, mcfg); err != nil {
-		f.Fatal(err)
-	}
-	modelURL, _ := servertest.Start(f, ms)
-	rs := server.New(server.Options{Name: resources.ServerName, Type: telemetry.ServerTypeResources, Logger: quiet})
-	if err := resources.Register(rs, resources.Defaults()); err != nil {
-		f.Fatal(err)
-	}
-	resourcesURL, _ := servertest.Start(f, rs)
-	as := server.New(server.Options{Name: agent.ServerName, Type: telemetry.ServerTypeAgent,
-		MaxBodyBytes: runBodyLimit, Logger: quiet})
-	if err := agent.Register(as, agent.Config{ModelURL: modelURL, ResourcesURL: resourcesURL}, servertest.Client(f)); err != nil {
-		f.Fatal(err)
-	}
-	base, _ := servertest.Start(f, as)
+	fx := startFixture(f, toolThenAnswer, resourcesOptions{}, agent.Config{}, runBodyLimit)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	f.Cleanup(func() {
-		for _, u := range []string{base, modelURL, resourcesURL} {
+		for _, u := range []string{fx.agentURL, fx.modelURL, fx.resourcesURL} {
 			servertest.CheckHealth(f, client, u)
 		}
 		client.CloseIdleConnections()
@@ -99,53 +115,58 @@ func FuzzRunBody(f *testing.F) {
 		if len(body) > maxRunBody {
 			t.Skip("body too large")
 		}
-		// A /run body is either rejected by the runtime (400, 413) or
-		// answered as a rollout: 200, whatever happened to it.
-		req, want := servertest.ExpectDecode[protocol.RunRequest](body, runBodyLimit)
-		status, raw := servertest.Post(t, client, base+"/run", body)
-		if !slices.Contains(want, status) {
-			t.Fatalf("%.200q: status %d (%s), want one of %v", body, status, raw, want)
+		fx.log.reset()
+		row, want := expectRun(body, runBodyLimit)
+		status, raw := servertest.Post(t, client, fx.agentURL+"/run", body)
+		ok := false
+		for _, w := range want {
+			ok = ok || status == w
+		}
+		if !ok {
+			t.Fatalf("%.300q: status %d (%.300s), want one of %v", body, status, raw, want)
 		}
 		if status != http.StatusOK {
 			servertest.CheckErrorBody(t, status, raw)
-			servertest.CheckHealth(t, client, base)
+			if status == http.StatusInternalServerError && len(fx.log.all()) != 0 {
+				t.Errorf("%.300q: a row with a refused rollout id made calls %q", body, fx.log.sequence())
+			}
+			if status != http.StatusInternalServerError && len(fx.log.all()) != 0 {
+				t.Errorf("%.300q: a refused body made calls %q", body, fx.log.sequence())
+			}
+			servertest.CheckHealth(t, client, fx.agentURL)
 			return
 		}
 
-		// A rollout: the model's deterministic answer, scored by the
-		// verifier; a task whose expected answer is not a number is a
-		// failed rollout, still answered with 200.
-		var resp protocol.RunResponse
-		if err := json.Unmarshal(raw, &resp); err != nil {
-			t.Fatalf("200 with a body that is not a RunResponse: %v: %s", err, raw)
+		// A rollout: seed first, verify last, and the answer is the
+		// verifier's echo of the row with the episode.
+		seq := fx.log.sequence()
+		if len(seq) < 3 || seq[0] != "resources /seed_session" || seq[len(seq)-1] != "resources /verify" {
+			t.Fatalf("%.300q: calls %q", body, seq)
 		}
-		bad := func(format string, args ...any) {
-			t.Helper()
-			t.Errorf("%.200q -> %+v: "+format, append([]any{body, resp}, args...)...)
+		var answer map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &answer); err != nil {
+			t.Fatalf("%.300q: 200 with a body that is not an object: %v: %.300s", body, err, raw)
 		}
-		if resp.TaskID != req.Task.ID {
-			bad("task id %q, want %q", resp.TaskID, req.Task.ID)
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(body, &members); err != nil {
+			t.Fatalf("%.300q: a row the runtime took is not an object: %v", body, err)
 		}
-		if req.RolloutID != "" && resp.RolloutID != req.RolloutID || req.RolloutID == "" && !hex16.MatchString(resp.RolloutID) {
-			bad("rollout id %q for requested %q", resp.RolloutID, req.RolloutID)
-		}
-		if answer := model.Answer(mcfg.Seed, mcfg.CorrectProbability, req.Task.Question); resp.Answer != answer {
-			bad("answer %q, want the model's %q", resp.Answer, answer)
-		}
-		if !hex32.MatchString(resp.TraceID) || !(resp.DurationMS >= 0) {
-			bad("trace id %q, duration %v", resp.TraceID, resp.DurationMS)
-		}
-		if !servertest.Scorable(req.Task.Expected) {
-			if !strings.Contains(resp.Error, resources.ErrExpectedNotNumber.Error()) || resp.Reward != 0 || resp.Correct {
-				bad("unscorable task should fail with %q", resources.ErrExpectedNotNumber)
+		for key := range members {
+			if _, ok := answer[key]; !ok {
+				t.Errorf("%.300q: answer lacks the row's member %q: %.300s", body, key, raw)
 			}
-			return
 		}
-		got, found := resources.LastNumber(resp.Answer)
-		wantN, _ := resources.LastNumber(strings.TrimSpace(req.Task.Expected))
-		correct := found && servertest.SameNumber(got, wantN)
-		if resp.Error != "" || resp.Correct != correct || resp.Reward != map[bool]float64{true: 1}[correct] {
-			bad("want correct=%v without error", correct)
+		for _, key := range row.Fields {
+			if _, ok := answer[key.Key]; !ok {
+				t.Errorf("%.300q: answer lacks task field %q", body, key.Key)
+			}
+		}
+		var resp protocol.Response
+		if err := json.Unmarshal(answer["response"], &resp); err != nil || resp.Validate() != nil || len(resp.Output) == 0 {
+			t.Errorf("%.300q: answer's response %.300s is not a valid episode: %v", body, answer["response"], err)
+		}
+		if string(answer["reward"]) != "1" || string(answer["checked_by"]) != `"fake"` {
+			t.Errorf("%.300q: reward %s checked_by %s, want the verifier's", body, answer["reward"], answer["checked_by"])
 		}
 	})
 }

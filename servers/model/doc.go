@@ -1,20 +1,61 @@
-// Package model is the built-in "policy_model" model server: the subset of
-// the OpenAI Responses API the agent uses, at POST /v1/responses.
+// Package model is the fleet's model server, NeMo Gym's policy_model: a
+// responses_api_models server that answers POST /v1/responses (the
+// Responses API, which the agent calls) and POST /v1/chat/completions.
 //
-// It runs in one of two modes, chosen by configuration:
+// # Requests and answers
 //
-//	builtin   (default) a deterministic arithmetic policy, so a whole
-//	          fleet runs offline: it reads "What is 17 + 25?" from the
-//	          last user message and answers right with probability
-//	          CorrectProbability, else with a nearby wrong number. The
-//	          draw is seeded from (Seed, message text), so the same
-//	          question under the same seed always gets the same answer.
-//	upstream  (Upstream.BaseURL set) each request is translated to an
-//	          OpenAI-compatible POST <base>/v1/chat/completions with a
-//	          bearer key, and the first choice is mapped back.
+// /v1/responses takes protocol.ResponseCreateParams under upstream's
+// strict schema: an unknown member (prompt_cache_key, conversation, ...),
+// a wrong type or a bad literal is a 422 in FastAPI's shape, located
+// under "body". Streaming is not supported: stream true is a 422 whose
+// message says so (upstream would replay the answer as server-sent
+// events). The answer is a complete protocol.Response: every required
+// member, the request's parallel_tool_calls, tool_choice and tools echoed
+// with upstream's defaults (true, "auto", []), and a usage object with
+// both detail objects.
 //
-// One request is one gym.model.responses span (model_call group) carrying
-// the model name, token usage and mode, never prompt or output text. In
-// upstream mode the API key stays out of logs, errors and spans; upstream
-// URLs are reported without query string or credentials.
+// /v1/chat/completions takes the chat request upstream accepts (messages
+// required, unknown members ignored) and answers an OpenAI chat
+// completion object (ChatCompletion).
+//
+// Both routes are also served under /ng-rollout/<id>/ (and
+// /ng-rollout/<id>/training-token-capture/) when the server is built with
+// ServerOptions; the id goes on the route's span.
+//
+// # Modes
+//
+// In built-in mode (the default) a deterministic policy answers, so a
+// fleet runs offline (see Decide and Answer):
+//
+//	counter tools offered   one increment_counter call per "add N" of the
+//	                        last user message, then get_counter_value,
+//	                        one call per turn, then "The count is X."
+//	"What is A op B?"       the result, right with probability
+//	                        CorrectProbability, formatted as the question
+//	                        asks (an option letter, the bare number,
+//	                        \boxed{N}, or "The answer is N.")
+//	anything else           "I don't know"
+//
+// The draw is seeded from (Seed, message text): the same question under
+// the same seed always gets the same answer, whatever ran before.
+//
+// In upstream mode (Upstream.BaseURL, or upstream's openai_base_url) the
+// server forwards to an OpenAI-compatible endpoint with a bearer key.
+// Upstream.API chooses where /v1/responses goes: "chat_completions" (the
+// default) translates the request to <base>/v1/chat/completions (messages,
+// tool calls and tool outputs both ways) and maps the first choice back;
+// "responses" posts the request as it came, model replaced, to
+// <base>/v1/responses and refuses (502) an answer that fails the response
+// schema. /v1/chat/completions is always forwarded to the upstream's chat
+// completions, model replaced, and its answer returned as it came once it
+// has a chat completion's required members.
+//
+// # Telemetry
+//
+// One request is one gym.model.responses (or gym.model.chat_completions)
+// span in the model_call group, carrying the server name, the request and
+// response model, the token usage, the mode and the rollout id, never
+// prompt or output text. In upstream mode each call is also a CLIENT span
+// in the http_client group. The API key stays out of logs, errors and
+// spans, and upstream URLs are shown without query string or credentials.
 package model

@@ -3,14 +3,10 @@ package model
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math/big"
-	randv2 "math/rand/v2"
 	"os"
-	"regexp"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,19 +14,26 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// ServerName is the name this server has in a fleet configuration.
+// ServerName is the name this server has in a fleet configuration, and
+// its default instance name.
 const ServerName = "policy_model"
 
-// SpanName is the name of the span around one /v1/responses request.
-const SpanName = "gym.model.responses"
+// Names of the spans around one request to each route.
+const (
+	// SpanName is the span of one POST /v1/responses.
+	SpanName = "gym.model.responses"
+	// ChatSpanName is the span of one POST /v1/chat/completions.
+	ChatSpanName = "gym.model.chat_completions"
+)
 
-// Span attribute keys set on the gym.model.responses span.
+// Span attribute keys set on the model spans (besides
+// telemetry.AttrServerName and telemetry.AttrRolloutID).
 const (
 	AttrRequestModel  = "gen_ai.request.model"
 	AttrResponseModel = "gen_ai.response.model"
@@ -45,12 +48,25 @@ const (
 	ModeUpstream = "upstream"
 )
 
-// DontKnow is the built-in policy's answer to a message it cannot parse.
-const DontKnow = "I don't know"
+// streamRefusal is the message of the 422 a streaming request gets.
+const streamRefusal = "Input should be False: this model server does not stream; send stream false or leave it out"
 
-// Register validates cfg and registers POST /v1/responses on s. In
-// upstream mode the API key is resolved here, once: from
-// cfg.Upstream.APIKey, else from the variable cfg.Upstream.APIKeyEnv names.
+// ServerOptions returns the options a policy model server instance needs:
+// the model-server form of the /ng-rollout/<id>/ prefix is stripped
+// before routing, and every response sets the session cookie
+// "policy_model___<instance>" ("" means ServerName). The caller adds
+// name, address and limits.
+func ServerOptions(instance string) server.Options {
+	if instance == "" {
+		instance = ServerName
+	}
+	return server.Options{RolloutPrefix: server.PrefixModel, SessionCookie: ServerName + "___" + instance}
+}
+
+// Register validates cfg and registers POST /v1/responses and POST
+// /v1/chat/completions on s. In upstream mode the API key is resolved
+// here, once: from the configured key, else from the variable
+// cfg.Upstream.APIKeyEnv names.
 func Register(s *server.Server, cfg Config) error {
 	if s == nil {
 		return errors.New("model: nil server")
@@ -71,8 +87,40 @@ func Register(s *server.Server, cfg Config) error {
 		}
 		h.up, h.mode = up, ModeUpstream
 	}
-	server.Handle(s, protocol.RouteResponses, h.handle)
+	server.Handle(s, "POST "+protocol.PathResponses, h.responses)
+	server.Handle(s, "POST "+protocol.PathChatCompletions, h.chatCompletions)
 	return nil
+}
+
+// responsesRequest is the body of POST /v1/responses, checked against
+// upstream's strict schema before the handler runs.
+type responsesRequest struct {
+	protocol.ResponseCreateParams
+}
+
+// Validate applies NeMoGymResponseCreateParamsNonStreaming's rules
+// (unknown members, types, literals; the runtime puts the locations
+// under "body"), with a refusal of stream true that says why.
+func (r *responsesRequest) Validate() error {
+	return validateParams(r.ResponseCreateParams)
+}
+
+// validateParams checks p as upstream's model server does, saying why
+// stream true is refused.
+func validateParams(p protocol.ResponseCreateParams) error {
+	err := p.Validate()
+	var ve *protocol.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	out := &protocol.ValidationError{Detail: make([]protocol.FieldError, len(ve.Detail))}
+	for i, d := range ve.Detail {
+		if len(d.Loc) == 1 && d.Loc[0] == "stream" && d.Type == protocol.ErrLiteral {
+			d.Msg = streamRefusal
+		}
+		out.Detail[i] = d
+	}
+	return out
 }
 
 type handler struct {
@@ -89,157 +137,166 @@ func (h *handler) requestModel() string {
 	return h.cfg.Model
 }
 
-func (h *handler) handle(ctx context.Context, req protocol.ResponsesRequest) (resp protocol.ResponsesResponse, err error) {
-	var span trace.Span
-	if lens.Enabled(telemetry.GroupModelCall) {
-		ctx, span = lens.Start(ctx, telemetry.GroupModelCall, SpanName, trace.WithAttributes(
-			attribute.String(AttrRequestModel, h.requestModel()),
-			attribute.String(AttrMode, h.mode),
-		))
-		if id := telemetry.RolloutIDFrom(ctx); id != "" {
-			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
-		}
+// startSpan starts a model span when the model_call group is on; span is
+// nil otherwise.
+func (h *handler) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	if !lens.Enabled(telemetry.GroupModelCall) {
+		return ctx, nil
+	}
+	ctx, span := lens.Start(ctx, telemetry.GroupModelCall, name, trace.WithAttributes(
+		attribute.String(telemetry.AttrServerName, h.cfg.Name),
+		attribute.String(AttrRequestModel, h.requestModel()),
+		attribute.String(AttrMode, h.mode),
+	))
+	id := server.RolloutID(ctx)
+	if id == "" {
+		id = telemetry.RolloutIDFrom(ctx)
+	}
+	if id != "" {
+		span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+	}
+	return ctx, span
+}
+
+// endSpan ends a model span, with the answer's model and token counts
+// when the call succeeded.
+func endSpan(span trace.Span, err error, model string, input, output int) {
+	if span == nil {
+		return
+	}
+	if err == nil {
+		span.SetAttributes(
+			attribute.String(AttrResponseModel, model),
+			attribute.Int(AttrInputTokens, input),
+			attribute.Int(AttrOutputTokens, output),
+		)
+	}
+	lens.End(span, err)
+}
+
+func (h *handler) responses(ctx context.Context, req responsesRequest) (resp protocol.Response, err error) {
+	ctx, span := h.startSpan(ctx, SpanName)
+	if span != nil {
 		defer func() {
-			if err == nil {
-				span.SetAttributes(
-					attribute.String(AttrResponseModel, resp.Model),
-					attribute.Int(AttrInputTokens, resp.Usage.InputTokens),
-					attribute.Int(AttrOutputTokens, resp.Usage.OutputTokens),
-				)
+			in, out := 0, 0
+			if resp.Usage != nil {
+				in, out = resp.Usage.InputTokens, resp.Usage.OutputTokens
 			}
-			lens.End(span, err)
+			endSpan(span, err, resp.Model, in, out)
 		}()
 	}
 	if h.up != nil {
-		return h.up.complete(ctx, req, h.ids.next())
+		return h.up.respond(ctx, req.ResponseCreateParams, h.ids.next())
 	}
-	return h.builtin(ctx, req)
+	return h.builtinResponse(ctx, req.ResponseCreateParams)
 }
 
-// builtin answers with the deterministic policy after the configured
-// latency.
-func (h *handler) builtin(ctx context.Context, req protocol.ResponsesRequest) (protocol.ResponsesResponse, error) {
-	if h.cfg.LatencyMS > 0 {
-		t := time.NewTimer(time.Duration(h.cfg.LatencyMS * float64(time.Millisecond)))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return protocol.ResponsesResponse{}, fmt.Errorf("model: request abandoned during simulated latency: %w", ctx.Err())
-		}
+func (h *handler) chatCompletions(ctx context.Context, req ChatCompletionRequest) (resp json.RawMessage, err error) {
+	ctx, span := h.startSpan(ctx, ChatSpanName)
+	var cc *ChatCompletion
+	if span != nil {
+		defer func() {
+			model, in, out := "", 0, 0
+			if cc != nil {
+				model = cc.Model
+				if cc.Usage != nil {
+					in, out = cc.Usage.PromptTokens, cc.Usage.CompletionTokens
+				}
+			}
+			endSpan(span, err, model, in, out)
+		}()
 	}
-	question := lastUserText(req.Input)
-	text := Answer(h.cfg.Seed, h.cfg.CorrectProbability, question)
-	in := 0
-	for _, m := range req.Input {
-		in += countWords(m.Content)
+	if h.up != nil {
+		resp, cc, err = h.up.chat(ctx, &req)
+		return resp, err
 	}
-	out := countWords(text)
-	return newResponse(h.ids.next(), h.cfg.Model, "completed", text,
-		protocol.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}), nil
+	cc, err = h.builtinChat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(cc)
 }
 
-// newResponse builds a Responses API answer holding one assistant message.
-func newResponse(id, model, status, text string, usage protocol.Usage) protocol.ResponsesResponse {
-	return protocol.ResponsesResponse{
-		ID:     "resp_" + id,
-		Object: "response",
-		Model:  model,
-		Status: status,
-		Output: []protocol.OutputItem{{
-			Type:    "message",
-			ID:      "msg_" + id,
-			Role:    "assistant",
-			Status:  status,
-			Content: []protocol.OutputContent{{Type: "output_text", Text: text}},
-		}},
-		Usage: usage,
+// think waits out the configured latency, or until the caller goes away.
+func (h *handler) think(ctx context.Context) error {
+	if h.cfg.LatencyMS <= 0 {
+		return nil
 	}
-}
-
-// lastUserText returns the content of the last user message, or of the
-// last message when none has the user role.
-func lastUserText(in []protocol.InputMessage) string {
-	for i := len(in) - 1; i >= 0; i-- {
-		if in[i].Role == "user" {
-			return in[i].Content
-		}
-	}
-	if len(in) == 0 {
-		return ""
-	}
-	return in[len(in)-1].Content
-}
-
-// questionRE finds the first "a op b" with integer operands.
-var questionRE = regexp.MustCompile(`(-?\d+)\s*([-+*])\s*(-?\d+)`)
-
-// Solve finds the first "a + b", "a - b" or "a * b" on integers in text
-// (as in "What is 17 + 25?") and returns its value; ok is false when text
-// holds no such expression. Operands of any size are handled exactly.
-func Solve(text string) (result *big.Int, ok bool) {
-	m := questionRE.FindStringSubmatch(text)
-	// Operands thousands of digits long would cost seconds of CPU.
-	if m == nil || len(m[1]) > 4096 || len(m[3]) > 4096 {
-		return nil, false
-	}
-	a, okA := new(big.Int).SetString(m[1], 10)
-	b, okB := new(big.Int).SetString(m[3], 10)
-	if !okA || !okB {
-		return nil, false
-	}
-	switch m[2] {
-	case "+":
-		return a.Add(a, b), true
-	case "-":
-		return a.Sub(a, b), true
-	default:
-		return a.Mul(a, b), true
+	t := time.NewTimer(time.Duration(h.cfg.LatencyMS * float64(time.Millisecond)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("model: request abandoned during simulated latency: %w", ctx.Err())
 	}
 }
 
-// Answer is the built-in policy: the reply to question under seed. It is
-// "The answer is N." with N correct with probability pCorrect and otherwise
-// off by 1 to 10 either way, or DontKnow when question holds no
-// expression Solve understands. The same (seed, question) always gets the
-// same reply; the draw uses a generator local to the call, seeded from a
-// hash of both, so concurrent calls share no state.
-func Answer(seed int64, pCorrect float64, question string) string {
-	want, ok := Solve(question)
-	if !ok {
-		return DontKnow
+// builtinResponse answers with the deterministic policy after the
+// configured latency.
+func (h *handler) builtinResponse(ctx context.Context, p protocol.ResponseCreateParams) (protocol.Response, error) {
+	if err := h.think(ctx); err != nil {
+		return protocol.Response{}, err
 	}
-	h := fnv.New64a()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	_, _ = h.Write(b[:])
-	_, _ = h.Write([]byte(question))
-	sum := h.Sum64()
-	var src randv2.PCG
-	src.Seed(sum, sum^0x9e3779b97f4a7c15)
-	r := randv2.New(&src)
-	if r.Float64() >= pCorrect {
-		off := int64(r.IntN(10) + 1)
-		if r.IntN(2) == 0 {
-			off = -off
-		}
-		want.Add(want, big.NewInt(off))
+	turn := Decide(h.cfg.Seed, h.cfg.CorrectProbability, p.Input, p.Tools)
+	id := h.ids.next()
+	var item protocol.Item
+	var words int
+	if turn.Call != nil {
+		item = protocol.FunctionCall("fc_"+id, "call_"+id, turn.Call.Name, turn.Call.Arguments)
+		words = countWords(turn.Call.Name) + countWords(turn.Call.Arguments)
+	} else {
+		item = protocol.AssistantMessage("msg_"+id, turn.Text)
+		words = countWords(turn.Text)
 	}
-	return "The answer is " + want.String() + "."
+	return protocol.Response{
+		ID:                "resp_" + id,
+		Object:            protocol.ObjectResponse,
+		CreatedAt:         float64(time.Now().Unix()),
+		Model:             h.cfg.Model,
+		Output:            []protocol.Item{item},
+		ParallelToolCalls: p.EffectiveParallelToolCalls(),
+		ToolChoice:        p.EffectiveToolChoice(),
+		Tools:             p.EffectiveTools(),
+		Status:            protocol.ResponseCompleted,
+		Usage:             protocol.NewUsage(inputWords(p.Instructions, p.Input.AsItems()), words),
+		Instructions:      p.Instructions,
+		Temperature:       p.Temperature,
+		TopP:              p.TopP,
+		MaxOutputTokens:   p.MaxOutputTokens,
+		Metadata:          p.Metadata,
+	}, nil
 }
 
-// countWords counts whitespace-separated words: the servers' rough token
-// count.
-func countWords(s string) int {
-	n, in := 0, false
-	for _, c := range s {
-		space := c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == 0x85 || c == 0xA0
-		if !space && !in {
-			n++
-		}
-		in = !space
+// builtinChat answers a chat request with the same policy: the
+// conversation is read as Responses input items, and a function call
+// becomes the message's one tool call.
+func (h *handler) builtinChat(ctx context.Context, req ChatCompletionRequest) (*ChatCompletion, error) {
+	if err := h.think(ctx); err != nil {
+		return nil, err
 	}
-	return n
+	items := chatItems(req.Messages)
+	turn := Decide(h.cfg.Seed, h.cfg.CorrectProbability, protocol.ItemsInput(items...), chatToolsAsResponses(req.Tools))
+	id := h.ids.next()
+	msg := ChatCompletionMessage{Role: protocol.RoleAssistant}
+	finish, words := FinishStop, 0
+	if turn.Call != nil {
+		msg.ToolCalls = []ChatToolCall{{ID: "call_" + id, Type: "function",
+			Function: ChatFunctionCall{Name: turn.Call.Name, Arguments: turn.Call.Arguments}}}
+		finish, words = FinishToolCalls, countWords(turn.Call.Name)+countWords(turn.Call.Arguments)
+	} else {
+		text := turn.Text
+		msg.Content, words = &text, countWords(text)
+	}
+	in := inputWords(nil, items)
+	return &ChatCompletion{
+		ID:      "chatcmpl-" + id,
+		Object:  ObjectChatCompletion,
+		Created: time.Now().Unix(),
+		Model:   h.cfg.Model,
+		Choices: []ChatChoice{{Index: 0, Message: msg, FinishReason: finish}},
+		Usage:   &ChatUsage{PromptTokens: in, CompletionTokens: words, TotalTokens: in + words},
+	}, nil
 }
 
 // idSource mints response IDs: a random per-server prefix and a counter,

@@ -1,12 +1,15 @@
 package model_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +20,8 @@ import (
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/internal/servertest"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/model"
 	"github.com/gymlens/gymlens/telemetry"
@@ -28,44 +31,81 @@ import (
 // connection or telemetry goroutine behind.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// start runs a model server on loopback and returns the URL of its
-// /v1/responses endpoint, a client, and a function that stops it.
-func start(t *testing.T, cfg model.Config, opts server.Options) (url string, c *server.Client, stop func()) {
+// start runs a model server on loopback, built with the package's server
+// options merged into opts, and returns its base URL, a client, and a
+// function that stops it.
+func start(t *testing.T, cfg model.Config, opts server.Options) (base string, c *server.Client, stop func()) {
 	t.Helper()
+	mine := model.ServerOptions(cfg.Name)
 	opts.Name, opts.Type = model.ServerName, telemetry.ServerTypeModel
+	opts.RolloutPrefix, opts.SessionCookie = mine.RolloutPrefix, mine.SessionCookie
 	s := server.New(opts)
 	if err := model.Register(s, cfg); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	base, stop := servertest.Start(t, s)
-	return base + "/v1/responses", servertest.Client(t), stop
+	base, stop = servertest.Start(t, s)
+	return base, servertest.Client(t), stop
 }
 
-func ask(ctx context.Context, c *server.Client, url string, msgs ...protocol.InputMessage) (protocol.ResponsesResponse, error) {
-	var resp protocol.ResponsesResponse
-	err := c.PostJSON(ctx, url, protocol.ResponsesRequest{Input: msgs}, &resp)
-	return resp, err
+// responsesURL and chatURL are the routes of a server started by start.
+func responsesURL(base string) string { return base + protocol.PathResponses }
+func chatURL(base string) string      { return base + protocol.PathChatCompletions }
+
+// postRaw sends body verbatim as a JSON POST and returns the answer.
+func postRaw(t *testing.T, url, body string) (status int, header http.Header, raw []byte) {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	res, err := c.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	raw, err = io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, res.Header, raw
 }
 
-func user(text string) protocol.InputMessage {
-	return protocol.InputMessage{Role: "user", Content: text}
+// decodeObject decodes a JSON object, failing the test otherwise.
+func decodeObject(t *testing.T, raw []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || m == nil {
+		t.Fatalf("not a JSON object (%v): %s", err, raw)
+	}
+	return m
 }
 
+// ask posts params to a /v1/responses URL and checks the answer against
+// the response schema.
+func ask(ctx context.Context, t *testing.T, c *server.Client, url string, params protocol.ResponseCreateParams) (protocol.Response, error) {
+	t.Helper()
+	var resp protocol.Response
+	if err := c.PostJSON(ctx, url, params, &resp); err != nil {
+		return resp, err
+	}
+	if err := resp.Validate(); err != nil {
+		t.Fatalf("the server's response fails the schema: %v", err)
+	}
+	return resp, nil
+}
+
+func text(s string) protocol.ResponseCreateParams {
+	return protocol.ResponseCreateParams{Input: protocol.TextInput(s)}
+}
+
+// mustAsk asks question (a string input) and returns the output text.
 func mustAsk(t *testing.T, c *server.Client, url, question string) string {
 	t.Helper()
-	resp, err := ask(context.Background(), c, url, user(question))
+	resp, err := ask(context.Background(), t, c, url, text(question))
 	if err != nil {
 		t.Fatalf("ask %q: %v", question, err)
 	}
 	return resp.OutputText()
-}
-
-func questions(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("What is %d + %d?", 3*i+1, 7*i+2)
-	}
-	return out
 }
 
 func withP(seed int64, p float64) model.Config {
@@ -74,93 +114,227 @@ func withP(seed int64, p float64) model.Config {
 	return cfg
 }
 
-func TestBuiltinIsDeterministicPerSeed(t *testing.T) {
-	urlA, c, _ := start(t, withP(1, 0.5), server.Options{})
-	urlA2, _, _ := start(t, withP(1, 0.5), server.Options{}) // same seed, another process-like instance
-	urlB, _, _ := start(t, withP(2, 0.5), server.Options{})
-	differ := 0
-	for _, q := range questions(50) {
-		a := mustAsk(t, c, urlA, q)
-		if again := mustAsk(t, c, urlA, q); again != a {
-			t.Fatalf("%q: %q then %q under the same seed", q, a, again)
-		}
-		if other := mustAsk(t, c, urlA2, q); other != a {
-			t.Fatalf("%q: two servers with seed 1 answered %q and %q", q, a, other)
-		}
-		if mustAsk(t, c, urlB, q) != a {
-			differ++
-		}
+// fieldErrors decodes a FastAPI 422 body.
+func fieldErrors(t *testing.T, raw []byte) []protocol.FieldError {
+	t.Helper()
+	var ve protocol.ValidationError
+	if err := json.Unmarshal(raw, &ve); err != nil || len(ve.Detail) == 0 {
+		t.Fatalf("not a 422 detail list (%v): %s", err, raw)
 	}
-	if differ == 0 {
-		t.Fatal("seeds 1 and 2 gave the same answers to all 50 questions")
-	}
+	return ve.Detail
 }
 
-func TestCorrectProbabilityExtremes(t *testing.T) {
-	alwaysRight, c, _ := start(t, withP(7, 1), server.Options{})
-	alwaysWrong, _, _ := start(t, withP(7, 0), server.Options{})
-	for i, q := range questions(50) {
-		want := fmt.Sprintf("The answer is %d.", (3*i+1)+(7*i+2))
-		if got := mustAsk(t, c, alwaysRight, q); got != want {
-			t.Errorf("p=1, %q: %q, want %q", q, got, want)
-		}
-		got := mustAsk(t, c, alwaysWrong, q)
-		if got == want || !strings.HasPrefix(got, "The answer is ") {
-			t.Errorf("p=0, %q: %q, want a wrong number", q, got)
-		}
-	}
-}
-
-func TestBuiltinParsesOperators(t *testing.T) {
-	url, c, _ := start(t, withP(0, 1), server.Options{})
-	for q, want := range map[string]string{
-		"What is 17 + 25?":                  "The answer is 42.",
-		"What is 17 - 25?":                  "The answer is -8.",
-		"What is 6 * 7?":                    "The answer is 42.",
-		"what is 12*-3":                     "The answer is -36.",
-		"Compute 10 - -5, please.":          "The answer is 15.",
-		"What is 99999999999 * 99999999999": "The answer is 9999999999800000000001.",
-		"What is the capital of France?":    model.DontKnow,
-		"What is 5 / 2?":                    model.DontKnow,
+func TestResponsesSchemaRefusals(t *testing.T) {
+	base, _, _ := start(t, withP(0, 1), server.Options{})
+	url := responsesURL(base)
+	for _, tc := range []struct {
+		name, body, kind string
+		loc              []any
+		msg              string
+	}{
+		{"unknown member", `{"input":"hi","prompt_cache_key":"k"}`, protocol.ErrExtraForbidden, []any{"body", "prompt_cache_key"}, ""},
+		{"another unknown member", `{"input":"hi","conversation":{"id":"c"}}`, protocol.ErrExtraForbidden, []any{"body", "conversation"}, ""},
+		{"no input", `{"model":"m"}`, protocol.ErrMissing, []any{"body", "input"}, ""},
+		{"null parallel_tool_calls", `{"input":"hi","parallel_tool_calls":null}`, protocol.ErrBool, []any{"body", "parallel_tool_calls"}, ""},
+		{"null tool_choice", `{"input":"hi","tool_choice":null}`, protocol.ErrLiteral, []any{"body", "tool_choice"}, ""},
+		{"function tool without strict", `{"input":"hi","tools":[{"type":"function","name":"f","parameters":{}}]}`,
+			protocol.ErrMissing, []any{"body", "tools", 0, "strict"}, ""},
+		{"bad role", `{"input":[{"role":"robot","content":"hi"}]}`, protocol.ErrLiteral, []any{"body", "input", 0, "role"}, ""},
+		{"streaming", `{"input":"hi","stream":true}`, protocol.ErrLiteral, []any{"body", "stream"}, "does not stream"},
+		{"malformed JSON", `{"input":`, protocol.ErrJSONInvalid, nil, ""},
 	} {
-		if got := mustAsk(t, c, url, q); got != want {
-			t.Errorf("%q: %q, want %q", q, got, want)
-		}
-	}
-	// The last user message is the one answered.
-	resp, err := ask(context.Background(), c, url,
-		protocol.InputMessage{Role: "system", Content: "You add numbers. 1 + 1 is a warm-up."},
-		user("What is 1 + 2?"),
-		protocol.InputMessage{Role: "assistant", Content: "Let me think about 5 + 5."})
-	if err != nil || resp.OutputText() != "The answer is 3." {
-		t.Errorf("multi-message input: %q, %v", resp.OutputText(), err)
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, raw := postRaw(t, url, tc.body)
+			if status != http.StatusUnprocessableEntity {
+				t.Fatalf("status %d, want 422: %s", status, raw)
+			}
+			errs := fieldErrors(t, raw)
+			var found bool
+			for _, e := range errs {
+				if e.Type != tc.kind {
+					continue
+				}
+				if tc.loc != nil && !reflect.DeepEqual(normLoc(e.Loc), tc.loc) {
+					continue
+				}
+				if !strings.Contains(e.Msg, tc.msg) {
+					t.Errorf("message %q does not say %q", e.Msg, tc.msg)
+				}
+				found = true
+			}
+			if !found {
+				t.Errorf("no %s error at %v in %s", tc.kind, tc.loc, raw)
+			}
+		})
 	}
 }
 
-func TestBuiltinResponseShape(t *testing.T) {
-	url, c, _ := start(t, withP(0, 1), server.Options{})
-	resp, err := ask(context.Background(), c, url, user("What is 2 + 2?"))
+// normLoc turns the float64 indexes of a decoded location into ints.
+func normLoc(loc []any) []any {
+	out := make([]any, len(loc))
+	for i, p := range loc {
+		if f, ok := p.(float64); ok {
+			out[i] = int(f)
+		} else {
+			out[i] = p
+		}
+	}
+	return out
+}
+
+// TestResponseRequiredMembers reads the raw answer: every member
+// upstream's NeMoGymResponse requires is there, with the right kind.
+func TestResponseRequiredMembers(t *testing.T) {
+	base, _, _ := start(t, withP(0, 1), server.Options{})
+	status, _, raw := postRaw(t, responsesURL(base), `{"input":[{"role":"user","content":"What is 2 + 2?"}]}`)
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, raw)
+	}
+	m := decodeObject(t, raw)
+	for _, k := range []string{"id", "object", "created_at", "model", "output", "parallel_tool_calls", "tool_choice", "tools", "status", "usage"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("member %s missing from %s", k, raw)
+		}
+	}
+	if id, _ := m["id"].(string); !strings.HasPrefix(id, "resp_") {
+		t.Errorf("id %q", id)
+	}
+	if m["object"] != "response" || m["model"] != model.DefaultModel || m["status"] != "completed" ||
+		m["parallel_tool_calls"] != true || m["tool_choice"] != "auto" {
+		t.Errorf("envelope %s", raw)
+	}
+	if created, err := m["created_at"].(json.Number).Int64(); err != nil || created < 1_600_000_000 {
+		t.Errorf("created_at %v: want Unix seconds (%v)", m["created_at"], err)
+	}
+	if tools, ok := m["tools"].([]any); !ok || len(tools) != 0 {
+		t.Errorf("tools %v, want []", m["tools"])
+	}
+	out, _ := m["output"].([]any)
+	if len(out) != 1 {
+		t.Fatalf("output %v: want one item", m["output"])
+	}
+	msg := out[0].(map[string]any)
+	for _, k := range []string{"type", "id", "role", "status", "content"} {
+		if _, ok := msg[k]; !ok {
+			t.Errorf("message member %s missing: %v", k, msg)
+		}
+	}
+	parts, _ := msg["content"].([]any)
+	if msg["type"] != "message" || msg["role"] != "assistant" || len(parts) != 1 {
+		t.Fatalf("message %v", msg)
+	}
+	part := parts[0].(map[string]any)
+	if ann, ok := part["annotations"].([]any); part["type"] != "output_text" || part["text"] != "The answer is 4." || !ok || len(ann) != 0 {
+		t.Errorf("part %v: want output_text with annotations []", part)
+	}
+	// "What is 2 + 2?" is 5 words, "The answer is 4." is 4.
+	usage := m["usage"].(map[string]any)
+	want := `{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":9}`
+	if got, _ := json.Marshal(usage); string(got) != want {
+		t.Errorf("usage %s, want %s", got, want)
+	}
+	var resp protocol.Response
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Validate(); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+}
+
+// TestResponseEchoesRequest checks that the tool settings and sampling
+// parameters come back as the request set them, and that ids differ.
+func TestResponseEchoesRequest(t *testing.T) {
+	base, c, _ := start(t, withP(0, 1), server.Options{})
+	off, temp, maxTokens, instr := false, 0.5, 64, "Be brief."
+	choice := protocol.ToolChoice{Mode: protocol.ToolChoiceNone}
+	params := protocol.ResponseCreateParams{
+		Input:             protocol.ItemsInput(protocol.UserMessage("What is 1 + 1?")),
+		Tools:             []protocol.Tool{protocol.FunctionTool("lookup", "Look a word up.", json.RawMessage(`{"type":"object"}`))},
+		ParallelToolCalls: &off, ToolChoice: &choice, Temperature: &temp, MaxOutputTokens: &maxTokens,
+		Instructions: &instr, Metadata: map[string]string{"k": "v"},
+	}
+	resp, err := ask(context.Background(), t, c, responsesURL(base), params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Object != "response" || resp.Status != "completed" || resp.Model != model.DefaultModel || !strings.HasPrefix(resp.ID, "resp_") {
-		t.Errorf("envelope %+v", resp)
+	if resp.ParallelToolCalls || resp.ToolChoice.Mode != protocol.ToolChoiceNone || len(resp.Tools) != 1 || resp.Tools[0].Name != "lookup" {
+		t.Errorf("tool settings %v %+v %+v", resp.ParallelToolCalls, resp.ToolChoice, resp.Tools)
 	}
-	if len(resp.Output) != 1 || resp.Output[0].Type != "message" || resp.Output[0].Role != "assistant" ||
-		len(resp.Output[0].Content) != 1 || resp.Output[0].Content[0].Type != "output_text" {
-		t.Fatalf("output %+v: want one assistant message with one output_text part", resp.Output)
+	if resp.Temperature == nil || *resp.Temperature != 0.5 || resp.MaxOutputTokens == nil || *resp.MaxOutputTokens != 64 ||
+		resp.Instructions == nil || *resp.Instructions != instr || resp.Metadata["k"] != "v" {
+		t.Errorf("sampling echo %+v", resp)
 	}
-	// "What is 2 + 2?" is 5 words, "The answer is 4." is 4.
-	if resp.Usage != (protocol.Usage{InputTokens: 5, OutputTokens: 4, TotalTokens: 9}) {
-		t.Errorf("usage %+v", resp.Usage)
+	// "Be brief." (2) + "What is 1 + 1?" (5).
+	if resp.Usage.InputTokens != 7 {
+		t.Errorf("input tokens %d, want 7", resp.Usage.InputTokens)
 	}
-	again, err := ask(context.Background(), c, url, user("What is 2 + 2?"))
-	if err != nil || again.ID == resp.ID {
+	again, err := ask(context.Background(), t, c, responsesURL(base), params)
+	if err != nil || again.ID == resp.ID || again.Output[0].ID == resp.Output[0].ID {
 		t.Errorf("second response id %q (first %q), err %v: ids must differ", again.ID, resp.ID, err)
 	}
-	// An empty input is the runtime's 400.
-	if _, err := ask(context.Background(), c, url); server.StatusOf(err) != http.StatusBadRequest {
-		t.Errorf("empty input: %v, want 400", err)
+	// An empty input list is valid; nothing to answer.
+	empty, err := ask(context.Background(), t, c, responsesURL(base), protocol.ResponseCreateParams{Input: protocol.ItemsInput()})
+	if err != nil || empty.OutputText() != model.DontKnow {
+		t.Errorf("empty input: %q, %v", empty.OutputText(), err)
+	}
+}
+
+// TestPrefixRoute serves /v1/responses under the model form of the
+// rollout prefix, sets the session cookie, and puts the prefix's rollout
+// id and the server name on the span.
+func TestPrefixRoute(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: telemetry.ServerTypeModel,
+		SpanExporter: exp})
+	cfg := withP(0, 1)
+	cfg.Name = "policy_a"
+	base, _, stop := start(t, cfg, server.Options{})
+	body := `{"input":"What is 20 + 22?"}`
+	for _, path := range []string{"/ng-rollout/7-2/v1/responses", "/ng-rollout/7-2/training-token-capture/v1/responses", "/v1/responses"} {
+		status, header, raw := postRaw(t, base+path, body)
+		if status != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", path, status, raw)
+		}
+		var resp protocol.Response
+		if err := json.Unmarshal(raw, &resp); err != nil || resp.Validate() != nil || resp.OutputText() != "The answer is 42." {
+			t.Errorf("%s: %s", path, raw)
+		}
+		if !strings.Contains(header.Get("Set-Cookie"), "policy_model___policy_a=") {
+			t.Errorf("%s: Set-Cookie %q", path, header.Get("Set-Cookie"))
+		}
+	}
+	if status, _, _ := postRaw(t, base+"/ng-rollout/7-2/v2/responses", body); status != http.StatusNotFound {
+		t.Errorf("unknown route under the prefix: %d, want 404", status)
+	}
+	stop()
+	if err := h.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range exp.GetSpans() {
+		if s.Name != model.SpanName {
+			continue
+		}
+		a := attrMap(s)
+		if a[telemetry.AttrServerName] != "policy_a" || a[model.AttrMode] != model.ModeBuiltin || a[model.AttrRequestModel] != model.DefaultModel ||
+			a[model.AttrResponseModel] != model.DefaultModel || a[model.AttrInputTokens] != "5" || a[model.AttrOutputTokens] != "4" {
+			t.Errorf("span attributes %v", a)
+		}
+		ids = append(ids, a[telemetry.AttrRolloutID])
+	}
+	if !reflect.DeepEqual(ids, []string{"7-2", "7-2", ""}) {
+		t.Errorf("rollout ids on %s spans: %q, want the prefix's twice, then none", model.SpanName, ids)
+	}
+}
+
+func TestServerOptions(t *testing.T) {
+	o := model.ServerOptions("policy_b")
+	if o.RolloutPrefix != server.PrefixModel || o.SessionCookie != "policy_model___policy_b" {
+		t.Errorf("ServerOptions(policy_b) = %+v", o)
+	}
+	if o := model.ServerOptions(""); o.SessionCookie != "policy_model___policy_model" {
+		t.Errorf("ServerOptions(\"\") cookie %q", o.SessionCookie)
 	}
 }
 
@@ -186,8 +360,8 @@ func TestLatencyHonoursCancellation(t *testing.T) {
 
 	cfg := withP(0, 1)
 	cfg.LatencyMS = float64(10 * time.Minute / time.Millisecond)
-	url, c, stop := start(t, cfg, server.Options{ShutdownTimeout: 30 * time.Second, Middleware: reached})
-	_, err := ask(ctx, c, url, user("What is 1 + 1?"))
+	base, c, stop := start(t, cfg, server.Options{ShutdownTimeout: 30 * time.Second, Middleware: reached})
+	_, err := ask(ctx, t, c, responsesURL(base), text("What is 1 + 1?"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned call: %v, want context.Canceled", err)
 	}
@@ -213,7 +387,8 @@ func TestLatencyHonoursCancellation(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	d := model.Defaults()
-	if d.Model != "gym-policy" || d.CorrectProbability != 0.8 || d.LatencyMS != 0 || d.Upstream.APIKeyEnv != "OPENAI_API_KEY" {
+	if d.Model != "gym-policy" || d.CorrectProbability != 0.8 || d.LatencyMS != 0 || d.Upstream.APIKeyEnv != "OPENAI_API_KEY" ||
+		d.Upstream.API != model.APIChatCompletions || d.Upstream.TimeoutMS != 60000 || d.Name != "" {
 		t.Errorf("Defaults() = %+v", d)
 	}
 	if err := d.Validate(); err != nil {
@@ -222,12 +397,12 @@ func TestConfig(t *testing.T) {
 
 	// Decoding starts from the defaults; snake_case keys in both formats.
 	var fromJSON model.Config
-	if err := json.Unmarshal([]byte(`{"seed": 3, "latency_ms": 5, "upstream": {"base_url": "http://h:1", "model": "m", "timeout_ms": 10}}`), &fromJSON); err != nil {
+	if err := json.Unmarshal([]byte(`{"seed": 3, "latency_ms": 5, "name": "p1", "upstream": {"base_url": "http://h:1", "model": "m", "timeout_ms": 10, "api": "responses"}}`), &fromJSON); err != nil {
 		t.Fatal(err)
 	}
-	if fromJSON.Seed != 3 || fromJSON.LatencyMS != 5 || fromJSON.CorrectProbability != 0.8 || fromJSON.Model != "gym-policy" ||
+	if fromJSON.Seed != 3 || fromJSON.LatencyMS != 5 || fromJSON.CorrectProbability != 0.8 || fromJSON.Model != "gym-policy" || fromJSON.Name != "p1" ||
 		fromJSON.Upstream.BaseURL != "http://h:1" || fromJSON.Upstream.Model != "m" || fromJSON.Upstream.TimeoutMS != 10 ||
-		fromJSON.Upstream.APIKeyEnv != "OPENAI_API_KEY" {
+		fromJSON.Upstream.APIKeyEnv != "OPENAI_API_KEY" || fromJSON.Upstream.API != model.APIResponses {
 		t.Errorf("from JSON: %+v", fromJSON)
 	}
 	var fromYAML model.Config
@@ -235,8 +410,15 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fromYAML.CorrectProbability != 0 || fromYAML.Model != "p" || fromYAML.Upstream.APIKeyEnv != "MY_KEY" ||
-		fromYAML.Upstream.TimeoutMS != model.DefaultUpstreamTimeoutMS {
+		fromYAML.Upstream.TimeoutMS != model.DefaultUpstreamTimeoutMS || fromYAML.Upstream.API != model.APIChatCompletions {
 		t.Errorf("from YAML: %+v", fromYAML)
+	}
+	var openai model.Config
+	if err := yaml.Unmarshal([]byte("openai_base_url: https://api.example/v1\nopenai_api_key: k\nopenai_model: gpt\n"), &openai); err != nil {
+		t.Fatal(err)
+	}
+	if openai.OpenAIBaseURL != "https://api.example/v1" || openai.OpenAIAPIKey != "k" || openai.OpenAIModel != "gpt" || openai.Validate() != nil {
+		t.Errorf("openai_* keys: %+v, %v", openai, openai.Validate())
 	}
 
 	for name, cfg := range map[string]model.Config{
@@ -245,21 +427,35 @@ func TestConfig(t *testing.T) {
 		"negative latency":       {CorrectProbability: 1, LatencyMS: -1},
 		"relative upstream url":  {Upstream: model.UpstreamConfig{BaseURL: "/v1", Model: "m"}},
 		"upstream without model": {Upstream: model.UpstreamConfig{BaseURL: "http://h"}},
+		"unknown api":            {Upstream: model.UpstreamConfig{BaseURL: "http://h", Model: "m", API: "completions"}},
+		"both base urls":         {Upstream: model.UpstreamConfig{BaseURL: "http://h", Model: "m"}, OpenAIBaseURL: "http://h", OpenAIModel: "m"},
+		"openai key alone":       {OpenAIAPIKey: "k"},
+		"openai without model":   {OpenAIBaseURL: "http://h"},
+		"openai relative url":    {OpenAIBaseURL: "h/v1", OpenAIModel: "m"},
 	} {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 
-	// The key never shows when a configuration is printed or logged.
+	// The keys never show when a configuration is printed or logged.
 	cfg := model.Defaults()
 	cfg.Upstream.APIKey = "sk-do-not-print"
 	cfg.Upstream.BaseURL = "https://user:pw@api.example/?token=q"
+	cfg.OpenAIAPIKey = "sk-flat-do-not-print"
+	cfg.OpenAIBaseURL = "https://user:pw@api2.example/v1?token=q"
 	var logged strings.Builder
-	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "upstream", cfg.Upstream)
-	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), cfg.Upstream.String(), logged.String()} {
-		if strings.Contains(s, "sk-do-not-print") || strings.Contains(s, "pw") || strings.Contains(s, "token=q") {
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	log.Info("config", "upstream", cfg.Upstream)
+	log.Info("config", "cfg", cfg)
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg)
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%#v", cfg.Upstream),
+		cfg.String(), cfg.Upstream.String(), logged.String()} {
+		if strings.Contains(s, "do-not-print") || strings.Contains(s, "pw") || strings.Contains(s, "token=q") {
 			t.Errorf("secret shown: %s", s)
+		}
+		if !strings.Contains(s, "[REDACTED]") {
+			t.Errorf("no redaction marker in %s", s)
 		}
 	}
 }

@@ -18,43 +18,33 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// ChatCompletionsPath is appended to Upstream.BaseURL.
-const ChatCompletionsPath = "/v1/chat/completions"
+// Paths appended to the upstream base URL.
+const (
+	ChatCompletionsPath = "/v1/chat/completions"
+	ResponsesPath       = "/v1/responses"
+)
 
 // maxUpstreamBody bounds how much of an upstream answer is read.
 const maxUpstreamBody = 16 << 20
 
-// upstream forwards requests to an OpenAI-compatible chat completions
-// endpoint. The key lives only here and in the Authorization header it
-// writes; every message this type produces passes through scrub.
-type upstream struct {
-	endpoint string               // full URL, possibly with a query string
-	safe     string               // endpoint as it may be shown
+// endpoint is one upstream URL with what its CLIENT span needs.
+type endpoint struct {
+	url      string               // full URL, possibly with a query string
+	safe     string               // url as it may be shown
 	spanName string               // the CLIENT span's name
 	attrs    []attribute.KeyValue // the CLIENT span's attributes; read-only
-	key      string
-	model    string
-	timeout  time.Duration
-	http     *http.Client
 }
 
-func newUpstream(cfg UpstreamConfig, key string) (*upstream, error) {
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil {
-		return nil, errors.New("model: upstream.base_url is not a valid URL")
-	}
-	path := strings.TrimRight(u.Path, "/")
-	if strings.HasSuffix(path, "/v1") {
-		path = strings.TrimSuffix(path, "/v1")
-	}
-	u.Path, u.RawPath = path+ChatCompletionsPath, ""
-	safe := lens.SafeURL(u)
+func newEndpoint(base *url.URL, path string) endpoint {
+	u := *base
+	u.Path, u.RawPath = base.Path+path, ""
+	safe := lens.SafeURL(&u)
 	attrs := []attribute.KeyValue{
 		attribute.String("http.request.method", http.MethodPost),
 		attribute.String("url.full", safe),
@@ -63,67 +53,228 @@ func newUpstream(cfg UpstreamConfig, key string) (*upstream, error) {
 	if port, _ := strconv.Atoi(u.Port()); port != 0 {
 		attrs = append(attrs, attribute.Int("server.port", port))
 	}
+	return endpoint{url: u.String(), safe: safe, spanName: http.MethodPost + " " + u.Path, attrs: attrs}
+}
+
+// upstream forwards requests to an OpenAI-compatible endpoint. The key
+// lives only here and in the Authorization header it writes; every
+// message this type produces passes through scrub.
+type upstream struct {
+	chatEP, responsesEP endpoint
+	api                 string
+	key                 string
+	model               string
+	timeout             time.Duration
+	http                *http.Client
+}
+
+func newUpstream(cfg UpstreamConfig, key string) (*upstream, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil {
+		return nil, errors.New("model: upstream base URL is not a valid URL")
+	}
+	base := *u
+	base.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
+	base.RawPath = ""
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	return &upstream{
-		endpoint: u.String(),
-		safe:     safe,
-		spanName: http.MethodPost + " " + u.Path,
-		attrs:    attrs,
-		key:      key,
-		model:    cfg.Model,
-		timeout:  time.Duration(cfg.TimeoutMS * float64(time.Millisecond)),
-		http:     &http.Client{Transport: tr},
+		chatEP:      newEndpoint(&base, ChatCompletionsPath),
+		responsesEP: newEndpoint(&base, ResponsesPath),
+		api:         cfg.API,
+		key:         key,
+		model:       cfg.Model,
+		timeout:     time.Duration(cfg.TimeoutMS * float64(time.Millisecond)),
+		http:        &http.Client{Transport: tr},
 	}, nil
 }
 
-// chatMessage, chatRequest and chatResponse are the parts of the OpenAI
-// chat completions format the server writes and reads.
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []chatMessage `json:"messages"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
-}
-
-type chatResponse struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message      chatMessage `json:"message"`
-		FinishReason string      `json:"finish_reason"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
-}
-
-// complete makes one upstream call and maps its first choice to a
-// Responses answer. Failures are *server.Error values: 504 when the
-// upstream did not answer in time, 429 when it rate-limited us, 502 for
-// anything else (unreachable, a non-2xx answer, an unreadable body).
-func (u *upstream) complete(ctx context.Context, req protocol.ResponsesRequest, id string) (resp protocol.ResponsesResponse, err error) {
-	msgs := make([]chatMessage, len(req.Input))
-	for i, m := range req.Input {
-		msgs[i] = chatMessage(m)
+// respond answers a Responses request through the configured upstream
+// API.
+func (u *upstream) respond(ctx context.Context, p protocol.ResponseCreateParams, id string) (protocol.Response, error) {
+	if u.api == APIResponses {
+		return u.forwardResponses(ctx, p)
 	}
-	body, err := json.Marshal(chatRequest{Model: u.model, Messages: msgs, Temperature: req.Temperature, MaxTokens: req.MaxOutputTokens})
+	return u.viaChat(ctx, p, id)
+}
+
+// forwardResponses posts the request, as it came and with model
+// replaced, to the upstream's Responses API, and hands back its answer
+// once it passes NeMo Gym's response schema.
+func (u *upstream) forwardResponses(ctx context.Context, p protocol.ResponseCreateParams) (protocol.Response, error) {
+	model := u.model
+	p.Model = &model
+	body, err := json.Marshal(p)
 	if err != nil {
-		return resp, fmt.Errorf("model: encode upstream request: %w", err)
+		return protocol.Response{}, fmt.Errorf("model: encode upstream request: %w", err)
 	}
+	raw, err := u.post(ctx, u.responsesEP, body)
+	if err != nil {
+		return protocol.Response{}, err
+	}
+	var r protocol.Response
+	if err := json.Unmarshal(raw, &r); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || !json.Valid(raw) {
+			return protocol.Response{}, u.fail(http.StatusBadGateway,
+				"upstream model at %s answered a body that is not a Responses API response (not JSON)", u.responsesEP.safe)
+		}
+		// A member of the wrong kind (an object where a string belongs).
+		err = protocol.DecodeError(err)
+		return protocol.Response{}, u.fail(http.StatusBadGateway,
+			"upstream model at %s answered a response that fails the NeMo Gym response schema: %v", u.responsesEP.safe, err)
+	}
+	if err := r.Validate(); err != nil {
+		return protocol.Response{}, u.fail(http.StatusBadGateway,
+			"upstream model at %s answered a response that fails the NeMo Gym response schema: %v", u.responsesEP.safe, err)
+	}
+	return r, nil
+}
+
+// upstreamChatRequest is what a Responses request becomes for the
+// upstream's chat completions.
+type upstreamChatRequest struct {
+	Model             string          `json:"model"`
+	Messages          []ChatMessage   `json:"messages"`
+	Tools             []ChatTool      `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	Temperature       *float64        `json:"temperature,omitempty"`
+	TopP              *float64        `json:"top_p,omitempty"`
+	MaxTokens         *int            `json:"max_tokens,omitempty"`
+}
+
+// viaChat translates a Responses request to a chat completion call and
+// maps the first choice back: its text as an assistant message, its tool
+// calls as function_call items.
+func (u *upstream) viaChat(ctx context.Context, p protocol.ResponseCreateParams, id string) (protocol.Response, error) {
+	req := upstreamChatRequest{Model: u.model, Messages: chatMessages(p.Instructions, p.Input.AsItems()),
+		Tools: chatTools(p.Tools), Temperature: p.Temperature, TopP: p.TopP, MaxTokens: p.MaxOutputTokens}
+	if len(req.Tools) > 0 {
+		// OpenAI refuses both without tools.
+		req.ToolChoice, req.ParallelToolCalls = chatToolChoice(p.ToolChoice), p.ParallelToolCalls
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return protocol.Response{}, fmt.Errorf("model: encode upstream request: %w", err)
+	}
+	raw, err := u.post(ctx, u.chatEP, body)
+	if err != nil {
+		return protocol.Response{}, err
+	}
+	cc, problem := checkChatCompletion(raw)
+	if problem != "" {
+		return protocol.Response{}, u.fail(http.StatusBadGateway,
+			"upstream model at %s answered a body that is not a chat completion: %s", u.chatEP.safe, problem)
+	}
+	if len(cc.Choices) == 0 {
+		return protocol.Response{}, u.fail(http.StatusBadGateway, "upstream model at %s answered without choices", u.chatEP.safe)
+	}
+	choice := cc.Choices[0]
+	var output []protocol.Item
+	text := ""
+	if choice.Message.Content != nil {
+		text = *choice.Message.Content
+	}
+	if text != "" || len(choice.Message.ToolCalls) == 0 {
+		output = append(output, protocol.AssistantMessage("msg_"+id, text))
+	}
+	for i, c := range choice.Message.ToolCalls {
+		output = append(output, protocol.FunctionCall(fmt.Sprintf("fc_%s_%d", id, i), c.ID, c.Function.Name, c.Function.Arguments))
+	}
+	resp := protocol.Response{
+		ID: "resp_" + id, Object: protocol.ObjectResponse, CreatedAt: float64(cc.Created), Model: cc.Model,
+		Output: output, ParallelToolCalls: p.EffectiveParallelToolCalls(), ToolChoice: p.EffectiveToolChoice(),
+		Tools: p.EffectiveTools(), Status: protocol.ResponseCompleted, Usage: cc.Usage.responses(),
+		Instructions: p.Instructions, Temperature: p.Temperature, TopP: p.TopP,
+		MaxOutputTokens: p.MaxOutputTokens, Metadata: p.Metadata,
+	}
+	switch choice.FinishReason {
+	case FinishLength:
+		resp.Status = protocol.ResponseIncomplete
+		resp.IncompleteDetails = &protocol.IncompleteDetails{Reason: "max_output_tokens"}
+	case FinishContentFilter:
+		resp.Status = protocol.ResponseIncomplete
+		resp.IncompleteDetails = &protocol.IncompleteDetails{Reason: "content_filter"}
+	}
+	if resp.Model == "" {
+		resp.Model = u.model
+	}
+	if resp.CreatedAt == 0 {
+		resp.CreatedAt = float64(time.Now().Unix())
+	}
+	return resp, nil
+}
+
+// chat forwards a chat request, as upstream's model server does: the
+// declared members that arrived, model replaced. The answer goes back as
+// it came once it has a chat completion's required members.
+func (u *upstream) chat(ctx context.Context, req *ChatCompletionRequest) (json.RawMessage, *ChatCompletion, error) {
+	body, err := json.Marshal(req.forwardBody(u.model))
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: encode upstream request: %w", err)
+	}
+	raw, err := u.post(ctx, u.chatEP, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc, problem := checkChatCompletion(raw)
+	if problem != "" {
+		return nil, nil, u.fail(http.StatusBadGateway,
+			"upstream model at %s answered a body that is not a chat completion: %s", u.chatEP.safe, problem)
+	}
+	return raw, cc, nil
+}
+
+// checkChatCompletion decodes a chat completion and reports the first
+// required member it lacks (by name only: values may quote the prompt).
+func checkChatCompletion(raw []byte) (*ChatCompletion, string) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil || top == nil {
+		return nil, "the body is not a JSON object"
+	}
+	for _, k := range []string{"id", "object", "created", "model", "choices"} {
+		if v, ok := top[k]; !ok || isJSONNull(v) {
+			return nil, "member " + k + " is missing"
+		}
+	}
+	var cc ChatCompletion
+	if err := json.Unmarshal(raw, &cc); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, "member " + te.Field + " has the wrong type"
+		}
+		return nil, "a member has the wrong type"
+	}
+	if cc.Object != ObjectChatCompletion {
+		return nil, "object is not " + strconv.Quote(ObjectChatCompletion)
+	}
+	var choices []map[string]json.RawMessage
+	_ = json.Unmarshal(top["choices"], &choices)
+	for i, c := range choices {
+		for _, k := range []string{"index", "message", "finish_reason"} {
+			if v, ok := c[k]; !ok || isJSONNull(v) {
+				return nil, fmt.Sprintf("member choices.%d.%s is missing", i, k)
+			}
+		}
+		if cc.Choices[i].Message.Role != protocol.RoleAssistant {
+			return nil, fmt.Sprintf("choices.%d.message.role is not \"assistant\"", i)
+		}
+	}
+	return &cc, ""
+}
+
+// post makes one upstream call and returns the 2xx body. Failures are
+// *server.Error values: 504 when the upstream did not answer in time, 429
+// when it rate-limited us, 502 for anything else (unreachable, a non-2xx
+// answer, an unreadable body).
+func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 
 	if lens.Enabled(telemetry.GroupHTTPClient) {
 		var span trace.Span
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, u.spanName,
-			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(u.attrs...))
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, ep.spanName,
+			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(ep.attrs...))
 		defer func() {
 			if s := server.StatusOf(err); s != 0 {
 				span.SetAttributes(attribute.Int("http.response.status_code", s))
@@ -132,9 +283,9 @@ func (u *upstream) complete(ctx context.Context, req protocol.ResponsesRequest, 
 		}()
 	}
 
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, u.endpoint, bytes.NewReader(body))
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(body))
 	if err != nil {
-		return resp, u.fail(http.StatusBadGateway, "cannot build the upstream request")
+		return nil, u.fail(http.StatusBadGateway, "cannot build the upstream request")
 	}
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json")
@@ -145,64 +296,40 @@ func (u *upstream) complete(ctx context.Context, req protocol.ResponsesRequest, 
 
 	res, err := u.http.Do(r)
 	if err != nil {
-		return resp, u.transportError(ctx, err)
+		return nil, u.transportError(ctx, ep, err)
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, maxUpstreamBody))
+	raw, err = io.ReadAll(io.LimitReader(res.Body, maxUpstreamBody))
 	if err != nil {
-		return resp, u.transportError(ctx, err)
+		return nil, u.transportError(ctx, ep, err)
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return resp, u.statusError(res.StatusCode, raw)
+		return nil, u.statusError(ep, res.StatusCode, raw)
 	}
-	var cr chatResponse
-	if err := json.Unmarshal(raw, &cr); err != nil {
-		return resp, u.fail(http.StatusBadGateway, "upstream model at %s answered a body that is not a chat completion", u.safe)
-	}
-	if len(cr.Choices) == 0 {
-		return resp, u.fail(http.StatusBadGateway, "upstream model at %s answered without choices", u.safe)
-	}
-	choice := cr.Choices[0]
-	status := "completed"
-	if choice.FinishReason == "length" {
-		status = "incomplete"
-	}
-	model := cr.Model
-	if model == "" {
-		model = u.model
-	}
-	usage := protocol.Usage{
-		InputTokens:  cr.Usage.PromptTokens,
-		OutputTokens: cr.Usage.CompletionTokens,
-		TotalTokens:  cr.Usage.TotalTokens,
-	}
-	if usage.TotalTokens == 0 {
-		usage.TotalTokens = usage.InputTokens + usage.OutputTokens
-	}
-	return newResponse(id, model, status, choice.Message.Content, usage), nil
+	return raw, nil
 }
 
 // transportError describes a call that got no complete answer. The
 // *url.Error the client returns is unwrapped: its text repeats the full
 // URL, query string included.
-func (u *upstream) transportError(ctx context.Context, err error) error {
+func (u *upstream) transportError(ctx context.Context, ep endpoint, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return u.fail(http.StatusGatewayTimeout, "upstream model at %s did not answer within %v", u.safe, u.timeout)
+		return u.fail(http.StatusGatewayTimeout, "upstream model at %s did not answer within %v", ep.safe, u.timeout)
 	case ctx.Err() != nil:
-		return u.fail(http.StatusBadGateway, "upstream call to %s abandoned: %v", u.safe, ctx.Err())
+		return u.fail(http.StatusBadGateway, "upstream call to %s abandoned: %v", ep.safe, ctx.Err())
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return u.fail(http.StatusBadGateway, "upstream model at %s unreachable: %v", u.safe, err)
+	return u.fail(http.StatusBadGateway, "upstream model at %s unreachable: %v", ep.safe, err)
 }
 
 // statusError describes a non-2xx upstream answer by its status and, when
 // the body is an OpenAI error object, its type and code. The upstream's
 // message is left out: providers quote (part of) the key in it.
-func (u *upstream) statusError(status int, raw []byte) error {
+func (u *upstream) statusError(ep endpoint, status int, raw []byte) error {
 	var eb struct {
 		Error struct {
 			Type string `json:"type"`
@@ -231,7 +358,7 @@ func (u *upstream) statusError(status int, raw []byte) error {
 	if status == http.StatusTooManyRequests {
 		out = http.StatusTooManyRequests
 	}
-	return u.fail(out, "upstream model at %s answered %d %s%s", u.safe, status, http.StatusText(status), detail)
+	return u.fail(out, "upstream model at %s answered %d %s%s", ep.safe, status, http.StatusText(status), detail)
 }
 
 // fail builds a *server.Error whose message cannot hold the API key.

@@ -6,30 +6,31 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
-	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
-	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/environment"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/telemetry"
-	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
-// ServerName is the name this server has in a fleet configuration.
+// ServerName is the name of this environment: its implementation name in
+// a fleet configuration (gym serve resources_servers --impl arithmetic).
 const ServerName = "arithmetic"
 
 // SpanName is the name of the span around one verification.
-const SpanName = "gym.verify"
+const SpanName = environment.SpanName
 
-// Span attribute keys set on the gym.verify span.
+// AttrReward is the gym.verify span attribute that carries the reward.
+const AttrReward = environment.AttrReward
+
+// Members the verify response adds to the echoed row.
 const (
-	AttrTaskID  = "nemo.gym.task.id"
-	AttrReward  = "nemo.gym.verify.reward"
-	AttrCorrect = "nemo.gym.verify.correct"
+	// FieldExpectedAnswer is the task's expected answer, as given.
+	FieldExpectedAnswer = "expected_answer"
+	// FieldExtractedAnswer is the number read from the answer (thousands
+	// separators removed), or null when the answer has none.
+	FieldExtractedAnswer = "extracted_answer"
 )
 
 // ErrExpectedNotNumber is wrapped by the error a verification returns when
@@ -37,10 +38,7 @@ const (
 // verification fails (HTTP 500) rather than scoring the answer 0.
 var ErrExpectedNotNumber = errors.New("expected answer is not a number")
 
-// errPanicked is what a panicking verification records on its span.
-var errPanicked = errors.New("verifier panicked")
-
-// Config configures the arithmetic resources server. The zero value is a
+// Config configures the arithmetic environment. The zero value is a
 // working configuration: exact comparison, no fault injection.
 type Config struct {
 	// Tolerance is the largest absolute difference between the parsed
@@ -48,22 +46,23 @@ type Config struct {
 	// default) demands exact equality; 7 and 7.0 are equal either way.
 	Tolerance float64 `json:"tolerance,omitempty" yaml:"tolerance,omitempty"`
 	// PanicOnTaskPrefix is a fault injection for tests: when it is not
-	// empty, verifying a task whose ID starts with it panics.
+	// empty, verifying a row whose task_id field starts with it panics
+	// (rows without a task_id never do).
 	PanicOnTaskPrefix string `json:"panic_on_task_prefix,omitempty" yaml:"panic_on_task_prefix,omitempty"`
 	// WorkMicros is a benchmarking aid: when it is above 0, every
 	// verification first spends about that many microseconds of CPU on a
 	// fixed computation (chained SHA-256), so that load tests see a server
 	// whose handler costs something, as a real verifier does. The amount
-	// of computation is calibrated once, in Register, on the machine the
-	// server runs on. 0 (the default) adds nothing; the largest accepted
-	// value is one second.
+	// of computation is calibrated once, in New, on the machine the server
+	// runs on. 0 (the default) adds nothing; the largest accepted value is
+	// one second.
 	WorkMicros int `json:"work_us,omitempty" yaml:"work_us,omitempty"`
 }
 
 // Defaults returns the default configuration, which is the zero value.
 func Defaults() Config { return Config{} }
 
-// Validate reports a configuration the server cannot run with.
+// Validate reports a configuration the environment cannot run with.
 func (c Config) Validate() error {
 	if c.Tolerance < 0 || math.IsNaN(c.Tolerance) || math.IsInf(c.Tolerance, 0) {
 		return fmt.Errorf("resources: tolerance must be a finite number >= 0, got %v", c.Tolerance)
@@ -74,33 +73,59 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Register validates cfg and registers POST /verify on s.
-//
-// Answers: 200 with the score for every task that could be scored, right
-// or wrong; 400 (from the runtime) for a body that does not decode or a
-// task without id or question, not counted as a verification; 500 when
-// the task's expected answer is not a number (the error wraps
-// ErrExpectedNotNumber; it is a broken task, not a bad request, so it is
-// counted as a failed verification) or when the verifier panics.
-func Register(s *server.Server, cfg Config) error {
-	if s == nil {
-		return errors.New("resources: nil server")
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	server.Handle(s, protocol.RouteVerify, newVerifier(cfg).handle)
-	return nil
+// Task is what the verifier reads from a dataset row.
+type Task struct {
+	// ExpectedAnswer is the exact result, written as a number ("42",
+	// "-3", "1,234.5"). Required: a row without it, or with a value that
+	// is not a string, is refused with 422.
+	ExpectedAnswer string `json:"expected_answer" gym:"required"`
+	// TaskID optionally names the task; fault injection
+	// (Config.PanicOnTaskPrefix) matches it.
+	TaskID string `json:"task_id"`
 }
 
-// newVerifier prepares a valid cfg for serving; with WorkMicros set it
-// calibrates the synthetic work, which takes a few milliseconds.
-func newVerifier(cfg Config) *verifier {
+// New validates cfg and returns the arithmetic environment: POST /verify
+// reads the last number of the model's answer text (every output_text
+// part of the response's messages, Response.OutputText) and compares it
+// exactly, as a rational number, with the task's expected_answer.
+//
+// Answers: 200 with reward 1 when they are equal (within the tolerance),
+// reward 0 for any other answer, one without a number included; 422 (from
+// the SDK) for a row without a string expected_answer, not counted as a
+// verification; 500 when the expected answer is not a number (the error
+// wraps ErrExpectedNotNumber; a broken task, counted as a failed
+// verification) or when the verifier panics. The response echoes the row
+// and adds expected_answer and extracted_answer. Verification depends on
+// the request alone, so GET /reverify_mode answers "stateless".
+func New(cfg Config) (*environment.Environment, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	v := &verifier{cfg: cfg, workRounds: calibrateWork(cfg.WorkMicros)}
 	if cfg.Tolerance > 0 {
 		v.tolerance = new(big.Rat).SetFloat64(cfg.Tolerance)
 	}
-	return v
+	return environment.New(ServerName, environment.Verify(v.verify),
+		environment.ReverifyMode(protocol.ReverifyStateless)), nil
+}
+
+// Register validates cfg and puts the arithmetic environment's routes on
+// s, which should be built with ServerOptions.
+func Register(s *server.Server, cfg Config) error {
+	if s == nil {
+		return errors.New("resources: nil server")
+	}
+	env, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return env.Register(s)
+}
+
+// ServerOptions returns the server options the environment needs for
+// the fleet instance called instance (see environment.ServerOptions).
+func ServerOptions(instance string) server.Options {
+	return environment.ServerOptions(ServerName, instance)
 }
 
 type verifier struct {
@@ -109,70 +134,42 @@ type verifier struct {
 	workRounds int      // SHA-256 rounds per verification (Config.WorkMicros); 0: none
 }
 
-// handle wraps one verification with its span and its single metric
-// record. The runtime has already decoded and validated the request, so
-// every call that gets here is counted.
-func (v *verifier) handle(ctx context.Context, req protocol.VerifyRequest) (resp protocol.VerifyResponse, err error) {
-	start := time.Now()
-	var span trace.Span
-	if lens.Enabled(telemetry.GroupVerify) {
-		_, span = lens.Start(ctx, telemetry.GroupVerify, SpanName,
-			trace.WithAttributes(attribute.String(AttrTaskID, req.Task.ID)))
-		if id := telemetry.RolloutIDFrom(ctx); id != "" {
-			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
-		}
-	}
-	defer func() {
-		r := recover()
-		if r != nil {
-			// Recorded here, then handed on: the runtime logs the panic
-			// with its stack (which still shows the original frames) and
-			// answers 500. The value stays off the span: it could quote
-			// the answer.
-			err = errPanicked
-		}
-		metrics.RecordVerify(time.Since(start), err == nil)
-		if span != nil {
-			if err == nil {
-				span.SetAttributes(attribute.Float64(AttrReward, resp.Reward), attribute.Bool(AttrCorrect, resp.Correct))
-			}
-			lens.End(span, err)
-		}
-		if r != nil {
-			panic(r)
-		}
-	}()
-	return v.verify(req)
-}
-
 // verify scores one answer. It returns an error wrapping
 // ErrExpectedNotNumber when the task cannot be scored.
-func (v *verifier) verify(req protocol.VerifyRequest) (protocol.VerifyResponse, error) {
-	if v.cfg.PanicOnTaskPrefix != "" && strings.HasPrefix(req.Task.ID, v.cfg.PanicOnTaskPrefix) {
+func (v *verifier) verify(_ context.Context, req *protocol.VerifyRequest, task Task) (environment.Score, error) {
+	if v.cfg.PanicOnTaskPrefix != "" && strings.HasPrefix(task.TaskID, v.cfg.PanicOnTaskPrefix) {
 		panic("resources: injected verifier fault")
 	}
 	if v.workRounds > 0 {
-		doWork(req.Task.ID, v.workRounds)
+		doWork(task.TaskID+"\x00"+task.ExpectedAnswer, v.workRounds)
 	}
-	want, ok := parseNumber(strings.TrimSpace(req.Task.Expected))
+	want, ok := parseNumber(strings.TrimSpace(task.ExpectedAnswer))
 	if !ok {
 		// Neither the expected value nor the answer goes into the message:
 		// both are task data, and the message reaches spans.
-		return protocol.VerifyResponse{}, fmt.Errorf("task %q: %w", req.Task.ID, ErrExpectedNotNumber)
+		return environment.Score{}, fmt.Errorf("resources: task %s: %w", taskName(req, task), ErrExpectedNotNumber)
 	}
-	tok, found := LastNumber(req.Answer)
+	score := environment.Score{}.With(FieldExpectedAnswer, task.ExpectedAnswer)
+	tok, found := LastNumber(req.Response.OutputText())
 	if !found {
-		return protocol.VerifyResponse{}, nil
+		return score.With(FieldExtractedAnswer, nil), nil
 	}
-	got, ok := parseNumber(tok)
-	if !ok {
-		return protocol.VerifyResponse{Parsed: tok}, nil
+	score = score.With(FieldExtractedAnswer, tok)
+	if got, ok := parseNumber(tok); ok && v.equal(got, want) {
+		score.Reward = 1
 	}
-	resp := protocol.VerifyResponse{Parsed: tok}
-	if v.equal(got, want) {
-		resp.Reward, resp.Correct = 1, true
+	return score, nil
+}
+
+// taskName names a task in an error: its task_id, else its index.
+func taskName(req *protocol.VerifyRequest, task Task) string {
+	switch {
+	case task.TaskID != "":
+		return strconv.Quote(task.TaskID)
+	case req.TaskIndex != nil:
+		return "#" + strconv.Itoa(*req.TaskIndex)
 	}
-	return resp, nil
+	return "(unnamed)"
 }
 
 func (v *verifier) equal(a, b *big.Rat) bool {
@@ -226,7 +223,7 @@ func LastNumber(text string) (number string, found bool) {
 }
 
 // normalize turns a scanned number into the plain form big.Rat reads and
-// VerifyResponse.Parsed reports: no separators, no plus sign, a leading
+// the extracted_answer reports: no separators, no plus sign, a leading
 // zero before a bare fraction.
 func normalize(n string, commas bool) string {
 	if commas {

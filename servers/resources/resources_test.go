@@ -3,8 +3,6 @@ package resources_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"strings"
@@ -17,10 +15,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
-	protocol "github.com/gymlens/gymlens/internal/legacyproto"
+	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/instruments/gym"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources"
 	"github.com/gymlens/gymlens/telemetry"
@@ -30,77 +29,141 @@ import (
 // connection or telemetry goroutine behind.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// start runs an arithmetic resources server on loopback and returns the
-// URL of its /verify endpoint, a client, and a function that stops it.
-func start(t *testing.T, cfg resources.Config) (verifyURL string, c *server.Client, stop func()) {
+// start serves the arithmetic environment with cfg and returns its base
+// URL.
+func start(t *testing.T, cfg resources.Config) string {
 	t.Helper()
-	// The injected panics would fill the test log with stacks.
-	s := server.New(server.Options{Name: resources.ServerName, Type: telemetry.ServerTypeResources,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err := resources.Register(s, cfg); err != nil {
-		t.Fatalf("Register: %v", err)
+	env, err := resources.New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
 	}
-	base, stop := servertest.Start(t, s)
-	return base + "/verify", servertest.Client(t), stop
+	return envtest.Serve(t, env)
 }
 
-func verify(t *testing.T, c *server.Client, url string, task protocol.Task, answer string) (protocol.VerifyResponse, error) {
+// row is an arithmetic task row, as the built-in dataset writes them.
+func row(id, expected string) protocol.RunRequest {
+	fields := map[string]any{"expected_answer": expected}
+	if id != "" {
+		fields["task_id"] = id
+	}
+	return envtest.Row("What is 3 + 4?", fields)
+}
+
+// result is what the tests read from a verify response.
+type result struct {
+	Reward    float64         `json:"reward"`
+	Expected  *string         `json:"expected_answer"`
+	Extracted json.RawMessage `json:"extracted_answer"`
+}
+
+// verify posts the verify request of r with answer and returns the
+// status, the decoded result and the raw body.
+func verify(t *testing.T, base string, r protocol.RunRequest, answer string) (int, result, []byte) {
 	t.Helper()
-	var resp protocol.VerifyResponse
-	err := c.PostJSON(context.Background(), url, protocol.VerifyRequest{Task: task, Answer: answer}, &resp)
-	return resp, err
-}
-
-func task(id, expected string) protocol.Task {
-	return protocol.Task{ID: id, Question: "What is 3 + 4?", Expected: expected}
+	status, raw := envtest.NewSession(t, base).Post("/verify", envtest.Verify(r, envtest.Answer(answer)))
+	var res result
+	if status == http.StatusOK {
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatalf("verify: %v: %s", err, raw)
+		}
+	}
+	return status, res, raw
 }
 
 func TestVerifyScoresTheLastNumber(t *testing.T) {
-	url, c, _ := start(t, resources.Defaults())
+	base := start(t, resources.Defaults())
 	for _, tc := range []struct {
 		answer, expected string
 		correct          bool
-		parsed           string
+		extracted        string // JSON
 	}{
-		{"The answer is 7.", "7", true, "7"},
-		{"7", "7", true, "7"},
-		{"3 + 4 = 7.0", "7", true, "7.0"},
-		{"I think it is 8.", "7", false, "8"},
-		{"Maybe 7, no wait, 9", "7", false, "9"},
-		{"The total is -12 units", "-12", true, "-12"},
-		{"roughly 1,234.50", "1234.5", true, "1234.50"},
-		{"it's .5", "0.5", true, "0.5"},
-		{"no idea", "7", false, ""},
-		{"", "0", false, ""},
-		{"The answer is 7.", " 7 ", true, "7"},
+		{"The answer is 7.", "7", true, `"7"`},
+		{"7", "7", true, `"7"`},
+		{"3 + 4 = 7.0", "7", true, `"7.0"`},
+		{"I think it is 8.", "7", false, `"8"`},
+		{"Maybe 7, no wait, 9", "7", false, `"9"`},
+		{"The total is -12 units", "-12", true, `"-12"`},
+		{"roughly 1,234.50", "1234.5", true, `"1234.50"`},
+		{"it's .5", "0.5", true, `"0.5"`},
+		{"The answer is \\boxed{42}.", "42", true, `"42"`},
+		{"no idea", "7", false, `null`},
+		{"", "0", false, `null`},
+		{"The answer is 7.", " 7 ", true, `"7"`},
 	} {
-		resp, err := verify(t, c, url, task("t1", tc.expected), tc.answer)
-		if err != nil {
-			t.Fatalf("verify(%q, expected %q): %v", tc.answer, tc.expected, err)
+		status, res, raw := verify(t, base, row("t1", tc.expected), tc.answer)
+		if status != http.StatusOK {
+			t.Fatalf("verify(%q, expected %q): %d %s", tc.answer, tc.expected, status, raw)
 		}
-		wantReward := 0.0
+		want := 0.0
 		if tc.correct {
-			wantReward = 1
+			want = 1
 		}
-		if resp.Correct != tc.correct || resp.Reward != wantReward || resp.Parsed != tc.parsed {
-			t.Errorf("verify(%q, expected %q) = %+v; want correct=%v reward=%v parsed=%q",
-				tc.answer, tc.expected, resp, tc.correct, wantReward, tc.parsed)
+		if res.Reward != want || string(res.Extracted) != tc.extracted || res.Expected == nil || *res.Expected != tc.expected {
+			t.Errorf("verify(%q, expected %q) = %s; want reward %v, extracted %s", tc.answer, tc.expected, raw, want, tc.extracted)
 		}
+	}
+}
+
+func TestVerifyEchoesTheRow(t *testing.T) {
+	base := start(t, resources.Defaults())
+	r := row("arith-000001", "7")
+	_ = r.Fields.Set("question_id", 17)
+	r.Fields.SetRaw("notes", json.RawMessage(`null`))
+	idx := 4
+	r.TaskIndex, r.RolloutIndex = &idx, &idx
+	status, raw := envtest.NewSession(t, base).Post("/verify", envtest.Verify(r, envtest.Answer("7")))
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, raw)
+	}
+	m := envtest.Members(t, raw)
+	for k, want := range map[string]string{"task_id": `"arith-000001"`, "question_id": `17`, "notes": `null`,
+		"_ng_task_index": `4`, "_ng_rollout_index": `4`, "expected_answer": `"7"`, "extracted_answer": `"7"`, "reward": `1`} {
+		if string(m[k]) != want {
+			t.Errorf("%s = %s, want %s", k, m[k], want)
+		}
+	}
+	if _, ok := m["responses_create_params"]; !ok {
+		t.Error("responses_create_params not echoed")
+	}
+	if _, ok := m["response"]; !ok {
+		t.Error("response not echoed")
 	}
 }
 
 func TestToleranceConfig(t *testing.T) {
-	cfg := resources.Config{Tolerance: 0.01}
-	url, c, _ := start(t, cfg)
-	if resp, err := verify(t, c, url, task("t", "3.14159"), "pi is 3.14"); err != nil || !resp.Correct {
-		t.Fatalf("within tolerance: %+v, %v", resp, err)
+	base := start(t, resources.Config{Tolerance: 0.01})
+	if _, res, raw := verify(t, base, row("t", "3.14159"), "pi is 3.14"); res.Reward != 1 {
+		t.Fatalf("within tolerance: %s", raw)
 	}
-	if resp, err := verify(t, c, url, task("t", "3.2"), "pi is 3.14"); err != nil || resp.Correct {
-		t.Fatalf("outside tolerance: %+v, %v", resp, err)
+	if _, res, raw := verify(t, base, row("t", "3.2"), "pi is 3.14"); res.Reward != 0 {
+		t.Fatalf("outside tolerance: %s", raw)
 	}
 	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if err := (resources.Config{Tolerance: bad}).Validate(); err == nil {
 			t.Errorf("Tolerance %v accepted", bad)
+		}
+	}
+}
+
+func TestRowsUpstreamWouldRefuse(t *testing.T) {
+	base := start(t, resources.Defaults())
+	for _, tc := range []struct {
+		name   string
+		fields map[string]any
+		typ    string
+	}{
+		{"no expected answer", map[string]any{"task_id": "t"}, protocol.ErrMissing},
+		{"numeric expected answer", map[string]any{"expected_answer": 7}, protocol.ErrString},
+		{"null expected answer", map[string]any{"expected_answer": nil}, protocol.ErrString},
+		{"numeric task id", map[string]any{"expected_answer": "7", "task_id": 3}, protocol.ErrString},
+	} {
+		r := envtest.Row("What is 3 + 4?", tc.fields)
+		status, raw := envtest.NewSession(t, base).Post("/verify", envtest.Verify(r, envtest.Answer("7")))
+		servertest.CheckErrorBody(t, status, raw)
+		var body struct{ Detail []protocol.FieldError }
+		_ = json.Unmarshal(raw, &body)
+		if status != http.StatusUnprocessableEntity || len(body.Detail) != 1 || body.Detail[0].Type != tc.typ {
+			t.Errorf("%s: %d %s; want 422 %s", tc.name, status, raw, tc.typ)
 		}
 	}
 }
@@ -128,24 +191,16 @@ func TestLastNumber(t *testing.T) {
 }
 
 func TestConfigKeys(t *testing.T) {
-	raw, err := json.Marshal(resources.Config{Tolerance: 0.5, PanicOnTaskPrefix: "boom-"})
+	raw, err := json.Marshal(resources.Config{Tolerance: 0.5, PanicOnTaskPrefix: "boom-", WorkMicros: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(raw); got != `{"tolerance":0.5,"panic_on_task_prefix":"boom-"}` {
+	if got := string(raw); got != `{"tolerance":0.5,"panic_on_task_prefix":"boom-","work_us":3}` {
 		t.Errorf("JSON keys: %s", got)
 	}
-}
-
-func TestWorkMicrosConfig(t *testing.T) {
-	var cfg resources.Config
-	if err := json.Unmarshal([]byte(`{"work_us":100}`), &cfg); err != nil || cfg.WorkMicros != 100 {
-		t.Fatalf(`{"work_us":100} decoded as %+v, %v`, cfg, err)
-	}
-	for _, ok := range []int{0, 1, 100, 1_000_000} {
-		if err := (resources.Config{WorkMicros: ok}).Validate(); err != nil {
-			t.Errorf("WorkMicros %d rejected: %v", ok, err)
-		}
+	// The zero value adds no key, so existing configs encode as before.
+	if raw, _ := json.Marshal(resources.Defaults()); string(raw) != `{}` {
+		t.Errorf("zero Config encodes as %s", raw)
 	}
 	for _, bad := range []int{-1, 1_000_001} {
 		err := (resources.Config{WorkMicros: bad}).Validate()
@@ -153,31 +208,24 @@ func TestWorkMicrosConfig(t *testing.T) {
 			t.Errorf("WorkMicros %d: err %v, want one naming work_us", bad, err)
 		}
 	}
-	// The zero value adds no key, so existing configs encode as before.
-	if raw, _ := json.Marshal(resources.Config{}); string(raw) != `{}` {
-		t.Errorf("zero Config encodes as %s", raw)
-	}
 }
 
 // TestWorkMicrosKeepsScores: the synthetic work changes what a
 // verification costs, never what it answers.
 func TestWorkMicrosKeepsScores(t *testing.T) {
-	plainURL, c, _ := start(t, resources.Config{})
-	workURL, _, _ := start(t, resources.Config{WorkMicros: 20})
+	plain := start(t, resources.Config{})
+	work := start(t, resources.Config{WorkMicros: 20})
 	for _, tc := range []struct{ expected, answer string }{
 		{"7", "The answer is 7."}, {"7", "8"}, {"1234.5", "roughly 1,234.50"}, {"0", "no idea"},
 	} {
-		want, err := verify(t, c, plainURL, task("t", tc.expected), tc.answer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := verify(t, c, workURL, task("t", tc.expected), tc.answer)
-		if err != nil || got != want {
-			t.Errorf("%q with work_us=20: %+v, %v; without: %+v", tc.answer, got, err, want)
+		_, want, _ := verify(t, plain, row("t", tc.expected), tc.answer)
+		status, got, raw := verify(t, work, row("t", tc.expected), tc.answer)
+		if status != http.StatusOK || got.Reward != want.Reward || string(got.Extracted) != string(want.Extracted) {
+			t.Errorf("%q with work_us=20: %s; without: %+v", tc.answer, raw, want)
 		}
 	}
-	if _, err := verify(t, c, workURL, task("t", "seven"), "7"); !strings.Contains(fmt.Sprint(err), "500") {
-		t.Errorf("unscorable task with work_us=20: err %v, want a 500", err)
+	if status, _, _ := verify(t, work, row("t", "seven"), "7"); status != http.StatusInternalServerError {
+		t.Errorf("unscorable task with work_us=20: %d, want 500", status)
 	}
 }
 
@@ -230,15 +278,15 @@ func verifyMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, rat
 
 func TestVerifyOutcomesAreCounted(t *testing.T) {
 	_, reader, _ := telemetryOn(t)
-	url, c, _ := start(t, resources.Config{PanicOnTaskPrefix: "boom-"})
+	base := start(t, resources.Config{PanicOnTaskPrefix: "boom-"})
 
 	for i, answer := range []string{"The answer is 7.", "7", "It is 7.", "The answer is 8."} {
-		resp, err := verify(t, c, url, task("t", "7"), answer)
-		if err != nil {
-			t.Fatalf("verification %d: %v", i, err)
+		status, res, raw := verify(t, base, row("t", "7"), answer)
+		if status != http.StatusOK {
+			t.Fatalf("verification %d: %d %s", i, status, raw)
 		}
-		if want := i < 3; resp.Correct != want {
-			t.Fatalf("verification %d of %q: correct=%v", i, answer, resp.Correct)
+		if want := i < 3; (res.Reward == 1) != want {
+			t.Fatalf("verification %d of %q: %s", i, answer, raw)
 		}
 	}
 	// A wrong answer is still a completed verification.
@@ -247,20 +295,23 @@ func TestVerifyOutcomesAreCounted(t *testing.T) {
 	}
 
 	// An expected value that is not a number fails the verification.
-	_, err := verify(t, c, url, task("t-bad", "seven"), "The answer is 7.")
-	if server.StatusOf(err) != http.StatusInternalServerError || !strings.Contains(err.Error(), "not a number") {
-		t.Fatalf("non-numeric expected: err = %v; want a 500 saying it is not a number", err)
+	status, _, raw := verify(t, base, row("t-bad", "seven"), "The answer is 7.")
+	if status != http.StatusInternalServerError || !strings.Contains(string(raw), resources.ErrExpectedNotNumber.Error()) ||
+		strings.Contains(string(raw), "seven") {
+		t.Fatalf("non-numeric expected: %d %s; want a 500 saying it is not a number, without quoting it", status, raw)
 	}
 	if ok, fail, _, n := verifyMetrics(t, reader); ok != 4 || fail != 1 || n != 5 {
 		t.Fatalf("after a bad task: success=%d failure=%d durations=%d; want 4, 1, 5", ok, fail, n)
 	}
 
+	// A row refused by validation is not a verification.
+	envtest.NewSession(t, base).Post("/verify", envtest.Verify(envtest.Row("q", nil), envtest.Answer("7")))
 	// A panicking verifier is a 500 and a failure, and the server lives on.
-	if _, err := verify(t, c, url, task("boom-1", "7"), "7"); server.StatusOf(err) != http.StatusInternalServerError {
-		t.Fatalf("panicking verifier: err = %v; want a 500", err)
+	if status, _, _ := verify(t, base, row("boom-1", "7"), "7"); status != http.StatusInternalServerError {
+		t.Fatalf("panicking verifier: %d; want a 500", status)
 	}
-	if resp, err := verify(t, c, url, task("t", "7"), "7"); err != nil || !resp.Correct {
-		t.Fatalf("request after a panic: %+v, %v", resp, err)
+	if _, res, raw := verify(t, base, row("t", "7"), "7"); res.Reward != 1 {
+		t.Fatalf("request after a panic: %s", raw)
 	}
 	ok, fail, rate, n := verifyMetrics(t, reader)
 	if ok != 5 || fail != 2 || n != 7 {
@@ -271,91 +322,61 @@ func TestVerifyOutcomesAreCounted(t *testing.T) {
 	}
 }
 
-func TestBadRequestsAre400AndNotCounted(t *testing.T) {
-	_, reader, _ := telemetryOn(t)
-	url, c, _ := start(t, resources.Defaults())
-	if _, err := verify(t, c, url, task("t", "1"), "1"); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ name, body, mention string }{
-		{"malformed JSON", `{"task": {"id": "t", `, "malformed JSON"},
-		{"wrong field type", `{"task": {"id": 5, "question": "q", "expected": "1"}, "answer": "1"}`, "task.id"},
-		{"missing task id", `{"task": {"question": "q", "expected": "1"}, "answer": "1"}`, "task.id"},
-		{"empty body", ``, "empty"},
-	} {
-		status, raw := servertest.PostRaw(t, url, tc.body)
-		var eb server.ErrorBody
-		if err := json.Unmarshal(raw, &eb); err != nil {
-			t.Fatalf("%s: error body %q is not JSON: %v", tc.name, raw, err)
-		}
-		if status != http.StatusBadRequest || eb.Error.Type != "bad_request" || !strings.Contains(eb.Error.Message, tc.mention) {
-			t.Errorf("%s: %d %+v; want 400 bad_request mentioning %q", tc.name, status, eb.Error, tc.mention)
-		}
-	}
-	// The typed client sees the same 400 for a task without a question.
-	_, err := verify(t, c, url, protocol.Task{ID: "t", Expected: "1"}, "1")
-	if server.StatusOf(err) != http.StatusBadRequest {
-		t.Errorf("missing question: %v; want 400", err)
-	}
-	if ok, fail, _, n := verifyMetrics(t, reader); ok != 1 || fail != 0 || n != 1 {
-		t.Fatalf("bad requests were counted: success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, n)
-	}
-}
-
 func TestVerifySpan(t *testing.T) {
 	h, _, exp := telemetryOn(t)
-	url, c, stop := start(t, resources.Config{PanicOnTaskPrefix: "boom-"})
+	base := start(t, resources.Config{PanicOnTaskPrefix: "boom-"})
 	const secretAnswer = "The answer is 4217, my chain of thought says"
-	if _, err := verify(t, c, url, protocol.Task{ID: "span-ok", Question: "What is 4000 + 217?", Expected: "4217"}, secretAnswer); err != nil {
-		t.Fatal(err)
+	post := func(path string, r protocol.RunRequest, answer string) int {
+		status, _ := envtest.NewSession(t, base).Post(path, envtest.Verify(r, envtest.Answer(answer)))
+		return status
 	}
-	_, badErr := verify(t, c, url, task("span-bad", "seven"), "7")
-	_, panicErr := verify(t, c, url, task("boom-span", "7"), "7")
-	if badErr == nil || panicErr == nil {
-		t.Fatalf("failing verifications succeeded: %v, %v", badErr, panicErr)
+	ok := envtest.Row("What is 4000 + 217?", map[string]any{"expected_answer": "4217", "task_id": "span-ok"})
+	if s := post("/ng-rollout/3-0/verify", ok, secretAnswer); s != http.StatusOK {
+		t.Fatalf("good verification: %d", s)
 	}
-	stop() // every server span has ended once the server drained
+	if s := post("/ng-rollout/3-1/verify", row("span-bad", "seven"), "7"); s != http.StatusInternalServerError {
+		t.Fatalf("bad task: %d", s)
+	}
+	if s := post("/ng-rollout/3-2/verify", row("boom-span", "7"), "7"); s != http.StatusInternalServerError {
+		t.Fatalf("panic: %d", s)
+	}
 	if err := h.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
-	byTask := map[string]tracetest.SpanStub{}
+	byRollout := map[string]tracetest.SpanStub{}
 	for _, s := range exp.GetSpans() {
-		for _, kv := range append(append([]attribute.KeyValue(nil), s.Attributes...), eventAttrs(s)...) {
+		for _, kv := range s.Attributes {
 			if v := kv.Value.Emit(); strings.Contains(v, "4217") || strings.Contains(v, "What is") {
 				t.Errorf("span %q attribute %s carries task or answer text: %q", s.Name, kv.Key, v)
 			}
 		}
-		if strings.Contains(s.Status.Description, "4217") {
-			t.Errorf("span %q status carries answer text: %q", s.Name, s.Status.Description)
+		if strings.Contains(s.Status.Description, "4217") || strings.Contains(s.Status.Description, "seven") {
+			t.Errorf("span %q status carries task or answer text: %q", s.Name, s.Status.Description)
 		}
 		if s.Name != resources.SpanName {
 			continue
 		}
-		id, _ := attr(s, resources.AttrTaskID)
-		byTask[id.AsString()] = s
+		id, _ := attr(s, telemetry.AttrRolloutID)
+		byRollout[id.AsString()] = s
+		if v, _ := attr(s, telemetry.AttrServerName); v.AsString() != resources.ServerName {
+			t.Errorf("gym.verify server name %q", v.AsString())
+		}
 	}
-
-	ok, found := byTask["span-ok"]
+	good, found := byRollout["3-0"]
 	if !found {
-		t.Fatalf("no gym.verify span for span-ok; spans by task: %v", keys(byTask))
+		t.Fatalf("no gym.verify span for rollout 3-0; have %d spans", len(byRollout))
 	}
-	if v, _ := attr(ok, resources.AttrReward); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 1 {
+	if v, _ := attr(good, resources.AttrReward); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 1 {
 		t.Errorf("reward attribute %v (%s), want float 1", v.Emit(), v.Type())
 	}
-	if v, _ := attr(ok, resources.AttrCorrect); v.Type() != attribute.BOOL || !v.AsBool() {
-		t.Errorf("correct attribute %v, want bool true", v.Emit())
+	if good.Status.Code == codes.Error || !good.Parent.IsValid() {
+		t.Errorf("good verification: status %v, parent valid %v", good.Status, good.Parent.IsValid())
 	}
-	if ok.Status.Code == codes.Error {
-		t.Errorf("successful verification has error status %q", ok.Status.Description)
-	}
-	if !ok.Parent.IsValid() {
-		t.Errorf("gym.verify has no parent: the SERVER span should be it")
-	}
-	for _, id := range []string{"span-bad", "boom-span"} {
-		s, found := byTask[id]
+	for _, id := range []string{"3-1", "3-2"} {
+		s, found := byRollout[id]
 		if !found {
-			t.Fatalf("no gym.verify span for %s", id)
+			t.Fatalf("no gym.verify span for rollout %s", id)
 		}
 		if s.Status.Code != codes.Error {
 			t.Errorf("%s: status %v, want error", id, s.Status)
@@ -375,28 +396,29 @@ func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
-func eventAttrs(s tracetest.SpanStub) []attribute.KeyValue {
-	var out []attribute.KeyValue
-	for _, e := range s.Events {
-		out = append(out, e.Attributes...)
-	}
-	return out
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func TestRegisterRejectsBadConfig(t *testing.T) {
-	s := server.New(server.Options{})
+func TestRegisterAndOptions(t *testing.T) {
+	s := server.New(resources.ServerOptions("arith_1"))
 	if err := resources.Register(s, resources.Config{Tolerance: -1}); err == nil {
 		t.Fatal("negative tolerance accepted")
 	}
 	if err := resources.Register(nil, resources.Defaults()); err == nil {
 		t.Fatal("nil server accepted")
+	}
+	if err := resources.Register(s, resources.Defaults()); err != nil {
+		t.Fatal(err)
+	}
+	opts := resources.ServerOptions("arith_1")
+	if opts.SessionCookie != "arithmetic___arith_1" || opts.RolloutPrefix != server.PrefixResources {
+		t.Errorf("ServerOptions: %+v", opts)
+	}
+	base, _ := servertest.Start(t, s)
+	res, err := http.Get(base + "/reverify_mode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var mode string
+	if err := json.NewDecoder(res.Body).Decode(&mode); err != nil || mode != protocol.ReverifyStateless {
+		t.Errorf("reverify_mode %q, %v; want stateless", mode, err)
 	}
 }

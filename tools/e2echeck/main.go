@@ -89,18 +89,87 @@ type jProcess struct {
 	Tags        []jKV  `json:"tags"`
 }
 
-// rolloutRecord is the part of a rollouts.jsonl line the checks use.
+// rolloutRecord is the part of a rollouts.jsonl line (NeMo Gym's output
+// line plus gym's _gymlens bookkeeping) or of a _failures.jsonl line the
+// checks use.
 type rolloutRecord struct {
-	TaskID    string `json:"task_id"`
-	RolloutID string `json:"rollout_id"`
-	Answer    string `json:"answer"`
-	Error     string `json:"error"`
-	TraceID   string `json:"trace_id"`
+	RolloutID string
+	Answer    string
+	Error     string
+	TraceID   string
 }
 
+// UnmarshalJSON reads an output or failure line.
+func (r *rolloutRecord) UnmarshalJSON(b []byte) error {
+	var line struct {
+		Gym struct {
+			RolloutID string `json:"rollout_id"`
+			TraceID   string `json:"trace_id"`
+		} `json:"_gymlens"`
+		FailureError string `json:"_ng_failure_error"`
+		Response     struct {
+			Output []struct {
+				Type    string `json:"type"`
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"output"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(b, &line); err != nil {
+		return err
+	}
+	var answer strings.Builder
+	for _, it := range line.Response.Output {
+		if it.Type != "message" {
+			continue
+		}
+		for _, c := range it.Content {
+			if c.Type == "output_text" {
+				answer.WriteString(c.Text)
+			}
+		}
+	}
+	*r = rolloutRecord{RolloutID: line.Gym.RolloutID, TraceID: line.Gym.TraceID, Error: line.FailureError, Answer: answer.String()}
+	return nil
+}
+
+// taskRecord is a dataset row of tasks.jsonl, by its prompt.
 type taskRecord struct {
-	ID       string `json:"id"`
-	Question string `json:"question"`
+	Question string
+}
+
+// UnmarshalJSON reads the last user message of the row's input (or the
+// input string).
+func (t *taskRecord) UnmarshalJSON(b []byte) error {
+	var row struct {
+		Params struct {
+			Input json.RawMessage `json:"input"`
+		} `json:"responses_create_params"`
+	}
+	if err := json.Unmarshal(b, &row); err != nil {
+		return err
+	}
+	var text string
+	if json.Unmarshal(row.Params.Input, &text) == nil {
+		t.Question = text
+		return nil
+	}
+	var items []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(row.Params.Input, &items); err != nil {
+		return err
+	}
+	for _, it := range items {
+		var c string
+		if it.Role == "user" && json.Unmarshal(it.Content, &c) == nil {
+			t.Question = c
+		}
+	}
+	return nil
 }
 
 const (
@@ -197,6 +266,10 @@ func run(c config, w io.Writer) (bool, error) {
 	rollouts, err := readJSONL[rolloutRecord](filepath.Join(c.runDir, "rollouts.jsonl"))
 	if err != nil {
 		return false, err
+	}
+	// Rollouts that failed every attempt are in the failures sidecar.
+	if failed, err := readJSONL[rolloutRecord](filepath.Join(c.runDir, "rollouts_failures.jsonl")); err == nil {
+		rollouts = append(rollouts, failed...)
 	}
 	tasks, err := readJSONL[taskRecord](filepath.Join(c.runDir, "tasks.jsonl"))
 	if err != nil {
@@ -502,11 +575,16 @@ func judgeRollouts(c config, rollouts []rolloutRecord, traces map[string]*jTrace
 					r.RolloutID, hop, orNone(spanKind(parent)), orNone(kind), parent.OperationName, s.OperationName))
 			case callers[callee] != caller:
 				res.hopProblems = append(res.hopProblems, fmt.Sprintf("rollout %s: unexpected hop %s", r.RolloutID, hop))
-			case seenHop[hop]:
-				res.hopProblems = append(res.hopProblems, fmt.Sprintf("rollout %s: hop %s happens more than once", r.RolloutID, hop))
+			case seenHop[hop+" "+s.OperationName]:
+				// One call per route: the agent calls the resources
+				// server twice (seed_session, verify), each once.
+				res.hopProblems = append(res.hopProblems, fmt.Sprintf("rollout %s: hop %s (%s) happens more than once", r.RolloutID, hop, s.OperationName))
 			default:
-				seenHop[hop] = true
-				res.hops = append(res.hops, hop)
+				seenHop[hop+" "+s.OperationName] = true
+				if !seenHop[hop] {
+					seenHop[hop] = true
+					res.hops = append(res.hops, hop)
+				}
 			}
 		}
 		out = append(out, res)

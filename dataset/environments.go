@@ -1,0 +1,138 @@
+package dataset
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/gymlens/gymlens/protocol"
+)
+
+// Task fields and values the environments' datasets use.
+const (
+	// ExtractionBoxed is string_match's extraction_mode that reads the
+	// last \boxed{...} of the answer.
+	ExtractionBoxed = "boxed"
+	// ToolIncrementCounter and ToolGetCounterValue are the counter
+	// environment's function tools.
+	ToolIncrementCounter = "increment_counter"
+	ToolGetCounterValue  = "get_counter_value"
+)
+
+// StringMatch returns n rows for the string_match environment: the
+// questions of Arithmetic(n, seed), each followed by "Answer in
+// \boxed{}.", with the result as expected_answer and extraction_mode
+// "boxed".
+func StringMatch(n int, seed int64) []protocol.RunRequest {
+	qs := questions(n, seed)
+	rows := make([]protocol.RunRequest, len(qs))
+	for i, q := range qs {
+		rows[i] = newRow(q.text+` Answer in \boxed{}.`,
+			"expected_answer", q.answer(), "extraction_mode", ExtractionBoxed)
+	}
+	return rows
+}
+
+// mcqaLetters are the letters of MCQA's options.
+var mcqaLetters = []string{"A", "B", "C", "D"}
+
+// MCQA returns n rows for the mcqa environment: the questions of
+// Arithmetic(n, seed), each followed by four lettered options, one line
+// each ("A) 140"), one of them the result, and an instruction to answer
+// with the letter in \boxed{}. options lists them as upstream does, as
+// one-key objects ([{"A":"140"},{"B":"139"},...]), and expected_answer is
+// the right letter. The wrong options are near the result and never
+// negative; where the right one sits is drawn from seed too.
+func MCQA(n int, seed int64) []protocol.RunRequest {
+	qs := questions(n, seed)
+	rng := splitmix64(uint64(seed) ^ 0x6d637161) // a stream of its own, so the questions stay Arithmetic's
+	offsets := []int64{-10, -2, -1, 1, 2, 10, 5, -5, 3, -3}
+	rows := make([]protocol.RunRequest, len(qs))
+	for i, q := range qs {
+		values := make([]int64, 0, len(mcqaLetters))
+		right := int(rng.next() % uint64(len(mcqaLetters)))
+		used := map[int64]bool{q.result: true}
+		for len(values) < len(mcqaLetters)-1 {
+			v := q.result + offsets[rng.next()%uint64(len(offsets))]
+			if v < 0 || used[v] {
+				continue
+			}
+			used[v] = true
+			values = append(values, v)
+		}
+		values = append(values[:right], append([]int64{q.result}, values[right:]...)...)
+		text := q.text
+		options := make([]map[string]string, len(values))
+		for j, v := range values {
+			s := strconv.FormatInt(v, 10)
+			text += fmt.Sprintf("\n%s) %s", mcqaLetters[j], s)
+			options[j] = map[string]string{mcqaLetters[j]: s}
+		}
+		text += "\nAnswer with the letter of the correct option in \\boxed{}."
+		rows[i] = newRow(text, "options", options, "expected_answer", mcqaLetters[right])
+	}
+	return rows
+}
+
+// Equivalence returns n rows for the equivalence_rule environment: the
+// questions of Arithmetic(n, seed), each followed by "Reply with only the
+// number.", with the result as expected_answer.
+func Equivalence(n int, seed int64) []protocol.RunRequest {
+	qs := questions(n, seed)
+	rows := make([]protocol.RunRequest, len(qs))
+	for i, q := range qs {
+		rows[i] = newRow(q.text+" Reply with only the number.", "expected_answer", q.answer())
+	}
+	return rows
+}
+
+// Counter returns n distinct rows for the counter environment, whose
+// resources server keeps a counter per session: the prompt "add a then
+// add b then get the count", the counter's initial_count and the
+// expected_count the verifier compares the final counter with
+// (initial_count + a + b), and the two function tools in
+// responses_create_params.tools, increment_counter {"count": integer}
+// and get_counter_value {}. The numbers are drawn from seed.
+func Counter(n int, seed int64) []protocol.RunRequest {
+	if n <= 0 {
+		return nil
+	}
+	maxStep := uint64(20)
+	for maxStep*maxStep*(maxStep/2+1) < 4*uint64(n) {
+		maxStep *= 2
+	}
+	rng := splitmix64(uint64(seed) ^ 0x636f756e746572)
+	seen := make(map[[3]uint64]bool, n)
+	rows := make([]protocol.RunRequest, 0, n)
+	for len(rows) < n {
+		k := [3]uint64{1 + rng.next()%maxStep, 1 + rng.next()%maxStep, rng.next() % (maxStep/2 + 1)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		a, b, initial := k[0], k[1], k[2]
+		row := newRow(fmt.Sprintf("add %d then add %d then get the count", a, b),
+			"initial_count", initial, "expected_count", initial+a+b)
+		row.ResponsesCreateParams.Tools = counterTools()
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// counterTools returns the counter environment's function tools.
+func counterTools() []protocol.Tool {
+	return []protocol.Tool{
+		functionTool(ToolIncrementCounter, "Add count to this session's counter.",
+			`{"type":"object","properties":{"count":{"type":"integer","description":"How much to add."}},"required":["count"],"additionalProperties":false}`),
+		functionTool(ToolGetCounterValue, "Return this session's counter value.",
+			`{"type":"object","properties":{},"required":[],"additionalProperties":false}`),
+	}
+}
+
+// functionTool returns a strict function tool.
+func functionTool(name, description, schema string) protocol.Tool {
+	t := protocol.FunctionTool(name, description, json.RawMessage(schema))
+	strict := true
+	t.Strict = &strict
+	return t
+}

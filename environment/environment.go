@@ -1,0 +1,209 @@
+package environment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/server"
+)
+
+// An Environment is a NeMo Gym resources server: the routes every such
+// server has (seed_session, verify, aggregate_metrics, reverify_mode),
+// the environment's tools, and its per-session state. New makes one;
+// Register puts its routes on a server, and ListenAndServe or Main run it
+// as a process of its own.
+//
+// An Environment is immutable once made and safe for concurrent use; one
+// value may back several servers (they then share its Sessions stores).
+type Environment struct {
+	name     string
+	verifier Verifier
+	seed     func(ctx context.Context, req *protocol.SeedSessionRequest) error
+	tools    []*tool
+	reverify string
+	metrics  func(tasks [][]protocol.Fields) map[string]any
+}
+
+// An Option adds to an environment what New is not given directly: Seed,
+// Tool, ReverifyMode, Metrics.
+type Option func(*Environment)
+
+// New returns the environment name with verifier v (see Verify) and the
+// given options. name is the implementation's name; it names the session
+// cookie and, when telemetry has no server name, the gym.verify spans.
+//
+// Like http.ServeMux with a bad pattern, New panics on a definition that
+// cannot work: an empty name, a Verifier not made by Verify, a bad or
+// repeated tool name, an unknown reverify mode.
+func New(name string, v Verifier, opts ...Option) *Environment {
+	if name == "" {
+		panic("environment: New with an empty name")
+	}
+	if v.prepare == nil {
+		panic("environment: New with a Verifier not made by Verify")
+	}
+	e := &Environment{name: name, verifier: v, reverify: protocol.ReverifyUnknown}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Seed sets the environment's seed function: POST /seed_session, called
+// once per rollout before the model's first turn with the whole dataset
+// row, decodes the row's fields into T (as Verify decodes a task; a
+// mismatch is a 422) and stores the state fn returns as the state of the
+// caller's session in store, replacing any earlier one. Tools and the
+// verify function read it from the same store. An error from fn answers
+// as one from a verify function does, and stores nothing.
+//
+// Without Seed, /seed_session accepts any JSON object and answers {},
+// as upstream's base server does. Seed panics when store or fn is nil.
+func Seed[S, T any](store *Sessions[S], fn func(ctx context.Context, req *protocol.SeedSessionRequest, seed T) (S, error)) Option {
+	if store == nil || fn == nil {
+		panic("environment: Seed with a nil store or function")
+	}
+	decoderOf(reflect.TypeFor[T]())
+	return func(e *Environment) {
+		e.seed = func(ctx context.Context, req *protocol.SeedSessionRequest) error {
+			seed, err := decodeFields[T](req.Fields)
+			if err != nil {
+				return protocol.DecodeError(err, "body")
+			}
+			state, err := fn(ctx, req, seed)
+			if err != nil {
+				return err
+			}
+			return store.Set(ctx, state)
+		}
+	}
+}
+
+// ReverifyMode sets what GET /reverify_mode answers: whether `gym eval
+// reverify` may score this environment's results again,
+// protocol.ReverifyStateless (verify depends on the request alone),
+// protocol.ReverifyUnsupported, or protocol.ReverifyUnknown (the
+// default).
+func ReverifyMode(mode string) Option {
+	switch mode {
+	case protocol.ReverifyStateless, protocol.ReverifyUnsupported, protocol.ReverifyUnknown:
+	default:
+		panic(fmt.Sprintf("environment: unknown reverify mode %q", mode))
+	}
+	return func(e *Environment) { e.reverify = mode }
+}
+
+// Metrics adds fn's metrics to the agent_metrics of POST
+// /aggregate_metrics, after the baseline statistics (see
+// AggregateMetrics); key_metrics then holds every mean/* entry of the
+// merged set. fn gets the verify responses grouped by task
+// (_ng_task_index, ascending; a response without one counts as task 0),
+// each group in the order the responses came.
+func Metrics(fn func(tasks [][]protocol.Fields) map[string]any) Option {
+	return func(e *Environment) { e.metrics = fn }
+}
+
+// Name returns the environment's name.
+func (e *Environment) Name() string { return e.name }
+
+// Tools returns the definitions of the environment's tools, in the order
+// they were added, for datasets to list in responses_create_params.tools.
+func (e *Environment) Tools() []protocol.Tool {
+	out := make([]protocol.Tool, len(e.tools))
+	for i, t := range e.tools {
+		d := t.def
+		strict := *d.Strict
+		desc := *d.Description
+		d.Strict, d.Description = &strict, &desc
+		d.Parameters = append(json.RawMessage(nil), d.Parameters...)
+		out[i] = d
+	}
+	return out
+}
+
+// ServerOptions returns the server options an environment needs, for
+// server.New: the resources server type, the rollout-prefix stripping
+// of resources servers (/ng-rollout/<id>/verify routes as /verify, with
+// the id in server.RolloutID), and the session cookie named
+// "<name>___<instance>", as upstream names its cookies after the server
+// class and the instance. instance is the server's name in the fleet;
+// "" means the environment's name. The caller adds the name, address
+// and limits.
+func (e *Environment) ServerOptions(instance string) server.Options {
+	return ServerOptions(e.name, instance)
+}
+
+// ServerOptions is Environment.ServerOptions for the environment called
+// name, for callers that do not hold it.
+func ServerOptions(name, instance string) server.Options {
+	if instance == "" {
+		instance = name
+	}
+	return server.Options{
+		Type:          protocol.ServerTypeResources,
+		RolloutPrefix: server.PrefixResources,
+		SessionCookie: name + "___" + instance,
+	}
+}
+
+// Register puts the environment's routes on s: POST /seed_session, POST
+// /verify, POST /aggregate_metrics, GET /reverify_mode and POST /<tool>
+// for each tool (GET / is the server's own). s should be built with
+// ServerOptions; without them sessions do not work (Set and Update
+// return ErrNoSession) and prefixed paths are not found.
+func (e *Environment) Register(s *server.Server) error {
+	if s == nil {
+		return errors.New("environment: Register on a nil server")
+	}
+	server.Handle(s, "POST "+protocol.PathSeedSession, e.seedSession)
+	server.Handle(s, "POST "+protocol.PathVerify, e.verify)
+	server.Handle(s, "POST "+protocol.PathAggregateMetrics, e.aggregateMetrics)
+	mode, _ := json.Marshal(e.reverify)
+	s.HandleFunc("GET "+protocol.PathReverifyMode, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(mode)
+	})
+	for _, t := range e.tools {
+		t.register(s)
+	}
+	return nil
+}
+
+// Handler returns an http.Handler serving the environment alone, on a
+// server built with ServerOptions(name) and the default logger: for
+// tests (httptest.NewServer(env.Handler())) and for embedding. Its
+// telemetry is the process's at the time of the call.
+func (e *Environment) Handler() http.Handler {
+	opts := e.ServerOptions("")
+	opts.Name = e.name
+	s := server.New(opts)
+	_ = e.Register(s)
+	return s.Handler()
+}
+
+// seedSession answers POST /seed_session.
+func (e *Environment) seedSession(ctx context.Context, req protocol.SeedSessionRequest) (protocol.SeedSessionResponse, error) {
+	if e.seed != nil {
+		if err := e.seed(ctx, &req); err != nil {
+			return protocol.SeedSessionResponse{}, err
+		}
+	}
+	return protocol.SeedSessionResponse{}, nil
+}
+
+// aggregateMetrics answers POST /aggregate_metrics.
+func (e *Environment) aggregateMetrics(_ context.Context, req protocol.AggregateMetricsRequest) (protocol.AggregateMetricsResponse, error) {
+	resp := AggregateMetrics(req.VerifyResponses)
+	if e.metrics != nil && len(req.VerifyResponses) > 0 {
+		for k, v := range e.metrics(groupByTask(req.VerifyResponses)) {
+			resp.AgentMetrics[k] = v
+		}
+		resp.KeyMetrics = keyMetrics(resp.AgentMetrics)
+	}
+	return resp, nil
+}

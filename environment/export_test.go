@@ -1,0 +1,20 @@
+package environment
+
+import (
+	"context"
+	"io"
+	"net"
+	"time"
+)
+
+// SetClock makes s read the time from now (tests move it by hand).
+func SetClock[S any](s *Sessions[S], now func() time.Time) { s.now = now }
+
+// SetListening sets the hook told the address ListenAndServe and Main
+// bind; nil removes it.
+func SetListening(fn func(net.Addr)) { listening = fn }
+
+// Run is Main without the process.
+func Run(ctx context.Context, env *Environment, args []string, stderr io.Writer) int {
+	return run(ctx, env, args, stderr)
+}

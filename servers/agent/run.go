@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/server"
+	"github.com/gymlens/gymlens/telemetry"
+	"github.com/gymlens/gymlens/telemetry/metrics"
+)
+
+// errAborted records a rollout whose handler was aborted.
+var errAborted = errors.New("rollout aborted")
+
+// errRolloutPanicked fails a rollout whose code panicked.
+var errRolloutPanicked = errors.New("rollout panicked")
+
+// run performs one rollout of a row (POST /run): seed the session, run
+// the episode, verify it. Every failure is the request's failure (500),
+// as upstream raises; each rollout the runtime let through validation is
+// recorded once with metrics.RecordRollout, failed ones included, and a
+// panic is recorded and answered as an error instead of unwinding into
+// the runtime.
+func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out protocol.VerifyResponse, err error) {
+	start := time.Now()
+	var span trace.Span
+	if lens.Enabled(telemetry.GroupRollout) {
+		ctx, span = lens.Start(ctx, telemetry.GroupRollout, RolloutSpanName)
+		span.SetAttributes(attribute.String(telemetry.AttrServerName, serverName()))
+	}
+	setTraceResponse(ctx)
+	defer func() {
+		r := recover()
+		switch {
+		case r == http.ErrAbortHandler:
+			err = errAborted
+		case r != nil:
+			// The value stays in the log: it could quote the task or the
+			// answer, which never go on spans or to the caller.
+			slog.Default().Error("agent: rollout panicked", "panic", r, "stack", string(debug.Stack()))
+			err = errRolloutPanicked
+		}
+		err = failed(err)
+		metrics.RecordRollout(time.Since(start), err == nil)
+		if span != nil {
+			lens.End(span, err)
+		}
+		if r == http.ErrAbortHandler {
+			panic(r) // the runtime's way to drop the connection
+		}
+	}()
+
+	// Upstream raises on an explicit id it would refuse (a 500); an
+	// absent id is no id: none is minted.
+	id, ok, err := row.ResolveRolloutID()
+	if err != nil {
+		return out, err
+	}
+	if ok {
+		if span != nil {
+			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+		}
+		ctx = telemetry.WithRolloutID(ctx, id)
+	}
+	return a.rollout(ctx, row, id)
+}
+
+// rollout is upstream's run, with the episode run in this process rather
+// than through an HTTP call to the agent's own /v1/responses.
+func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string) (protocol.VerifyResponse, error) {
+	seed, err := a.client.Post(ctx, a.seedURL, row, nil, server.Call{Cookies: a.inboundCookies(ctx)})
+	if err != nil {
+		return protocol.VerifyResponse{}, fmt.Errorf("seed_session: %w", err)
+	}
+
+	ep, err := a.episode(ctx, row.ResponsesCreateParams, a.modelURL, id, seed.Cookies)
+	if err != nil {
+		return protocol.VerifyResponse{}, err
+	}
+
+	// The row, with the episode as its response (one a row carried is
+	// replaced, as upstream's dict merge replaces it).
+	req := protocol.VerifyRequest{RunRequest: row, Response: ep.response}
+	req.Fields = row.Fields.Clone()
+	req.Fields.Delete(protocol.KeyResponse)
+
+	if a.cfg.SkipVerification {
+		out := protocol.NewVerifyResponse(req, a.cfg.SkipVerificationReward)
+		if err := out.Fields.Set(KeyVerificationSkipped, true); err != nil {
+			return protocol.VerifyResponse{}, err
+		}
+		return out, nil
+	}
+
+	// Upstream's self-call answer sets the resources and model cookies the
+	// episode ended with, then the agent's own session cookie; verify is
+	// called with all of them.
+	cookies := mergeCookies(ep.resourcesCookies, ep.modelCookies, ownCookies(ctx))
+	var out protocol.VerifyResponse
+	if _, err := a.client.Post(ctx, a.verifyURL, req, &out, server.Call{Cookies: cookies}); err != nil {
+		return protocol.VerifyResponse{}, fmt.Errorf("verify: %w", err)
+	}
+	if err := out.Validate(); err != nil {
+		return protocol.VerifyResponse{}, fmt.Errorf("verify: invalid response from the resources server: %w", err)
+	}
+	return out, nil
+}
+
+// failure is a failed call of the agent's: always a 500, as upstream's
+// exception middleware answers whatever its handlers raise.
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+// failed turns err into a failure, hiding its chain from the runtime:
+// the *protocol.ValidationError of a peer's invalid answer, for one,
+// would otherwise be answered with 422, as if the caller's body were
+// invalid.
+func failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &failure{msg: err.Error()}
+}
+
+// serverName is this process's server name (the telemetry resource's
+// nemo.gym.server.name), or ServerName when telemetry has none.
+func serverName() string {
+	if res := telemetry.Get().Resource(); res != nil {
+		if v, ok := res.Set().Value(telemetry.AttrServerName); ok && v.AsString() != "" {
+			return v.AsString()
+		}
+	}
+	return ServerName
+}
+
+// setTraceResponse sets the traceresponse header of the response being
+// answered from ctx's span (gym.rollout, else the SERVER span or the
+// caller's), so that a caller without telemetry of its own can still
+// learn the rollout's trace id.
+func setTraceResponse(ctx context.Context) {
+	h := server.ResponseHeader(ctx)
+	if h == nil {
+		return
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return
+	}
+	h.Set(HeaderTraceResponse, "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-"+sc.TraceFlags().String())
+}

@@ -1,0 +1,312 @@
+package agent_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gymlens/gymlens/internal/servertest"
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/lens/instruments/gym"
+	"github.com/gymlens/gymlens/servers/agent"
+	"github.com/gymlens/gymlens/telemetry"
+)
+
+// telemetryOn enables telemetry with the span groups in this process,
+// which hosts the agent and both fakes; start the fixture after it.
+func telemetryOn(t *testing.T, groups string) (*lens.Handle, *sdkmetric.ManualReader, *tracetest.InMemoryExporter) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	exp := tracetest.NewInMemoryExporter()
+	h := servertest.EnableTelemetryGroups(t, groups, telemetry.InitOptions{ServerName: "weather_agent",
+		ServerType: telemetry.ServerTypeAgent, MetricReader: reader, SpanExporter: exp})
+	return h, reader, exp
+}
+
+// spansOf stops the fixture (so every SERVER span has ended), flushes and
+// returns the exported spans.
+func spansOf(t *testing.T, f *fixture, h *lens.Handle, exp *tracetest.InMemoryExporter) tracetest.SpanStubs {
+	t.Helper()
+	f.stop()
+	if err := h.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return exp.GetSpans()
+}
+
+func find(spans tracetest.SpanStubs, name string, kind trace.SpanKind) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == name && (kind == trace.SpanKindUnspecified || s.SpanKind == kind) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func one(t *testing.T, spans tracetest.SpanStubs, name string, kind trace.SpanKind) tracetest.SpanStub {
+	t.Helper()
+	got := find(spans, name, kind)
+	if len(got) != 1 {
+		var names []string
+		for _, s := range spans {
+			names = append(names, s.Name+"/"+s.SpanKind.String())
+		}
+		t.Fatalf("%d spans %q of kind %v, want 1; spans: %v", len(got), name, kind, names)
+	}
+	return got[0]
+}
+
+func attrValue(s tracetest.SpanStub, key string) (string, bool) {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit(), true
+		}
+	}
+	return "", false
+}
+
+var traceResponse = regexp.MustCompile(`^00-([0-9a-f]{32})-([0-9a-f]{16})-01$`)
+
+// TestRolloutIsOneTrace: the spans of a rollout nest as the package doc
+// draws them, in one trace across the three servers; /run names that
+// trace in its traceresponse header.
+func TestRolloutIsOneTrace(t *testing.T) {
+	h, reader, exp := telemetryOn(t, "all")
+	f := newFixture(t, script(
+		withMember(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)), "usage", usage(10, "0", 5, "0")),
+		withMember(response("r2", message("m", "It is sunny in SF.")), "usage", usage(20, "0", 7, "0")),
+	), resourcesOptions{}, agent.Config{Model: "policy-7b"})
+	_, ans := f.run(t, weatherRow)
+	spans := spansOf(t, f, h, exp)
+
+	rollout := one(t, spans, agent.RolloutSpanName, trace.SpanKindUnspecified)
+	m := traceResponse.FindStringSubmatch(ans.header.Get(agent.HeaderTraceResponse))
+	if m == nil || m[1] != rollout.SpanContext.TraceID().String() || m[2] != rollout.SpanContext.SpanID().String() {
+		t.Errorf("traceresponse %q, want 00-%s-%s-01", ans.header.Get(agent.HeaderTraceResponse),
+			rollout.SpanContext.TraceID(), rollout.SpanContext.SpanID())
+	}
+	for _, s := range spans {
+		if s.SpanContext.TraceID() != rollout.SpanContext.TraceID() {
+			t.Errorf("span %q is in trace %s, not the rollout's", s.Name, s.SpanContext.TraceID())
+		}
+	}
+	if runServer := one(t, spans, "POST /run", trace.SpanKindServer); rollout.Parent.SpanID() != runServer.SpanContext.SpanID() {
+		t.Errorf("gym.rollout's parent is not the /run SERVER span")
+	}
+	episode := one(t, spans, agent.ResponsesSpanName, trace.SpanKindUnspecified)
+	if episode.Parent.SpanID() != rollout.SpanContext.SpanID() {
+		t.Errorf("gym.agent.responses is not a child of gym.rollout")
+	}
+	for _, s := range []tracetest.SpanStub{rollout, episode} {
+		if v, _ := attrValue(s, telemetry.AttrRolloutID); v != "3-1" {
+			t.Errorf("%s %s = %q, want 3-1", s.Name, telemetry.AttrRolloutID, v)
+		}
+		if v, _ := attrValue(s, telemetry.AttrServerName); v != "weather_agent" {
+			t.Errorf("%s %s = %q, want the process's server name", s.Name, telemetry.AttrServerName, v)
+		}
+	}
+	for key, want := range map[string]string{agent.AttrRequestModel: "policy-7b", agent.AttrInputTokens: "30", agent.AttrOutputTokens: "12"} {
+		if v, _ := attrValue(episode, key); v != want {
+			t.Errorf("gym.agent.responses %s = %q, want %q", key, v, want)
+		}
+	}
+
+	// seed and verify are the rollout's calls, model and tool calls the
+	// episode's; each CLIENT span is the parent of its SERVER span.
+	for _, c := range []struct {
+		client, server string
+		n              int
+		parent         tracetest.SpanStub
+	}{
+		{"POST /seed_session", "POST /seed_session", 1, rollout},
+		{"POST /verify", "POST /verify", 1, rollout},
+		{"POST /v1/responses", "POST /v1/responses", 2, episode},
+		{"POST /get_weather", "POST /{tool}", 1, episode},
+	} {
+		clients, servers := find(spans, c.client, trace.SpanKindClient), find(spans, c.server, trace.SpanKindServer)
+		if len(clients) != c.n || len(servers) != c.n {
+			t.Errorf("%s: %d CLIENT and %d SERVER spans, want %d", c.client, len(clients), len(servers), c.n)
+			continue
+		}
+		for i := range clients {
+			if clients[i].Parent.SpanID() != c.parent.SpanContext.SpanID() {
+				t.Errorf("%s CLIENT span is not a child of %s", c.client, c.parent.Name)
+			}
+			found := false
+			for _, s := range servers {
+				found = found || s.Parent.SpanID() == clients[i].SpanContext.SpanID()
+			}
+			if !found {
+				t.Errorf("%s CLIENT span has no SERVER span under it", c.client)
+			}
+		}
+	}
+
+	// Neither prompt, answer nor tool arguments are on any span.
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			if v := kv.Value.Emit(); strings.Contains(v, "weather in SF") || strings.Contains(v, "sunny") || strings.Contains(v, `"city"`) {
+				t.Errorf("span %q attribute %s carries prompt, answer or arguments: %q", s.Name, kv.Key, v)
+			}
+		}
+	}
+	if ok, fail, n := rolloutMetrics(t, reader); ok != 1 || fail != 0 || n != 1 {
+		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, n)
+	}
+}
+
+// TestTraceResponseWithoutRolloutSpan: with the rollout group off the
+// header names the /run SERVER span; with telemetry off there is none.
+func TestTraceResponseWithoutRolloutSpan(t *testing.T) {
+	t.Run("server span", func(t *testing.T) {
+		h, _, exp := telemetryOn(t, "server,http_client")
+		f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
+		_, ans := f.run(t, minimalRow)
+		spans := spansOf(t, f, h, exp)
+		if len(find(spans, agent.RolloutSpanName, trace.SpanKindUnspecified)) != 0 {
+			t.Fatal("gym.rollout with the rollout group off")
+		}
+		run := one(t, spans, "POST /run", trace.SpanKindServer)
+		if want := "00-" + run.SpanContext.TraceID().String() + "-" + run.SpanContext.SpanID().String() + "-01"; ans.header.Get("traceresponse") != want {
+			t.Errorf("traceresponse %q, want %q", ans.header.Get("traceresponse"), want)
+		}
+	})
+	t.Run("telemetry off", func(t *testing.T) {
+		f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
+		if _, ans := f.run(t, minimalRow); ans.header.Get("traceresponse") != "" {
+			t.Errorf("traceresponse %q with telemetry off", ans.header.Get("traceresponse"))
+		}
+	})
+}
+
+// TestRowWithoutRolloutID: no id is minted for a row that has none.
+func TestRowWithoutRolloutID(t *testing.T) {
+	h, _, exp := telemetryOn(t, "all")
+	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
+	f.run(t, minimalRow)
+	spans := spansOf(t, f, h, exp)
+	for _, name := range []string{agent.RolloutSpanName, agent.ResponsesSpanName} {
+		if v, ok := attrValue(one(t, spans, name, trace.SpanKindUnspecified), telemetry.AttrRolloutID); ok {
+			t.Errorf("%s carries rollout id %q for a row without one", name, v)
+		}
+	}
+	for _, r := range f.log.all() {
+		if strings.Contains(r.Baggage, telemetry.AttrRolloutID) {
+			t.Errorf("%s got baggage %q", r, r.Baggage)
+		}
+	}
+}
+
+// TestFailedRolloutsAreCounted: every rollout that passed validation is
+// counted once, failed ones as failures; a refused row is no rollout.
+func TestFailedRolloutsAreCounted(t *testing.T) {
+	h, reader, exp := telemetryOn(t, "all")
+	f := newFixture(t, func(n int, _ []byte) (int, string) {
+		if n == 0 {
+			return http.StatusServiceUnavailable, `{"detail":"overloaded"}`
+		}
+		return http.StatusOK, response("r", message("m", "x"))
+	}, resourcesOptions{}, agent.Config{})
+	for _, c := range []struct {
+		row    string
+		status int
+	}{
+		{minimalRow, 500}, // the model's 503
+		{`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"bad id"}`, 500},
+		{`{"responses_create_params":{"input":"hi","conversation":"c"}}`, 422},
+		{`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"ok-1"}`, 200},
+	} {
+		if a := post(t, f.agentURL+"/run", c.row); a.status != c.status {
+			t.Errorf("%s: status %d (%s), want %d", c.row, a.status, a.body, c.status)
+		}
+	}
+	if ok, fail, n := rolloutMetrics(t, reader); ok != 1 || fail != 2 || n != 3 {
+		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 2, 3", ok, fail, n)
+	}
+	spans := spansOf(t, f, h, exp)
+	rollouts := find(spans, agent.RolloutSpanName, trace.SpanKindUnspecified)
+	if len(rollouts) != 3 {
+		t.Fatalf("%d gym.rollout spans, want 3", len(rollouts))
+	}
+	errs := 0
+	for _, s := range rollouts {
+		if s.Status.Code.String() == "Error" {
+			errs++
+		}
+	}
+	if errs != 2 {
+		t.Errorf("%d gym.rollout spans with error status, want 2", errs)
+	}
+}
+
+// TestRolloutIDBaggageOnlyWhenReadDownstream: the rollout id travels as
+// baggage exactly when a span group that reads it downstream (verify,
+// model_call) is on.
+func TestRolloutIDBaggageOnlyWhenReadDownstream(t *testing.T) {
+	for _, c := range []struct {
+		groups      string
+		wantBaggage bool
+	}{
+		{"default", false},
+		{"server,http_client,rollout", false},
+		{"default,verify", true},
+		{"all", true},
+	} {
+		t.Run(c.groups, func(t *testing.T) {
+			telemetryOn(t, c.groups)
+			f := newFixture(t, script(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)),
+				response("r2", message("m", "x"))), resourcesOptions{}, agent.Config{})
+			f.run(t, `{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"rollout-baggage-1"}`)
+			reqs := f.log.all()
+			if len(reqs) != 5 {
+				t.Fatalf("calls %q", f.log.sequence())
+			}
+			for _, r := range reqs {
+				has := strings.Contains(r.Baggage, telemetry.AttrRolloutID+"=rollout-baggage-1")
+				if has != c.wantBaggage {
+					t.Errorf("%s: Baggage %q; rollout id sent = %v, want %v", r, r.Baggage, has, c.wantBaggage)
+				}
+			}
+		})
+	}
+}
+
+// rolloutMetrics reads the rollout counter by outcome and the number of
+// recorded rollout durations; absent series read as zero.
+func rolloutMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, durations uint64) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("collect: %v", err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch m.Name {
+			case gym.RolloutCallsName:
+				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					v, _ := p.Attributes.Value(attribute.Key(gym.RolloutOutcomeKey))
+					switch v.AsString() {
+					case gym.OutcomeSuccess:
+						ok = p.Value
+					case gym.OutcomeFailure:
+						fail = p.Value
+					}
+				}
+			case gym.RolloutDurationName:
+				for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+					durations += p.Count
+				}
+			}
+		}
+	}
+	return ok, fail, durations
+}
