@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -216,5 +217,52 @@ func TestUpstreamSidePython(t *testing.T) {
 		if l["reward"] != 1.0 || l["expected_count"] == nil || l["responses_create_params"] == nil {
 			t.Errorf("python collector line: %v", l)
 		}
+	}
+}
+
+// TestCollectAgainstDeadAgent: a refused connection is not a completed
+// rollout. Each row is tried NEMO_GYM_MAX_ROLLOUT_ATTEMPTS times, then
+// lands in the failures file; nothing is written as completed, and the
+// command exits 1. A second run without --resume refuses to overwrite
+// (exit 2); with --resume it tries the failed rows again.
+func TestCollectAgainstDeadAgent(t *testing.T) {
+	dir := t.TempDir()
+	input := writeRows(t, filepath.Join(dir, "tasks.jsonl"), dataset.Arithmetic(3, 2))
+	output := filepath.Join(dir, "out.jsonl")
+	dead := "http://" + servertest.FreeAddr(t)
+	args := []string{"rollouts", "collect", "-i", input, "-o", output, "--agent-url", dead, "--num-repeats", "2"}
+	res := runGym(t, time.Minute, gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=3"), args...)
+	if code := exitCode(res.err); code != 1 {
+		t.Fatalf("exit %d (%v), want 1\nstdout:\n%s\nstderr:\n%s", code, res.err, res.stdout, res.stderr)
+	}
+	if !strings.Contains(res.stdout, "rollouts: 6 run, 0 skipped") || !strings.Contains(res.stdout, "6 failed") {
+		t.Errorf("summary: %s", res.stdout)
+	}
+	if done := readObjects(t, output); len(done) != 0 {
+		t.Errorf("%d completed lines for rollouts that never reached an agent", len(done))
+	}
+	fails := readObjects(t, strings.TrimSuffix(output, ".jsonl")+"_failures.jsonl")
+	if len(fails) != 6 {
+		t.Fatalf("%d failure lines, want 6", len(fails))
+	}
+	for _, f := range fails {
+		gl, _ := f["_gymlens"].(map[string]any)
+		msg, _ := f["_ng_failure_error"].(string)
+		if f["_ng_failure_class"] != "rollout_error" || f["_ng_attempt_index"] != 2.0 || gl["attempts"] != 3.0 ||
+			!strings.Contains(msg, "connection refused") {
+			t.Errorf("failure line: class %v, attempt %v, attempts %v, error %q", f["_ng_failure_class"], f["_ng_attempt_index"], gl["attempts"], msg)
+		}
+	}
+	// The failures file is the output's: a second run must say what to do.
+	res = runGym(t, time.Minute, gymEnv(), args...)
+	if code := exitCode(res.err); code != 2 || !strings.Contains(res.stderr, "--resume") {
+		t.Fatalf("second run without --resume: exit %d, stderr %s; want 2 asking for --resume", code, res.stderr)
+	}
+	if again := readObjects(t, strings.TrimSuffix(output, ".jsonl")+"_failures.jsonl"); len(again) != 6 {
+		t.Fatalf("the refused run changed the failures file: %d lines", len(again))
+	}
+	res = runGym(t, time.Minute, gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), append(args, "--resume")...)
+	if code := exitCode(res.err); code != 1 || !strings.Contains(res.stdout, "rollouts: 6 run") {
+		t.Errorf("resumed run: exit %d, stdout %s", code, res.stdout)
 	}
 }

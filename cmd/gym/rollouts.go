@@ -65,9 +65,15 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "gym rollouts collect: --concurrency and --num-repeats must be at least 1, --limit at least 0")
 		return exitUsage
 	}
-	if fi, err := os.Stat(output); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && !*resume {
-		fmt.Fprintf(stderr, "gym rollouts collect: %s already holds rollouts: pass --resume to continue it, or choose another output\n", output)
-		return exitUsage
+	if !*resume {
+		// The output and its failures file are one record of the run:
+		// neither is overwritten without being asked to.
+		for _, path := range []string{output, rollout.FailuresPath(output)} {
+			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+				fmt.Fprintf(stderr, "gym rollouts collect: %s already holds rollouts: pass --resume to continue it, or choose another output\n", path)
+				return exitUsage
+			}
+		}
 	}
 	rows, err := readRows(input)
 	if err != nil {
