@@ -1,6 +1,8 @@
 package equivalence
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
+
 	"strings"
 	"unicode"
 )
@@ -17,10 +19,10 @@ func Normalize(s string) string {
 // result is a new slice.
 func normalizeRunes(r []rune) []rune {
 	lo, hi := 0, len(r)
-	for lo < hi && isSpace(r[lo]) {
+	for lo < hi && pystr.IsSpace(r[lo]) {
 		lo++
 	}
-	for hi > lo && isSpace(r[hi-1]) {
+	for hi > lo && pystr.IsSpace(r[hi-1]) {
 		hi--
 	}
 	r = r[lo:hi]
@@ -31,7 +33,7 @@ func normalizeRunes(r []rune) []rune {
 	out := make([]rune, 0, len(r)+1)
 	inSpace := false
 	for i, c := range r {
-		if isSpace(c) {
+		if pystr.IsSpace(c) {
 			if !inSpace {
 				out = append(out, ' ')
 				inSpace = true
@@ -45,7 +47,7 @@ func normalizeRunes(r []rune) []rune {
 			// a combining character.
 			out = append(out, 'i', '\u0307')
 		case '\u03a3':
-			if endsWord(r, i) {
+			if pystr.FinalSigma(r, i) {
 				out = append(out, '\u03c2')
 			} else {
 				out = append(out, '\u03c3')
@@ -55,61 +57,6 @@ func normalizeRunes(r []rune) []rune {
 		}
 	}
 	return out
-}
-
-// isSpace reports whether Python's str.isspace holds for c, which is
-// also what the pattern \s matches in a str regular expression.
-func isSpace(c rune) bool {
-	switch c {
-	case '\t', '\n', '\v', '\f', '\r', ' ',
-		'\x1c', '\x1d', '\x1e', '\x1f',
-		'\u0085', '\u00a0', '\u1680',
-		'\u2028', '\u2029', '\u202f', '\u205f', '\u3000':
-		return true
-	}
-	return c >= '\u2000' && c <= '\u200a'
-}
-
-// endsWord reports whether the capital sigma at r[i] takes the final form
-// when lowercased: looking past case-ignorable code points, a cased code
-// point comes before it and none comes after it.
-func endsWord(r []rune, i int) bool {
-	before := false
-	for j := i - 1; j >= 0; j-- {
-		if !caseIgnorable(r[j]) {
-			before = cased(r[j])
-			break
-		}
-	}
-	if !before {
-		return false
-	}
-	for j := i + 1; j < len(r); j++ {
-		if !caseIgnorable(r[j]) {
-			return !cased(r[j])
-		}
-	}
-	return true
-}
-
-// cased is the Unicode Cased property: uppercase, lowercase or titlecase.
-func cased(c rune) bool {
-	return unicode.IsUpper(c) || unicode.IsLower(c) || unicode.IsTitle(c) ||
-		unicode.Is(unicode.Other_Lowercase, c) || unicode.Is(unicode.Other_Uppercase, c)
-}
-
-// caseIgnorable is the Unicode Case_Ignorable property: nonspacing and
-// enclosing marks, format characters, modifier letters and symbols, and
-// the apostrophe-like and mid-word punctuation of word segmentation
-// (Word_Break MidLetter, MidNumLet and Single_Quote).
-func caseIgnorable(c rune) bool {
-	switch c {
-	case '\'', '.', ':', '\u00b7', '\u0387', '\u055f', '\u05f4',
-		'\u2018', '\u2019', '\u2024', '\u2027',
-		'\ufe13', '\ufe52', '\ufe55', '\uff07', '\uff0e', '\uff1a':
-		return true
-	}
-	return unicode.In(c, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
 // JoinTexts builds the answer from the output_text part texts of a

@@ -1,6 +1,8 @@
 package mcqa
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
+
 	"strconv"
 	"strings"
 	"unicode"
@@ -15,22 +17,7 @@ import (
 // str.lower() maps İ to two characters and a capital sigma at the end of
 // a word to the final form ς.
 
-// pyIsSpace reports whether Python's str.isspace() holds for r.
-func pyIsSpace(r rune) bool {
-	switch {
-	case r <= 0x7f:
-		return (r >= '\t' && r <= '\r') || (r >= 0x1c && r <= ' ')
-	case r == 0x85 || r == 0xa0 || r == 0x1680:
-		return true
-	case r >= 0x2000 && r <= 0x200a:
-		return true
-	case r == 0x2028 || r == 0x2029 || r == 0x202f || r == 0x205f || r == 0x3000:
-		return true
-	}
-	return false
-}
-
-// pySpaceRanges lists pyIsSpace as inclusive ranges, for regular
+// pySpaceRanges lists pystr.IsSpace as inclusive ranges, for regular
 // expression character classes.
 var pySpaceRanges = [][2]rune{
 	{'\t', '\r'}, {0x1c, ' '}, {0x85, 0x85}, {0xa0, 0xa0}, {0x1680, 0x1680},
@@ -38,17 +25,9 @@ var pySpaceRanges = [][2]rune{
 	{0x3000, 0x3000},
 }
 
-// pyStrip is Python's s.strip() with no argument.
-func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
-
-// pyStripChars is Python's s.strip(chars).
-func pyStripChars(s, chars string) string {
-	return strings.Trim(s, chars)
-}
-
 // pySplit is Python's s.split() with no argument: runs of whitespace
 // separate fields and no field is empty.
-func pySplit(s string) []string { return strings.FieldsFunc(s, pyIsSpace) }
+func pySplit(s string) []string { return strings.FieldsFunc(s, pystr.IsSpace) }
 
 // pyLen is Python's len() of a str: the number of code points.
 func pyLen(s string) int { return utf8.RuneCountInString(s) }
@@ -98,7 +77,7 @@ func pyLower(s string) string {
 		case 0x130: // İ: i followed by a combining dot above
 			b.WriteString("i\u0307")
 		case 0x3a3: // Σ: final form at the end of a cased word
-			if finalSigma(rs, i) {
+			if pystr.FinalSigma(rs, i) {
 				b.WriteRune(0x3c2)
 			} else {
 				b.WriteRune(0x3c3)
@@ -108,42 +87,6 @@ func pyLower(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// finalSigma is CPython's rule for lowering the capital sigma at rs[i]:
-// skipping case-ignorable characters, a cased character must precede it
-// and none may follow it.
-func finalSigma(rs []rune, i int) bool {
-	j := i - 1
-	for j >= 0 && isCaseIgnorable(rs[j]) {
-		j--
-	}
-	if j < 0 || !isCased(rs[j]) {
-		return false
-	}
-	j = i + 1
-	for j < len(rs) && isCaseIgnorable(rs[j]) {
-		j++
-	}
-	return j == len(rs) || !isCased(rs[j])
-}
-
-// isCased is Unicode's Cased property.
-func isCased(r rune) bool {
-	return unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt, unicode.Other_Lowercase, unicode.Other_Uppercase)
-}
-
-// isCaseIgnorable is Unicode's Case_Ignorable property: marks, format
-// characters, modifier letters and symbols, and the word-internal
-// punctuation of the Word_Break classes MidLetter, MidNumLet and
-// Single_Quote.
-func isCaseIgnorable(r rune) bool {
-	switch r {
-	case '\'', '.', ':', 0xb7, 0x387, 0x55f, 0x5f4, 0x2018, 0x2019, 0x2024, 0x2027,
-		0xfe13, 0xfe52, 0xfe55, 0xff07, 0xff0e, 0xff1a:
-		return true
-	}
-	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
 // specialUpper holds the characters whose uppercase form is more than
@@ -222,4 +165,9 @@ func mustHex(h string) rune {
 		panic("mcqa: bad code point " + strconv.Quote(h))
 	}
 	return rune(n)
+}
+
+// pyStripChars is Python's s.strip(chars).
+func pyStripChars(s, chars string) string {
+	return strings.Trim(s, chars)
 }

@@ -1,6 +1,8 @@
 package mcqa
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
+
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -203,12 +205,12 @@ func Score(cfg Config, task Task, outputText string) (Result, error) {
 
 	var gold string
 	if task.ExpectedAnswer != nil {
-		gold = pyUpper(pyStrip(*task.ExpectedAnswer))
+		gold = pyUpper(pystr.Strip(*task.ExpectedAnswer))
 	}
 	res := Result{ExpectedAnswer: gold, GradingMode: mode}
 	allowed := allowedLetters(task.Options)
 
-	text := pyStrip(outputText)
+	text := pystr.Strip(outputText)
 	if text == "" {
 		return res, nil
 	}
@@ -344,7 +346,7 @@ func normalizeForMatch(s string) string {
 // normalizeExtracted turns a few non-Latin option letters into Latin ones
 // and strips whitespace.
 func normalizeExtracted(s string) string {
-	return pyStrip(extractedAnswerFolder.Replace(s))
+	return pystr.Strip(extractedAnswerFolder.Replace(s))
 }
 
 func ptr(s string) *string { return &s }
@@ -359,7 +361,7 @@ func strictBoxedLetter(text string, allowed map[string]bool) *string {
 	if !ok {
 		return nil
 	}
-	inner = unwrapText(pyStrip(inner))
+	inner = unwrapText(pystr.Strip(inner))
 	m := boxedLetterOnly.FindStringSubmatch(inner)
 	if m == nil {
 		m = boxedLetterLabel.FindStringSubmatch(inner)
@@ -378,7 +380,7 @@ func boxedOptionText(text string, options OptionList, allowed map[string]bool) *
 	if !ok {
 		return nil
 	}
-	inner = pyStrip(inner)
+	inner = pystr.Strip(inner)
 	candidates := [2]string{normalizeForMatch(inner), normalizeForMatch(unwrapText(inner))}
 	type option struct{ letter, text string }
 	var opts []option
@@ -427,7 +429,7 @@ func answerColon(text string, options OptionList, allowed map[string]bool) *stri
 	if m == nil {
 		return nil
 	}
-	candidate := pyStrip(unwrapText(m[1]))
+	candidate := pystr.Strip(unwrapText(m[1]))
 	if r := []rune(candidate); len(r) == 1 && pyIsAlpha(r[0]) {
 		if up := pyUpper(candidate); allowed[up] {
 			return ptr(up)
@@ -453,7 +455,7 @@ func answerColonMarkdown(text string, allowed map[string]bool) *string {
 // followed by a letter or digit, else the last standalone capital. A
 // payload listing two different options ("A or B", "A, C") names none.
 func choiceFromPayload(payload string, allowed map[string]bool) *string {
-	candidate := pyStripChars(pyStrip(normalizeExtracted(payload)), "*_` \t\n\r.,;:")
+	candidate := pyStripChars(pystr.Strip(normalizeExtracted(payload)), "*_` \t\n\r.,;:")
 	runes := []rune(candidate)
 	if listsSeveralChoices(runes, allowed) {
 		return nil
@@ -584,7 +586,7 @@ func customRegex(text, pattern string, allowed map[string]bool, options OptionLi
 	default:
 		return nil, fmt.Errorf("%w: %q has %d groups, so its matches are tuples", ErrInvalidOutputRegex, pattern, re.groups)
 	}
-	captured := pyUpper(normalizeExtracted(pyStrip(s)))
+	captured := pyUpper(normalizeExtracted(pystr.Strip(s)))
 	if r := []rune(captured); len(r) == 1 && pyIsAlpha(r[0]) {
 		return ptr(captured), nil
 	}

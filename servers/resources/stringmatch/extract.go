@@ -1,6 +1,8 @@
 package stringmatch
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
+
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -30,7 +32,7 @@ func Extract(text, mode string) (answer string, ok bool, err error) {
 	case ModeLastLine:
 		answer, ok = extractLastLine(text)
 	case ModeFullResponse:
-		answer = pyStrip(text)
+		answer = pystr.Strip(text)
 		ok = answer != ""
 	default:
 		return "", false, fmt.Errorf("%w: extraction_mode %q is not one of %s", ErrInvalidTask, mode,
@@ -70,7 +72,7 @@ func extractBoxed(text string) (string, bool) {
 				depth--
 			}
 			if depth == 0 {
-				return pyStrip(stripTextWrappers(pyStrip(text[start:i]))), true
+				return pystr.Strip(stripTextWrappers(pystr.Strip(text[start:i]))), true
 			}
 		}
 		limit = start
@@ -83,7 +85,7 @@ func extractBoxed(text string) (string, bool) {
 // need not balance, and the inside is trimmed each time.
 func stripTextWrappers(v string) string {
 	for len(v) > len(textOpen) && strings.HasPrefix(v, textOpen) && strings.HasSuffix(v, "}") {
-		v = pyStrip(v[len(textOpen) : len(v)-1])
+		v = pystr.Strip(v[len(textOpen) : len(v)-1])
 	}
 	return v
 }
@@ -104,11 +106,11 @@ func extractFinalAnswer(text string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	raw := pyStrip(text[start:end])
+	raw := pystr.Strip(text[start:end])
 	// Upstream splits at the first '.' followed only by whitespace up to
 	// the end; in a trimmed value that can only be a '.' in last place.
 	raw = strings.TrimSuffix(raw, ".")
-	return strings.TrimRight(pyStrip(raw), "."), true
+	return strings.TrimRight(pystr.Strip(raw), "."), true
 }
 
 // lastLabelValue returns the bounds of the group of the last match of
@@ -208,7 +210,7 @@ func labelValue(text string, i int) (start, end int, ok bool) {
 func skipPySpace(text string, i int) int {
 	for i < len(text) {
 		r, size := utf8.DecodeRuneInString(text[i:])
-		if !pyIsSpace(r) {
+		if !pystr.IsSpace(r) {
 			break
 		}
 		i += size
@@ -221,7 +223,7 @@ func skipPySpace(text string, i int) int {
 func extractLastLine(text string) (string, bool) {
 	lines := pySplitLines(text)
 	for i := len(lines) - 1; i >= 0; i-- {
-		if line := pyStrip(lines[i]); line != "" {
+		if line := pystr.Strip(lines[i]); line != "" {
 			return line, true
 		}
 	}

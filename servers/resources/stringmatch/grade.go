@@ -1,6 +1,8 @@
 package stringmatch
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
+
 	"math"
 	"regexp"
 	"strings"
@@ -96,7 +98,7 @@ func Grade(expected, predicted string) (float64, Rule) {
 // stripUnits removes LaTeX formatting, spells out Unicode math signs and
 // drops units, then trims.
 func stripUnits(s string) string {
-	return pyStrip(unitsRE.ReplaceAllString(unicodeMath(normalizeLaTeX(s)), ""))
+	return pystr.Strip(unitsRE.ReplaceAllString(unicodeMath(normalizeLaTeX(s)), ""))
 }
 
 // stripOuterQuotes drops one pair of matching ' or " around s.
@@ -130,7 +132,7 @@ func replaceInTurn(s string, olds ...string) string {
 // normalizeFloat is Python's repr of the float s denotes once "\%", "\$"
 // and "$" are removed, or s itself when that is not a number.
 func normalizeFloat(s string) string {
-	if f, ok := pyFloat(pyStrip(replaceInTurn(s, `\%`, `\$`, "$"))); ok {
+	if f, ok := pyFloat(pystr.Strip(replaceInTurn(s, `\%`, `\$`, "$"))); ok {
 		return pyFloatRepr(f)
 	}
 	return s
@@ -267,7 +269,7 @@ var numericCleaner = strings.NewReplacer("$", "", "£", "", "€", "", "%", "", 
 // "\$" removed, trimmed.
 func stripNumeric(s string) string {
 	s = unitsRE.ReplaceAllString(unicodeMath(numericCleaner.Replace(s)), "")
-	return pyStrip(replaceInTurn(s, `\%`, `\$`))
+	return pystr.Strip(replaceInTurn(s, `\%`, `\$`))
 }
 
 // softNumeric scores how close two numbers are: (1 - relative error)²,

@@ -1,6 +1,8 @@
 package stringmatch
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
+
 	"bytes"
 	"math"
 	"strconv"
@@ -11,31 +13,6 @@ import (
 
 // This file reproduces the few pieces of Python's str and float behaviour
 // the grader depends on, where Go's standard library behaves differently.
-
-// pyIsSpace reports whether Python's str.isspace (and the \s class of its
-// re module) treats r as whitespace. Unlike unicode.IsSpace it includes
-// the ASCII information separators U+001C..U+001F.
-func pyIsSpace(r rune) bool {
-	switch {
-	case r <= 0x20:
-		return r == ' ' || (r >= '\t' && r <= '\r') || (r >= 0x1c && r <= 0x1f)
-	case r < 0x85:
-		return false
-	}
-	switch r {
-	case 0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
-}
-
-// pyStrip is Python's str.strip() without arguments.
-func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
-
-// pyCollapseSpace is Python's " ".join(s.split()).
-func pyCollapseSpace(s string) string {
-	return strings.Join(strings.FieldsFunc(s, pyIsSpace), " ")
-}
 
 // pyIsLineBreak reports whether Python's str.splitlines ends a line at r.
 func pyIsLineBreak(r rune) bool {
@@ -115,8 +92,8 @@ func finalSigma(s string, start, end int) bool {
 	for j := start; j > 0; {
 		r, size := utf8.DecodeLastRuneInString(s[:j])
 		j -= size
-		if !isCaseIgnorable(r) {
-			before = isCased(r)
+		if !pystr.IsCaseIgnorable(r) {
+			before = pystr.IsCased(r)
 			break
 		}
 	}
@@ -126,29 +103,11 @@ func finalSigma(s string, start, end int) bool {
 	for j := end; j < len(s); {
 		r, size := utf8.DecodeRuneInString(s[j:])
 		j += size
-		if !isCaseIgnorable(r) {
-			return !isCased(r)
+		if !pystr.IsCaseIgnorable(r) {
+			return !pystr.IsCased(r)
 		}
 	}
 	return true
-}
-
-// isCased is Unicode's Cased property.
-func isCased(r rune) bool {
-	return unicode.IsLower(r) || unicode.IsUpper(r) || unicode.IsTitle(r) ||
-		unicode.Is(unicode.Other_Lowercase, r) || unicode.Is(unicode.Other_Uppercase, r)
-}
-
-// isCaseIgnorable is Unicode's Case_Ignorable property: marks, format
-// characters, modifier letters and symbols, and the characters whose
-// Word_Break value is MidLetter, MidNumLet or Single_Quote.
-func isCaseIgnorable(r rune) bool {
-	switch r {
-	case '\'', '.', ':', 0xb7, 0x387, 0x55f, 0x5f4, 0x2018, 0x2019, 0x2024, 0x2027,
-		0xfe13, 0xfe52, 0xfe55, 0xff07, 0xff0e, 0xff1a:
-		return true
-	}
-	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
 // decimalValue is the digit value of a character of category Nd, as
@@ -181,7 +140,7 @@ func pyFloat(s string) (f float64, ok bool) {
 		switch {
 		case r < 127:
 			buf = append(buf, byte(r))
-		case pyIsSpace(r):
+		case pystr.IsSpace(r):
 			buf = append(buf, ' ')
 		default:
 			d, isDigit := decimalValue(r)
@@ -341,4 +300,9 @@ func pyMax(a, b float64) float64 {
 		return b
 	}
 	return a
+}
+
+// pyCollapseSpace is Python's " ".join(s.split()).
+func pyCollapseSpace(s string) string {
+	return strings.Join(strings.FieldsFunc(s, pystr.IsSpace), " ")
 }

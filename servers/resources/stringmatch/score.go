@@ -1,6 +1,8 @@
 package stringmatch
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
+
 	"errors"
 	"strings"
 )
@@ -120,7 +122,7 @@ func (r Result) Fields() map[string]any {
 // with "\n" and the result is trimmed of Python whitespace. Reasoning,
 // function-call and other items contribute nothing.
 func ResponseText(assistantTexts []string) string {
-	return pyStrip(strings.Join(assistantTexts, "\n"))
+	return pystr.Strip(strings.Join(assistantTexts, "\n"))
 }
 
 // Score extracts the answer from text as the task's mode says and grades
@@ -145,7 +147,7 @@ func Score(cfg Config, task Task, text string) (Result, error) {
 		return res, nil
 	}
 	if task.CaseSensitive {
-		if pyStrip(answer) == pyStrip(task.ExpectedAnswer) {
+		if pystr.Strip(answer) == pystr.Strip(task.ExpectedAnswer) {
 			res.Reward, res.Rule = 1, RuleCaseSensitive
 		}
 		return res, nil
