@@ -86,3 +86,41 @@ func BenchmarkResponseEncode(b *testing.B) {
 		}
 	}
 }
+
+// benchVerifyAnswer is the resources server's answer to benchVerifyJSON:
+// the request echoed, the reward and a member of the verifier's.
+var benchVerifyAnswer = strings.TrimSuffix(benchVerifyJSON, "}") + `,"reward":1.0,"extracted_answer":"2"}`
+
+// BenchmarkVerifyAnswerTyped is what the agent did with every verify
+// answer before it passed them on raw: decode, validate, encode for
+// /run. BenchmarkVerifyAnswerChecked is the baseline it is compared to.
+func BenchmarkVerifyAnswerTyped(b *testing.B) {
+	body := []byte(benchVerifyAnswer)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		var resp VerifyResponse
+		if err := json.Unmarshal(body, &resp); err != nil {
+			b.Fatal(err)
+		}
+		if err := resp.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyAnswerChecked is what the agent does with a verify
+// answer now: the shallow check, the bytes passed on as they are.
+func BenchmarkVerifyAnswerChecked(b *testing.B) {
+	body := []byte(benchVerifyAnswer)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := CheckVerifyResponse(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

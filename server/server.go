@@ -132,9 +132,10 @@ func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
 // FastAPI-shaped body naming the location, over the size limit a 413. If
 // Req has a Validate() error method, a failure there is a 422 too (a
 // *protocol.ValidationError keeps its locations, under "body"). fn's
-// result is encoded as JSON with status 200; an *Error it returns sets
-// the status, a *protocol.ValidationError gives 422, any other error or a
-// panic gives 500.
+// result is encoded as JSON with status 200 (a RawJSON result is written
+// as it is); an *Error it returns sets the status, a
+// *protocol.ValidationError gives 422, any other error or a panic gives
+// 500.
 func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, Req) (Resp, error)) {
 	limit := s.opts.MaxBodyBytes
 	s.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -332,7 +333,21 @@ func writeError(w http.ResponseWriter, err error) {
 	_, _ = w.Write(body)
 }
 
+// RawJSON is an answer that is already encoded: a typed handler (Handle)
+// returning one has its bytes written as they are, with no encoding,
+// compacting or checking, so a handler that passes a peer's answer on
+// pays no second pass over it. It must hold one valid JSON value; the
+// runtime trusts it. (A json.RawMessage result, by contrast, is encoded:
+// encoding/json checks and compacts it, one more scan of the bytes.)
+type RawJSON []byte
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if raw, ok := v.(RawJSON); ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(raw)
+		return
+	}
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError

@@ -15,9 +15,11 @@
 //	                                   cookies: the episode's last resources and
 //	                                   model cookies, and the agent's own
 //
-// The answer is the verify JSON as the resources server gave it, every
-// member kept. A non-2xx answer from the seed, a model call or verify, an
-// invalid model or verify answer, an unreachable peer, or an explicit
+// The answer is the verify JSON as the resources server gave it, byte for
+// byte (whitespace around the value aside): it is checked
+// (protocol.CheckVerifyResponse), not decoded and encoded again. A non-2xx
+// answer from the seed, a model call or verify, an invalid model or verify
+// answer, an unreachable peer, or an explicit
 // _ng_rollout_id upstream would refuse fails the rollout: /run answers 500,
 // as upstream's does. A tool route's answer is never a failure, whatever
 // its status: its text is what the model sees next. Arguments that are not

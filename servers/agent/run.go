@@ -30,8 +30,9 @@ var errRolloutPanicked = errors.New("rollout panicked")
 // as upstream raises; each rollout the runtime let through validation is
 // recorded once with metrics.RecordRollout, failed ones included, and a
 // panic is recorded and answered as an error instead of unwinding into
-// the runtime.
-func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out protocol.VerifyResponse, err error) {
+// the runtime. The answer is the resources server's verify answer as it
+// came (see rollout).
+func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.RawJSON, err error) {
 	start := time.Now()
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupRollout) {
@@ -76,16 +77,21 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out protocol.
 }
 
 // rollout is upstream's run, with the episode run in this process rather
-// than through an HTTP call to the agent's own /v1/responses.
-func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string) (protocol.VerifyResponse, error) {
+// than through an HTTP call to the agent's own /v1/responses. Its answer
+// is the verify answer's bytes, passed on without a decode and an encode:
+// upstream's agent returns the resources server's answer as it parsed
+// it, every member kept, and protocol.CheckVerifyResponse refuses what
+// the typed decode and Validate refused for the reward and the kinds of
+// the echoed members, in one shallow pass.
+func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string) (server.RawJSON, error) {
 	seed, err := a.client.Post(ctx, a.seedURL, row, nil, server.Call{Cookies: a.inboundCookies(ctx)})
 	if err != nil {
-		return protocol.VerifyResponse{}, fmt.Errorf("seed_session: %w", err)
+		return nil, fmt.Errorf("seed_session: %w", err)
 	}
 
 	ep, err := a.episode(ctx, row.ResponsesCreateParams, a.modelURL, id, seed.Cookies)
 	if err != nil {
-		return protocol.VerifyResponse{}, err
+		return nil, err
 	}
 
 	// The row, with the episode as its response (one a row carried is
@@ -97,23 +103,45 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 	if a.cfg.SkipVerification {
 		out := protocol.NewVerifyResponse(req, a.cfg.SkipVerificationReward)
 		if err := out.Fields.Set(KeyVerificationSkipped, true); err != nil {
-			return protocol.VerifyResponse{}, err
+			return nil, err
 		}
-		return out, nil
+		return encodeAnswer(out)
 	}
 
 	// Upstream's self-call answer sets the resources and model cookies the
 	// episode ended with, then the agent's own session cookie; verify is
 	// called with all of them.
 	cookies := mergeCookies(ep.resourcesCookies, ep.modelCookies, ownCookies(ctx))
-	var out protocol.VerifyResponse
+	var out verifyAnswer
 	if _, err := a.client.Post(ctx, a.verifyURL, req, &out, server.Call{Cookies: cookies}); err != nil {
-		return protocol.VerifyResponse{}, fmt.Errorf("verify: %w", err)
+		return nil, fmt.Errorf("verify: %w", err)
 	}
-	if err := out.Validate(); err != nil {
-		return protocol.VerifyResponse{}, fmt.Errorf("verify: invalid response from the resources server: %w", err)
+	if err := protocol.CheckVerifyResponse(out); err != nil {
+		return nil, fmt.Errorf("verify: invalid response from the resources server: %w", err)
 	}
-	return out, nil
+	return server.RawJSON(out), nil
+}
+
+// verifyAnswer is a verify answer's bytes: the client's decoder has
+// checked that they are one valid JSON value and hands them over whole.
+// A newline ends them, as it ends every answer the runtime encodes.
+type verifyAnswer []byte
+
+// UnmarshalJSON keeps a copy of b (the decoder's buffer is reused).
+func (v *verifyAnswer) UnmarshalJSON(b []byte) error {
+	*v = append(append(make([]byte, 0, len(b)+1), b...), '\n')
+	return nil
+}
+
+// encodeAnswer encodes a result the agent built itself, ending it with a
+// newline as the runtime ends what it encodes. The protocol's encoder
+// writes compact, valid JSON, so it needs no second pass.
+func encodeAnswer(out protocol.VerifyResponse) (server.RawJSON, error) {
+	b, err := out.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // failure is a failed call of the agent's: always a 500, as upstream's

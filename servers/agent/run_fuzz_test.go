@@ -165,7 +165,7 @@ func FuzzRunBody(f *testing.F) {
 		if err := json.Unmarshal(answer["response"], &resp); err != nil || resp.Validate() != nil || len(resp.Output) == 0 {
 			t.Errorf("%.300q: answer's response %.300s is not a valid episode: %v", body, answer["response"], err)
 		}
-		if string(answer["reward"]) != "1" || string(answer["checked_by"]) != `"fake"` {
+		if string(answer["reward"]) != "1.0" || string(answer["checked_by"]) != `"fake"` { // as the verifier wrote them
 			t.Errorf("%.300q: reward %s checked_by %s, want the verifier's", body, answer["reward"], answer["checked_by"])
 		}
 	})
