@@ -20,15 +20,15 @@ import (
 // whose built-in policy answers right with probability p.
 func envFleet(impl string, p float64) string {
 	return fmt.Sprintf(`
-servers:
-  - name: env
-    type: resources_servers
-    impl: %s
-  - name: policy_model
-    type: responses_api_models
-    config: {correct_probability: %v}
-  - name: simple_agent
-    type: responses_api_agents
+env:
+  resources_servers:
+    %s: {}
+policy_model:
+  responses_api_models:
+    policy_model: {correct_probability: %v}
+simple_agent:
+  responses_api_agents:
+    simple_agent: {}
 telemetry:
   enabled: true
   exporter: file

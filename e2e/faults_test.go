@@ -543,8 +543,14 @@ func hasValue(vals []float64, want float64) bool {
 func TestPanickingVerifierKeepsServing(t *testing.T) {
 	checkVerifyBody(t, "boom-0")
 	dir := t.TempDir()
-	// The fault matches the row's task_id field.
-	srv, base := startServe(t, dir, `GYM_SERVER_CONFIG={"panic_on_task_prefix":"boom-"}`)
+	// The fault matches the row's task_id field; gym serve takes the
+	// config from --config-json (it reads no config variable).
+	srv, base := serveWith(t, gymEnv(
+		"NEMO_GYM_OTEL_ENABLED=1",
+		"NEMO_GYM_OTEL_EXPORTER=file",
+		"NEMO_GYM_OTEL_FILE_PATH="+filepath.Join(dir, "telemetry", "arithmetic.jsonl"),
+		"NEMO_GYM_OTEL_SPAN_GROUPS=all",
+	), "resources_servers", "--name", "arithmetic", "--config-json", `{"panic_on_task_prefix":"boom-"}`)
 	client := &http.Client{Timeout: 10 * time.Second}
 	post := func(id string) (int, []byte) {
 		t.Helper()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,21 +17,24 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/gymlens/gymlens/internal/telfile"
 )
 
 // failingFleet makes the resources server panic on the first nine tasks of
 // the built-in dataset, so some verifications (and their rollouts) fail.
 const failingFleet = `
-servers:
-  - name: arithmetic
-    type: resources_servers
-    config: {panic_on_task_prefix: "arith-00000"}
-  - name: policy_model
-    type: responses_api_models
-    config: {correct_probability: 0.7}
-  - name: simple_agent
-    type: responses_api_agents
+policy_api_key: sk-e2e-never-written
+arithmetic:
+  resources_servers:
+    arithmetic: {domain: math, panic_on_task_prefix: "arith-00000"}
+policy_model:
+  responses_api_models:
+    policy_model: {correct_probability: 0.7}
+simple_agent:
+  responses_api_agents:
+    simple_agent: {}
 telemetry:
   enabled: true
   exporter: file
@@ -230,8 +234,14 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 	if len(lines) != n-9 || len(fails) != 9 {
 		t.Errorf("rollouts.jsonl: %d lines, failures: %d; want %d and 9", len(lines), len(fails), n-9)
 	}
-	if _, err := os.Stat(filepath.Join(run, "config.yaml")); err != nil {
-		t.Errorf("effective config not written: %v", err)
+	// The run's config.yaml: the fleet's dict with the secret replaced.
+	written, err := os.ReadFile(filepath.Join(run, "config.yaml"))
+	if err != nil {
+		t.Fatalf("effective config not written: %v", err)
+	}
+	if w := string(written); strings.Contains(w, "sk-e2e-never-written") || !strings.Contains(w, "policy_api_key:") ||
+		!strings.Contains(w, "panic_on_task_prefix: arith-00000") || !strings.Contains(w, "head_server_url: http://") {
+		t.Errorf("config.yaml is not the redacted fleet:\n%s", w)
 	}
 }
 
@@ -345,16 +355,21 @@ func TestEnvStartMalformedBodiesAre422AndNotCounted(t *testing.T) {
 	urlRe := regexp.MustCompile(`^\s+(\S+)\s+\S+\s+(http://\S+)`)
 	sc := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(2*time.Minute, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	head := ""
 	for len(urls) < 3 && sc.Scan() {
+		if h, ok := strings.CutPrefix(sc.Text(), "head server "); ok {
+			head = h
+		}
 		if m := urlRe.FindStringSubmatch(sc.Text()); m != nil {
 			urls[m[1]] = m[2]
 		}
 	}
 	deadline.Stop()
-	if len(urls) < 3 {
-		t.Fatalf("fleet did not report its servers; stderr:\n%s", errLog.String())
+	if len(urls) < 3 || head == "" {
+		t.Fatalf("fleet did not report its servers and head server; stderr:\n%s", errLog.String())
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	checkHeadServer(t, head, urls, runDir(t, runs))
 
 	post := func(url, body string) (int, string) {
 		res, err := http.Post(url, "application/json", strings.NewReader(body))
@@ -411,6 +426,68 @@ func TestEnvStartMalformedBodiesAre422AndNotCounted(t *testing.T) {
 	}
 	if statuses["422"] != 5 || statuses["200"] != 1 {
 		t.Errorf("request durations by status %v, want 5x422 and 1x200", statuses)
+	}
+}
+
+// checkHeadServer reads the head server the way NeMo Gym's clients do:
+// the config dict as a JSON string holding YAML, whose server blocks say
+// where each server runs, and the server list. The run directory's
+// config.yaml names the head server too.
+func checkHeadServer(t *testing.T, head string, urls map[string]string, run string) {
+	t.Helper()
+	get := func(path string) []byte {
+		res, err := http.Get(head + path)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", head, path, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s%s = %d %s", head, path, res.StatusCode, b)
+		}
+		return b
+	}
+	var text string
+	if err := json.Unmarshal(get("/global_config_dict_yaml"), &text); err != nil {
+		t.Fatalf("/global_config_dict_yaml is not a JSON string: %v", err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal([]byte(text), &raw); err != nil {
+		t.Fatalf("the dict is not YAML: %v\n%s", err, text)
+	}
+	found := 0
+	for name := range urls {
+		inst, _ := raw[name].(map[string]any)
+		for _, v := range inst {
+			impls, _ := v.(map[string]any)
+			for _, block := range impls {
+				b, _ := block.(map[string]any)
+				found++
+				if got := fmt.Sprintf("http://%v:%v", b["host"], b["port"]); got != urls[name] {
+					t.Errorf("dict: %s at %s, env start printed %s", name, got, urls[name])
+				}
+			}
+		}
+	}
+	if found != 3 {
+		t.Errorf("dict has %d of the 3 servers:\n%s", found, text)
+	}
+	var list []struct {
+		ProcessName string `json:"process_name"`
+		URL         string `json:"url"`
+		PID         int    `json:"pid"`
+	}
+	if err := json.Unmarshal(get("/server_instances"), &list); err != nil || len(list) != 3 {
+		t.Fatalf("/server_instances: %+v, %v", list, err)
+	}
+	for _, in := range list {
+		if in.URL != urls[in.ProcessName] || in.PID <= 0 || !gymAlive(in.PID) {
+			t.Errorf("/server_instances entry %+v, want url %s and a live pid", in, urls[in.ProcessName])
+		}
+	}
+	cfg, err := os.ReadFile(filepath.Join(run, "config.yaml"))
+	if err != nil || !strings.Contains(string(cfg), "head_server_url: "+head+"\n") {
+		t.Errorf("config.yaml lacks head_server_url %s (%v):\n%s", head, err, cfg)
 	}
 }
 

@@ -28,14 +28,17 @@ import (
 // the first nine tasks of the built-in dataset so that the counters carry
 // failures too. Telemetry comes from the environment only.
 const promFleet = `
-servers:
-  - name: arithmetic
-    type: resources_servers
-    config: {panic_on_task_prefix: "arith-00000"}
-  - name: policy_model
-    type: responses_api_models
-  - name: simple_agent
-    type: responses_api_agents
+arithmetic:
+  resources_servers:
+    arithmetic: {domain: math, panic_on_task_prefix: "arith-00000"}
+policy_model:
+  responses_api_models:
+    policy_model: {}
+simple_agent:
+  responses_api_agents:
+    simple_agent:
+      resources_server: {type: resources_servers, name: arithmetic}
+      model_server: {type: responses_api_models, name: policy_model}
 `
 
 // promRulesDir is deploy/prometheus, relative to this package.

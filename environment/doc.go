@@ -59,8 +59,29 @@
 // rollout. Sessions[S] keeps a state per cookie, bounded in time and
 // number. Tools and verify read it with the request's ctx.
 //
-// Run an environment with Main (flags, signals, telemetry), ListenAndServe
+// Run an environment with Main (flags or NeMo Gym's launch contract,
+// signals, telemetry), ListenAndServe
 // (the same under a caller's context), Register (its routes on a
 // server.Server built with ServerOptions, as gym serve does for the
 // built-in environments) or Handler (tests).
+//
+// Started by a fleet's launcher: NeMo Gym's launcher (and gym env start,
+// for a fleet block with a command: list) starts a server with no
+// arguments and two environment variables, NEMO_GYM_CONFIG_DICT (the YAML
+// of the whole fleet config, interpolations unresolved) and
+// NEMO_GYM_CONFIG_PATH (the name of the server's instance in it). Main
+// then resolves the config, binds exactly its block's host:port, names
+// the server after the instance, exits 0 without listening under
+// dry_run: true and exits 2 with one line on stderr for a bad launch.
+// The block's other keys are the program's: LaunchConfig returns them,
+// and the SDK never refuses one. For example, a fleet config
+//
+//	wallet:
+//	  resources_servers:
+//	    wallet:
+//	      command: [./wallet]
+//	      fee: ${oc.env:WALLET_FEE,0}
+//
+// starts ./wallet with NEMO_GYM_CONFIG_PATH=wallet, and LaunchConfig
+// returns {"fee": "0"} there (values from oc.env are strings).
 package environment

@@ -16,5 +16,11 @@ func SetListening(fn func(net.Addr)) { listening = fn }
 
 // Run is Main without the process.
 func Run(ctx context.Context, env *Environment, args []string, stderr io.Writer) int {
-	return run(ctx, env, args, stderr)
+	return run(ctx, env, args, func(string) (string, bool) { return "", false }, stderr)
+}
+
+// RunWithEnv is Main without the process, reading the launch variables
+// with lookupEnv.
+func RunWithEnv(ctx context.Context, env *Environment, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
+	return run(ctx, env, args, lookupEnv, stderr)
 }

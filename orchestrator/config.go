@@ -1,188 +1,478 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/servers/registry"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// DefaultImpl returns the implementation used for serverType when none is
-// named, or "" for an unknown type.
-func DefaultImpl(serverType string) string { return registry.Default(serverType) }
-
-// ServerSpec is one server of the fleet.
+// ServerSpec is one server instance of the fleet, read from the config
+// dict: the top-level key `<Name>: {<Type>: {<Impl>: {...}}}`.
 type ServerSpec struct {
-	// Name is unique in the fleet; it becomes nemo.gym.server.name.
+	// Name is the instance name (the top-level key), unique in the fleet;
+	// it becomes nemo.gym.server.name and the child's NEMO_GYM_CONFIG_PATH.
 	Name string `yaml:"name" json:"name"`
 	// Type is resources_servers, responses_api_models or
 	// responses_api_agents.
 	Type string `yaml:"type" json:"type"`
-	// Impl picks the built-in implementation (see package registry);
-	// empty means the type's default (arithmetic, policy_model,
-	// simple_agent).
-	Impl string `yaml:"impl,omitempty" json:"impl,omitempty"`
-	// Addr fixes the listen address; empty means a free loopback port.
-	Addr string `yaml:"addr,omitempty" json:"addr,omitempty"`
-	// MetricsAddr fixes where the prometheus exporter serves /metrics;
-	// empty means a free loopback port.
+	// Impl is the one key under the type: a built-in implementation (see
+	// package registry), or any name when Command is set.
+	Impl string `yaml:"impl" json:"impl"`
+	// Host and Port are the block's host and port as the file gives them;
+	// "" and 0 are filled in when the fleet starts (default_host, a random
+	// free port in [port_range_low, port_range_high]).
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+	Port int    `yaml:"port,omitempty" json:"port,omitempty"`
+	// MetricsAddr fixes where the child's prometheus exporter serves
+	// /metrics; empty means a free loopback port chosen at start.
 	MetricsAddr string `yaml:"metrics_addr,omitempty" json:"metrics_addr,omitempty"`
-	// ModelServer and ResourcesServer name an agent's peers; empty means
-	// the only server of that type.
+	// ModelServer and ResourcesServer are the instance names an agent's
+	// model_server and resources_server references point at.
 	ModelServer     string `yaml:"model_server,omitempty" json:"model_server,omitempty"`
 	ResourcesServer string `yaml:"resources_server,omitempty" json:"resources_server,omitempty"`
-	// Config is handed to the implementation as JSON.
+	// Config is the implementation's part of the block: the block minus
+	// launcher keys and references (gymconfig.Instance.ImplConfig).
 	Config map[string]any `yaml:"config,omitempty" json:"config,omitempty"`
+	// Command is the argv of an external server (the block's `command:`);
+	// nil for a built-in, which runs as `gym serve`.
+	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
+	// Dir is the directory of the config file: relative paths of Command
+	// are resolved against it and an external server runs in it. Empty
+	// means the orchestrator's working directory.
+	Dir string `yaml:"-" json:"-"`
 }
 
-// Config is a fleet configuration file.
+// External reports whether the server runs its own command rather than a
+// built-in implementation.
+func (s ServerSpec) External() bool { return len(s.Command) > 0 }
+
+// Config is a validated fleet configuration: NeMo Gym's config dict.
 type Config struct {
-	Servers []ServerSpec `yaml:"servers" json:"servers"`
+	// Servers are the dict's server instances, in document order.
+	Servers []ServerSpec
 	// Telemetry is the parsed `telemetry:` block.
-	Telemetry telemetry.Config `yaml:"-" json:"-"`
+	Telemetry telemetry.Config
+	// Dict is the config dict every child receives (as
+	// NEMO_GYM_CONFIG_DICT), interpolations unresolved. Start works on a
+	// copy, so a Config can be started more than once.
+	Dict *gymconfig.Dict
+	// Dir is the directory of the config file ("" for DefaultConfig and
+	// ParseConfig: the working directory).
+	Dir string
+
+	resolved *gymconfig.Config
 }
 
-// DefaultConfig is the built-in fleet: one server of each type.
+// defaultFleet is the built-in fleet: one server of each type, the agent
+// pointing at the other two.
+const defaultFleet = `arithmetic:
+  resources_servers:
+    arithmetic:
+      domain: math
+policy_model:
+  responses_api_models:
+    policy_model: {}
+simple_agent:
+  responses_api_agents:
+    simple_agent:
+      resources_server: {type: resources_servers, name: arithmetic}
+      model_server: {type: responses_api_models, name: policy_model}
+`
+
+// DefaultConfig is the built-in fleet: arithmetic (resources_servers),
+// policy_model (responses_api_models) and simple_agent
+// (responses_api_agents, referencing the other two), parsed like a file.
 func DefaultConfig() Config {
-	return Config{Servers: []ServerSpec{
-		{Name: "arithmetic", Type: telemetry.ServerTypeResources},
-		{Name: "policy_model", Type: telemetry.ServerTypeModel},
-		{Name: "simple_agent", Type: telemetry.ServerTypeAgent},
-	}}
+	cfg, err := ParseConfig([]byte(defaultFleet))
+	if err != nil {
+		// The document is a constant, checked by the tests.
+		panic("orchestrator: built-in fleet: " + err.Error())
+	}
+	return cfg
 }
 
-// LoadConfig reads and validates a fleet configuration file.
+// DefaultConfigYAML returns the built-in fleet as a config file.
+func DefaultConfigYAML() []byte { return []byte(defaultFleet) }
+
+// LoadConfig reads and validates a fleet config file. Relative paths in
+// its servers' `command:` are resolved against the file's directory.
 func LoadConfig(path string) (Config, error) {
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("fleet config: %w", err)
 	}
-	cfg, err := ParseConfig(doc)
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return Config{}, fmt.Errorf("fleet config %s: %w", path, err)
+	}
+	cfg, err := parseConfig(doc, dir)
 	if err != nil {
 		return Config{}, fmt.Errorf("fleet config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// ParseConfig parses and validates a fleet configuration document.
-func ParseConfig(doc []byte) (Config, error) {
-	var cfg Config
-	var raw struct {
-		Servers []ServerSpec `yaml:"servers"`
+// ParseConfig parses and validates a fleet config document (NeMo Gym's
+// config dict) whose relative paths are relative to the working directory.
+func ParseConfig(doc []byte) (Config, error) { return parseConfig(doc, "") }
+
+// oldShapeHelp is the error for a file in the `servers:` list shape that
+// gymlens used before it read NeMo Gym's config dict.
+const oldShapeHelp = "the file uses gymlens's old `servers:` list shape; a fleet file is now NeMo Gym's config dict, one top-level key per server instance:\n" +
+	"  arithmetic:\n" +
+	"    resources_servers:\n" +
+	"      arithmetic: {domain: math}\n" +
+	"  policy_model:\n" +
+	"    responses_api_models:\n" +
+	"      policy_model: {correct_probability: 0.8}\n" +
+	"  simple_agent:\n" +
+	"    responses_api_agents:\n" +
+	"      simple_agent:\n" +
+	"        resources_server: {type: resources_servers, name: arithmetic}\n" +
+	"        model_server: {type: responses_api_models, name: policy_model}\n" +
+	"(an old entry's name becomes the top-level key, type and impl the two levels below it, config: its keys)"
+
+func parseConfig(doc []byte, dir string) (Config, error) {
+	d, err := gymconfig.Parse(doc)
+	if err != nil {
+		return Config{}, err
 	}
-	if err := yaml.Unmarshal(doc, &raw); err != nil {
-		return Config{}, fmt.Errorf("parse YAML: %w", err)
+	if _, old := d.Get([]string{"servers"}); old {
+		return Config{}, errors.New(oldShapeHelp)
 	}
-	cfg.Servers = raw.Servers
 	tcfg, err := telemetry.ConfigFromYAML(doc)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg.Telemetry = tcfg
-	if err := cfg.Validate(); err != nil {
+	cfg := Config{Telemetry: tcfg, Dict: d, Dir: dir}
+	if err := cfg.validate(true); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// Validate checks names, types, implementations, agent references and
-// fixed addresses (a fixed port already taken is reported here, before
-// anything is spawned). It fills in default implementations and peers.
-func (c *Config) Validate() error {
+// Set sets a key of the config dict (path from the top level, e.g.
+// policy_model.responses_api_models.policy_model.seed) and validates the
+// result again, so the children see the value and a bad one is reported
+// before anything starts.
+func (c *Config) Set(path []string, v any) error {
+	if c.Dict == nil {
+		return errors.New("orchestrator: empty config")
+	}
+	d, err := gymconfig.Parse(c.Dict.YAML())
+	if err != nil {
+		return err
+	}
+	if err := d.Set(path, v); err != nil {
+		return fmt.Errorf("set %s: %w", strings.Join(path, "."), err)
+	}
+	next := Config{Telemetry: c.Telemetry, Dict: d, Dir: c.Dir}
+	if err := next.validate(false); err != nil {
+		return err
+	}
+	*c = next
+	return nil
+}
+
+// ImplPath returns the dict path of a key in server name's block:
+// [name, type, impl, key].
+func (c Config) ImplPath(name, key string) ([]string, bool) {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return []string{s.Name, s.Type, s.Impl, key}, true
+		}
+	}
+	return nil, false
+}
+
+// Redacted returns the resolved config dict with every secret (API keys,
+// tokens, passwords: lens.IsSensitiveKey) replaced, fit to be written to
+// disk.
+func (c Config) Redacted() map[string]any {
+	if c.resolved == nil {
+		return nil
+	}
+	return c.resolved.Redacted()
+}
+
+// HeadServerGiven reports whether the dict names the head server's address
+// itself (head_server:), rather than leaving it to the default.
+func (c Config) HeadServerGiven() bool {
+	if c.Dict == nil {
+		return false
+	}
+	_, ok := c.Dict.Get([]string{gymconfig.KeyHeadServer})
+	return ok
+}
+
+// headPortGiven reports whether the dict gives head_server.port itself.
+func headPortGiven(d *gymconfig.Dict) bool {
+	_, ok := d.Get([]string{gymconfig.KeyHeadServer, "port"})
+	return ok
+}
+
+// validate resolves the dict and checks instances, implementations, their
+// configs, references and fixed ports, filling c.Servers. With fillRefs,
+// an agent without a model_server or resources_server reference gets the
+// only server of that type, written into the dict.
+func (c *Config) validate(fillRefs bool) error {
+	gc, err := c.Dict.Resolve(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if len(gc.Instances) == 0 {
+		if err := typoedTypes(gc); err != nil {
+			return err
+		}
+		return errors.New("no server instances: a server is a top-level key shaped <name>: {<resources_servers|responses_api_models|responses_api_agents>: {<impl>: {...}}}")
+	}
+	if err := typoedTypes(gc); err != nil {
+		return err
+	}
+	if fillRefs {
+		changed, err := fillAgentRefs(c.Dict, gc)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if gc, err = c.Dict.Resolve(os.LookupEnv); err != nil {
+				return err
+			}
+		}
+	}
+	if err := gc.CheckRefs(); err != nil {
+		return err
+	}
 	var errs []error
-	if len(c.Servers) == 0 {
-		return errors.New("no servers configured")
-	}
-	seen := map[string]bool{}
-	addrs := map[string]string{}
-	byType := map[string][]string{}
-	for i := range c.Servers {
-		s := &c.Servers[i]
-		s.Name = strings.TrimSpace(s.Name)
-		where := fmt.Sprintf("servers[%d]", i)
-		if s.Name != "" {
-			where = fmt.Sprintf("server %q", s.Name)
-		}
-		switch {
-		case s.Name == "":
-			errs = append(errs, fmt.Errorf("%s: name is required", where))
-		case strings.ContainsAny(s.Name, "/ \t") || strings.ContainsFunc(s.Name, unicode.IsControl) || s.Name == "orchestrator":
-			errs = append(errs, fmt.Errorf("%s: name must not contain '/' or spaces, nor be \"orchestrator\"", where))
-		case seen[s.Name]:
-			errs = append(errs, fmt.Errorf("%s: duplicate name", where))
-		}
-		seen[s.Name] = true
-		if registry.Default(s.Type) == "" {
-			errs = append(errs, fmt.Errorf("%s: unknown server type %q (valid: %s, %s, %s)", where, s.Type,
-				telemetry.ServerTypeResources, telemetry.ServerTypeModel, telemetry.ServerTypeAgent))
-			continue
-		}
-		if s.Impl == "" {
-			s.Impl = registry.Default(s.Type)
-		}
-		if impl, ok := registry.ByName(s.Impl); !ok {
-			errs = append(errs, fmt.Errorf("%s: unknown implementation %q (%s: %s)", where, s.Impl, s.Type,
-				strings.Join(registry.Names(s.Type), ", ")))
-		} else if impl.Type != s.Type {
-			errs = append(errs, fmt.Errorf("%s: implementation %q serves %s, not %s", where, s.Impl, impl.Type, s.Type))
-		}
-		if s.MetricsAddr != "" {
-			if other, dup := addrs[s.MetricsAddr]; dup && !strings.HasSuffix(s.MetricsAddr, ":0") {
-				errs = append(errs, fmt.Errorf("%s: metrics_addr %s is also used by server %q", where, s.MetricsAddr, other))
-			}
-			addrs[s.MetricsAddr] = s.Name
-			if err := checkAddr(s.MetricsAddr); err != nil {
-				errs = append(errs, fmt.Errorf("%s: metrics_addr %s: %w", where, s.MetricsAddr, err))
-			}
-		}
-		if err := checkImplConfig(*s); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
-		}
-		byType[s.Type] = append(byType[s.Type], s.Name)
-		if s.Addr != "" {
-			if other, dup := addrs[s.Addr]; dup && !strings.HasSuffix(s.Addr, ":0") {
-				errs = append(errs, fmt.Errorf("%s: addr %s is also given to server %q", where, s.Addr, other))
-			}
-			addrs[s.Addr] = s.Name
-			if err := checkAddr(s.Addr); err != nil {
-				errs = append(errs, fmt.Errorf("%s: addr %s: %w", where, s.Addr, err))
-			}
+	var servers []ServerSpec
+	fixed := map[string]string{} // host:port -> instance
+	headHost, headPort := gc.HeadServer()
+	if headPortGiven(c.Dict) && headPort != 0 {
+		hp := net.JoinHostPort(headHost, strconv.Itoa(headPort))
+		fixed[hp] = gymconfig.KeyHeadServer
+		if err := checkFree(hp); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", gymconfig.KeyHeadServer, hp, err))
 		}
 	}
-	for i := range c.Servers {
-		s := &c.Servers[i]
-		if s.Type != telemetry.ServerTypeAgent {
+	defaultHost := defaultHostOf(gc)
+	for _, inst := range gc.Instances {
+		spec, err := specOf(inst, c.Dir)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		resolve := func(ref *string, typ, field string) {
-			if *ref == "" {
-				if len(byType[typ]) == 1 {
-					*ref = byType[typ][0]
-					return
-				}
-				errs = append(errs, fmt.Errorf("server %q: %s must name one of %d %s servers", s.Name, field, len(byType[typ]), typ))
-				return
+		if spec.Port != 0 {
+			host := spec.Host
+			if host == "" {
+				host = defaultHost
 			}
-			if !slices.Contains(byType[typ], *ref) {
-				errs = append(errs, fmt.Errorf("server %q: %s %q is not a %s server of this fleet", s.Name, field, *ref, typ))
+			hp := net.JoinHostPort(host, strconv.Itoa(spec.Port))
+			if other, dup := fixed[hp]; dup {
+				errs = append(errs, fmt.Errorf("%s: port %s is also given to %q", blockPath(inst), hp, other))
+			} else if err := checkFree(hp); err != nil {
+				errs = append(errs, fmt.Errorf("%s: port %s: %w", blockPath(inst), hp, err))
+			}
+			fixed[hp] = inst.Name
+		}
+		if spec.MetricsAddr != "" {
+			if err := checkAddr(spec.MetricsAddr); err != nil {
+				errs = append(errs, fmt.Errorf("%s.metrics_addr: %s: %w", blockPath(inst), spec.MetricsAddr, err))
+			} else if other, dup := fixed[spec.MetricsAddr]; dup && !strings.HasSuffix(spec.MetricsAddr, ":0") {
+				errs = append(errs, fmt.Errorf("%s.metrics_addr: %s is also used by %q", blockPath(inst), spec.MetricsAddr, other))
+			}
+			fixed[spec.MetricsAddr] = inst.Name
+		}
+		servers = append(servers, spec)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	c.Servers = servers
+	c.resolved = gc
+	return nil
+}
+
+// blockPath is the dotted path of an instance's block.
+func blockPath(inst gymconfig.Instance) string {
+	return inst.Name + "." + inst.Type + "." + inst.Impl
+}
+
+func defaultHostOf(gc *gymconfig.Config) string {
+	if h, ok := gc.Root[gymconfig.KeyDefaultHost].(string); ok && h != "" {
+		return h
+	}
+	return gymconfig.DefaultHost
+}
+
+// specOf checks one instance and describes it.
+func specOf(inst gymconfig.Instance, dir string) (ServerSpec, error) {
+	where := blockPath(inst)
+	if inst.Name == "orchestrator" || strings.ContainsAny(inst.Name, "/ \t") || strings.ContainsFunc(inst.Name, unicode.IsControl) {
+		return ServerSpec{}, fmt.Errorf("%s: an instance name must not contain '/' or spaces, nor be \"orchestrator\"", inst.Name)
+	}
+	argv, err := inst.Command()
+	if err != nil {
+		return ServerSpec{}, fmt.Errorf("%s.%s: %w", where, gymconfig.KeyCommand, err)
+	}
+	spec := ServerSpec{
+		Name: inst.Name, Type: inst.Type, Impl: inst.Impl,
+		Host: inst.Host(), Port: inst.Port(),
+		Config: inst.ImplConfig(), Command: argv, Dir: dir,
+	}
+	if v, ok := inst.Block["metrics_addr"]; ok && v != nil {
+		s, isString := v.(string)
+		if !isString {
+			return ServerSpec{}, fmt.Errorf("%s.metrics_addr: want a host:port string, got %v", where, v)
+		}
+		spec.MetricsAddr = s
+	}
+	for field, ref := range inst.Refs() {
+		switch field {
+		case "model_server":
+			spec.ModelServer = ref.Name
+		case "resources_server":
+			spec.ResourcesServer = ref.Name
+		}
+	}
+	if spec.External() {
+		// Its block is its own business: no registry entry decodes it.
+		return spec, nil
+	}
+	impl, ok := registry.Lookup(inst.Type, inst.Impl)
+	if !ok {
+		known := registry.Names(inst.Type)
+		msg := fmt.Sprintf("%s: unknown implementation %q of %s (built-in: %s", where, inst.Impl, inst.Type, strings.Join(known, ", "))
+		if near := gymconfig.Nearest(inst.Impl, known); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		return ServerSpec{}, errors.New(msg + "); an external server needs a command: [argv...]")
+	}
+	if err := checkImplConfig(impl, where, spec.Config); err != nil {
+		return ServerSpec{}, err
+	}
+	return spec, nil
+}
+
+// typoedTypes reports a top-level key shaped like a server instance whose
+// type is a near miss of a server type (resource_server for
+// resources_servers): upstream would silently not start it.
+func typoedTypes(gc *gymconfig.Config) error {
+	types := registry.Types()
+	var errs []error
+	keys := make([]string, 0, len(gc.Root))
+	for k := range gc.Root {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, name := range keys {
+		if gymconfig.IsReserved(name) {
+			continue
+		}
+		m, ok := gc.Root[name].(map[string]any)
+		if !ok || len(m) != 1 {
+			continue
+		}
+		for typ, v := range m {
+			if slices.Contains(types, typ) {
+				continue
+			}
+			if _, isMap := v.(map[string]any); !isMap {
+				continue
+			}
+			if near := gymconfig.Nearest(typ, types); near != "" {
+				errs = append(errs, fmt.Errorf("%s: unknown server type %q (did you mean %q? server types: %s)", name, typ, near, strings.Join(types, ", ")))
 			}
 		}
-		resolve(&s.ModelServer, telemetry.ServerTypeModel, "model_server")
-		resolve(&s.ResourcesServer, telemetry.ServerTypeResources, "resources_server")
 	}
 	return errors.Join(errs...)
 }
 
-// checkAddr verifies a fixed listen address is loopback-or-explicit and
-// free right now.
+// refFields are an agent's references and the server type each points at.
+var refFields = []struct{ field, typ string }{
+	{"model_server", telemetry.ServerTypeModel},
+	{"resources_server", telemetry.ServerTypeResources},
+}
+
+// fillAgentRefs gives every agent without a model_server or
+// resources_server reference the only server of that type, in the dict
+// (so the children see it). When there is none or more than one, a
+// built-in agent is an error; an external one is left alone.
+func fillAgentRefs(d *gymconfig.Dict, gc *gymconfig.Config) (changed bool, err error) {
+	byType := map[string][]string{}
+	for _, inst := range gc.Instances {
+		byType[inst.Type] = append(byType[inst.Type], inst.Name)
+	}
+	var errs []error
+	for _, inst := range gc.Instances {
+		if inst.Type != telemetry.ServerTypeAgent {
+			continue
+		}
+		argv, _ := inst.Command() // a bad command is reported later
+		external := len(argv) > 0
+		refs := inst.Refs()
+		for _, rf := range refFields {
+			if _, ok := refs[rf.field]; ok {
+				continue
+			}
+			path := []string{inst.Name, inst.Type, inst.Impl, rf.field}
+			if v, present := inst.Block[rf.field]; present {
+				if external {
+					continue
+				}
+				errs = append(errs, fmt.Errorf("%s: want a reference {type: %s, name: <instance>}, got %v", strings.Join(path, "."), rf.typ, v))
+				continue
+			}
+			candidates := byType[rf.typ]
+			if len(candidates) != 1 {
+				if !external {
+					errs = append(errs, fmt.Errorf("%s: missing; the fleet has %d %s instances (%s), so name one: %s: {type: %s, name: <instance>}",
+						strings.Join(path, "."), len(candidates), rf.typ, strings.Join(candidates, ", "), rf.field, rf.typ))
+				}
+				continue
+			}
+			if err := d.Set(path, map[string]any{"type": rf.typ, "name": candidates[0]}); err != nil {
+				return false, err
+			}
+			changed = true
+		}
+	}
+	return changed, errors.Join(errs...)
+}
+
+// checkImplConfig decodes a built-in server's configuration into its
+// implementation's Config, so a typo in a key or a bad value is reported
+// before anything is spawned rather than as a child that fails (or, worse,
+// silently ignores the key).
+func checkImplConfig(impl registry.Impl, where string, cfg map[string]any) error {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	decoded, err := impl.DecodeAt(raw, where)
+	if err != nil {
+		return err
+	}
+	// An agent's peer URLs are filled in at start; the registry's Validate
+	// leaves them out.
+	if err := impl.Validate(decoded); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// checkAddr verifies a fixed listen address has a host and, when it has a
+// port, that the port is free right now.
 func checkAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -194,9 +484,14 @@ func checkAddr(addr string) error {
 	if host == "" {
 		return errors.New("give a host (127.0.0.1 keeps the server on this machine)")
 	}
+	return checkFree(addr)
+}
+
+// checkFree verifies nothing listens on host:port by listening on it.
+func checkFree(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("port not available: %w", err)
+		return fmt.Errorf("not available: %w", err)
 	}
 	return ln.Close()
 }

@@ -5,9 +5,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
@@ -26,6 +29,26 @@ func wantErr(t *testing.T, err error, fragments ...string) {
 	}
 }
 
+// mustParse parses a fleet document the test expects to be valid.
+func mustParse(t *testing.T, doc string) orchestrator.Config {
+	t.Helper()
+	cfg, err := orchestrator.ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatalf("ParseConfig:\n%s\n%v", doc, err)
+	}
+	return cfg
+}
+
+// trio is a resources server, a model and an agent without references;
+// tests append to it.
+const trio = `calc:
+  resources_servers:
+    arithmetic: {}
+policy:
+  responses_api_models:
+    policy_model: {}
+`
+
 func TestParseConfigRejects(t *testing.T) {
 	cases := []struct {
 		name string
@@ -33,189 +56,146 @@ func TestParseConfigRejects(t *testing.T) {
 		want []string
 	}{
 		{
-			name: "unknown server type",
-			doc: `servers:
-  - {name: calc, type: resource_server}
-`,
-			want: []string{`"calc"`, `"resource_server"`, telemetry.ServerTypeResources, telemetry.ServerTypeModel, telemetry.ServerTypeAgent},
+			name: "old servers list",
+			doc:  "servers:\n  - {name: calc, type: resources_servers}\n",
+			want: []string{"gymlens's old `servers:` list shape", "NeMo Gym's config dict", "  arithmetic:\n    resources_servers:\n      arithmetic:"},
 		},
 		{
-			name: "duplicate name",
-			doc: `servers:
-  - {name: twin, type: resources_servers}
-  - {name: twin, type: responses_api_models}
-`,
-			want: []string{`"twin"`, "duplicate"},
-		},
-		{
-			name: "missing name",
-			doc: `servers:
-  - {type: resources_servers}
-`,
-			want: []string{"servers[0]", "name is required"},
-		},
-		{
-			name: "blank name",
-			doc: `servers:
-  - {name: arithmetic, type: resources_servers}
-  - {name: "  ", type: responses_api_models}
-`,
-			want: []string{"servers[1]", "name is required"},
+			name: "server type typo",
+			doc:  "calc:\n  resource_server:\n    arithmetic: {}\n",
+			want: []string{`calc: unknown server type "resource_server" (did you mean "resources_servers"?`},
 		},
 		{
 			name: "reserved name",
-			doc: `servers:
-  - {name: orchestrator, type: resources_servers}
-`,
-			want: []string{`"orchestrator"`},
+			doc:  "orchestrator:\n  resources_servers:\n    arithmetic: {}\n",
+			want: []string{`orchestrator: an instance name must not contain '/' or spaces, nor be "orchestrator"`},
 		},
 		{
-			name: "name with a slash",
-			doc: `servers:
-  - {name: a/b, type: resources_servers}
-`,
-			want: []string{`"a/b"`, "'/'"},
+			name: "name with a space",
+			doc:  "\"a b\":\n  resources_servers:\n    arithmetic: {}\n",
+			want: []string{`a b: an instance name`},
+		},
+		{
+			name: "unknown implementation, near one",
+			doc:  "calc:\n  resources_servers:\n    arithmetc: {}\n",
+			want: []string{`calc.resources_servers.arithmetc: unknown implementation "arithmetc" of resources_servers (built-in: arithmetic, `, `did you mean "arithmetic"?`, "command:"},
 		},
 		{
 			name: "implementation of another type",
-			doc: `servers:
-  - {name: calc, type: resources_servers, impl: policy_model}
-`,
-			want: []string{`"calc"`, `"policy_model"`, telemetry.ServerTypeModel, telemetry.ServerTypeResources},
+			doc:  "calc:\n  resources_servers:\n    policy_model: {}\n",
+			want: []string{`calc.resources_servers.policy_model: unknown implementation "policy_model" of resources_servers`},
 		},
 		{
-			name: "unknown implementation",
-			doc: `servers:
-  - {name: calc, type: resources_servers, impl: sympy}
-`,
-			want: []string{`"calc"`, `"sympy"`},
+			name: "two implementations",
+			doc:  "calc:\n  resources_servers:\n    arithmetic: {}\n    string_match: {}\n",
+			want: []string{"calc"},
 		},
 		{
 			name: "ambiguous model server",
-			doc: `servers:
-  - {name: arithmetic, type: resources_servers}
-  - {name: small, type: responses_api_models}
-  - {name: large, type: responses_api_models}
-  - {name: agent, type: responses_api_agents}
-`,
-			want: []string{`"agent"`, "model_server", "2 " + telemetry.ServerTypeModel},
+			doc: "calc:\n  resources_servers:\n    arithmetic: {}\nsmall:\n  responses_api_models:\n    policy_model: {}\n" +
+				"large:\n  responses_api_models:\n    policy_model: {}\nagent:\n  responses_api_agents:\n    simple_agent: {}\n",
+			want: []string{"agent.responses_api_agents.simple_agent.model_server: missing; the fleet has 2 responses_api_models instances (small, large)"},
 		},
 		{
 			name: "agent without any resources server",
-			doc: `servers:
-  - {name: policy, type: responses_api_models}
-  - {name: agent, type: responses_api_agents}
-`,
-			want: []string{`"agent"`, "resources_server", "0 " + telemetry.ServerTypeResources},
+			doc:  "policy:\n  responses_api_models:\n    policy_model: {}\nagent:\n  responses_api_agents:\n    simple_agent: {}\n",
+			want: []string{"agent.responses_api_agents.simple_agent.resources_server: missing; the fleet has 0 resources_servers instances"},
 		},
 		{
 			name: "reference to a missing server",
-			doc: `servers:
-  - {name: arithmetic, type: resources_servers}
-  - {name: policy, type: responses_api_models}
-  - {name: agent, type: responses_api_agents, model_server: gpt}
-`,
-			want: []string{`"agent"`, "model_server", `"gpt"`},
+			doc:  trio + "agent:\n  responses_api_agents:\n    simple_agent:\n      model_server: {type: responses_api_models, name: polcy}\n",
+			want: []string{`instance "agent" field "model_server" references responses_api_models "polcy", which is not defined (did you mean "policy"?)`},
 		},
 		{
 			name: "reference to a server of another type",
-			doc: `servers:
-  - {name: arithmetic, type: resources_servers}
-  - {name: policy, type: responses_api_models}
-  - {name: agent, type: responses_api_agents, resources_server: policy}
-`,
-			want: []string{`"agent"`, "resources_server", `"policy"`},
+			doc:  trio + "agent:\n  responses_api_agents:\n    simple_agent:\n      resources_server: {type: resources_servers, name: policy}\n",
+			want: []string{`instance "agent" field "resources_server" references resources_servers "policy"`},
 		},
 		{
-			name: "address without a host",
-			doc: `servers:
-  - {name: calc, type: resources_servers, addr: ":18080"}
-`,
-			want: []string{`"calc"`, ":18080", "host"},
+			name: "reference that is not a reference",
+			doc:  trio + "agent:\n  responses_api_agents:\n    simple_agent:\n      model_server: policy\n",
+			want: []string{"agent.responses_api_agents.simple_agent.model_server: want a reference {type: responses_api_models, name: <instance>}, got policy"},
 		},
 		{
-			name: "address without a port",
-			doc: `servers:
-  - {name: calc, type: resources_servers, addr: "localhost"}
-`,
-			want: []string{`"calc"`, "localhost"},
+			name: "unknown key in a server block",
+			doc:  "policy:\n  responses_api_models:\n    policy_model: {corect_probability: 0.5}\n",
+			want: []string{"policy.responses_api_models.policy_model.corect_probability", `"correct_probability"`},
+		},
+		{
+			name: "unknown nested key",
+			doc:  "policy:\n  responses_api_models:\n    policy_model: {upstream: {base_ur: x}}\n",
+			want: []string{"policy.responses_api_models.policy_model.upstream.base_ur"},
+		},
+		{
+			name: "bad value in a server block",
+			doc:  "calc:\n  resources_servers:\n    arithmetic: {tolerance: -1}\n",
+			want: []string{"calc.resources_servers.arithmetic", "tolerance"},
+		},
+		{
+			name: "command not a list",
+			doc:  "env:\n  resources_servers:\n    mine: {command: ./env}\n",
+			want: []string{"env.resources_servers.mine.command"},
 		},
 		{
 			name: "bad telemetry value",
-			doc: `telemetry: {enabled: maybe}
-servers:
-  - {name: calc, type: resources_servers}
-`,
+			doc:  "telemetry: {enabled: maybe}\n" + trio,
 			want: []string{"telemetry.enabled", "maybe"},
 		},
 		{
 			name: "telemetry block not a mapping",
-			doc: `telemetry: [1, 2]
-servers:
-  - {name: calc, type: resources_servers}
-`,
+			doc:  "telemetry: [1, 2]\n" + trio,
 			want: []string{"telemetry"},
 		},
 		{
 			name: "not YAML",
-			doc:  "servers: [unclosed\n",
-			want: []string{"YAML"},
+			doc:  "calc:\n  resources_servers: [unclosed\n",
+			want: []string{"line"},
 		},
-		{name: "empty document", doc: "", want: []string{"no servers"}},
-		{name: "empty list", doc: "servers: []\n", want: []string{"no servers"}},
-		{name: "telemetry only", doc: "telemetry: {enabled: true}\n", want: []string{"no servers"}},
+		{
+			name: "interpolation of a missing key",
+			doc:  "policy:\n  responses_api_models:\n    policy_model: {seed: \"${sed}\"}\nseed: 3\n",
+			want: []string{"policy.responses_api_models.policy_model.seed", `"sed"`},
+		},
+		{name: "empty document", doc: "", want: []string{"no server instances"}},
+		{name: "telemetry only", doc: "telemetry: {enabled: true}\n", want: []string{"no server instances"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := orchestrator.ParseConfig([]byte(tc.doc))
 			wantErr(t, err, tc.want...)
-			if len(cfg.Servers) != 0 {
+			if len(cfg.Servers) != 0 || cfg.Dict != nil {
 				t.Errorf("a rejected config came back with servers: %+v", cfg.Servers)
 			}
 		})
 	}
 }
 
-// Every problem is reported at once, not only the first.
-func TestValidateReportsEveryProblem(t *testing.T) {
-	cfg := orchestrator.Config{Servers: []orchestrator.ServerSpec{
-		{Name: "a", Type: "nonsense"},
-		{Name: "b", Type: telemetry.ServerTypeModel, Impl: "arithmetic"},
-		{Type: telemetry.ServerTypeResources},
-	}}
-	wantErr(t, cfg.Validate(), `"a"`, `"b"`, "servers[2]")
-}
-
-func TestTakenPortRejectedBeforeSpawning(t *testing.T) {
+func TestTakenPortRejected(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	addr := ln.Addr().String()
-	_, port, _ := net.SplitHostPort(addr)
-
-	doc := "servers:\n  - {name: calc, type: resources_servers, addr: \"" + addr + "\"}\n"
+	port := ln.Addr().(*net.TCPAddr).Port
+	doc := fmt.Sprintf("calc:\n  resources_servers:\n    arithmetic: {port: %d}\n", port)
 	_, err = orchestrator.ParseConfig([]byte(doc))
-	wantErr(t, err, `"calc"`, port)
+	wantErr(t, err, "calc.resources_servers.arithmetic: port 127.0.0.1:"+strconv.Itoa(port)+": not available")
 
-	// Start validates too, and spawns nothing: the binary would leave a
-	// mark if it ever ran.
-	dir := t.TempDir()
-	mark := filepath.Join(dir, "spawned")
-	bin := writeScript(t, dir, "fake-gym", "touch '"+mark+"'\nexit 1\n")
-	cfg := orchestrator.Config{Servers: []orchestrator.ServerSpec{
-		{Name: "policy", Type: telemetry.ServerTypeModel},
-		{Name: "calc", Type: telemetry.ServerTypeResources, Addr: addr},
-	}}
-	f, err := orchestrator.Start(ctxFor(t, 30*time.Second), cfg, orchestrator.Options{Binary: bin, RunDir: dir, Logger: testLogger(t)})
-	if f != nil {
-		t.Error("Start returned a fleet for an invalid config")
+	doc = fmt.Sprintf("head_server: {host: 127.0.0.1, port: %d}\n%s", port, trio)
+	_, err = orchestrator.ParseConfig([]byte(doc))
+	wantErr(t, err, "head_server: 127.0.0.1:"+strconv.Itoa(port)+": not available")
+}
+
+func TestDuplicateFixedPortRejected(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	wantErr(t, err, `"calc"`, port)
-	if _, err := os.Stat(mark); err == nil {
-		t.Error("a server was spawned although the config was invalid")
-	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // free again: only the duplicate makes the config bad
+	doc := fmt.Sprintf("a:\n  resources_servers:\n    arithmetic: {port: %d}\nb:\n  resources_servers:\n    arithmetic: {host: 127.0.0.1, port: %d}\n", port, port)
+	_, err = orchestrator.ParseConfig([]byte(doc))
+	wantErr(t, err, fmt.Sprintf(`b.resources_servers.arithmetic: port 127.0.0.1:%d is also given to "a"`, port))
 }
 
 func TestFreeFixedPortAccepted(t *testing.T) {
@@ -223,36 +203,30 @@ func TestFreeFixedPortAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	doc := "servers:\n  - {name: calc, type: resources_servers, addr: \"" + addr + "\"}\n" +
-		"  - {name: any, type: resources_servers, addr: \"127.0.0.1:0\"}\n"
-	cfg, err := orchestrator.ParseConfig([]byte(doc))
-	if err != nil {
-		t.Fatalf("a free port was refused: %v", err)
+	cfg := mustParse(t, fmt.Sprintf("calc:\n  resources_servers:\n    arithmetic: {host: 127.0.0.1, port: %d}\nany:\n  resources_servers:\n    arithmetic: {}\n", port))
+	if s := cfg.Servers[0]; s.Host != "127.0.0.1" || s.Port != port {
+		t.Errorf("calc = %+v, want 127.0.0.1:%d", s, port)
 	}
-	if cfg.Servers[0].Addr != addr {
-		t.Errorf("addr = %q, want %q", cfg.Servers[0].Addr, addr)
+	if s := cfg.Servers[1]; s.Host != "" || s.Port != 0 {
+		t.Errorf("any = %+v, want host and port left to the start", s)
 	}
 }
 
 func TestDefaultConfig(t *testing.T) {
 	cfg := orchestrator.DefaultConfig()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("DefaultConfig does not validate: %v", err)
-	}
-	want := map[string]struct{ typ, impl string }{
-		"arithmetic":   {telemetry.ServerTypeResources, "arithmetic"},
-		"policy_model": {telemetry.ServerTypeModel, "policy_model"},
-		"simple_agent": {telemetry.ServerTypeAgent, "simple_agent"},
+	want := []struct{ name, typ, impl string }{
+		{"arithmetic", telemetry.ServerTypeResources, "arithmetic"},
+		{"policy_model", telemetry.ServerTypeModel, "policy_model"},
+		{"simple_agent", telemetry.ServerTypeAgent, "simple_agent"},
 	}
 	if len(cfg.Servers) != len(want) {
 		t.Fatalf("%d servers, want %d: %+v", len(cfg.Servers), len(want), cfg.Servers)
 	}
-	for _, s := range cfg.Servers {
-		w, ok := want[s.Name]
-		if !ok || s.Type != w.typ || s.Impl != w.impl {
-			t.Errorf("server %+v, want type %q impl %q", s, w.typ, w.impl)
+	for i, w := range want {
+		if s := cfg.Servers[i]; s.Name != w.name || s.Type != w.typ || s.Impl != w.impl || s.External() {
+			t.Errorf("server %d = %+v, want %s %s %s", i, s, w.name, w.typ, w.impl)
 		}
 	}
 	agents := cfg.Agents()
@@ -262,54 +236,116 @@ func TestDefaultConfig(t *testing.T) {
 	if a := agents[0]; a.ModelServer != "policy_model" || a.ResourcesServer != "arithmetic" {
 		t.Errorf("agent peers = model %q resources %q, want policy_model and arithmetic", a.ModelServer, a.ResourcesServer)
 	}
-	// Validating again changes nothing.
-	again := cfg
-	again.Servers = append([]orchestrator.ServerSpec(nil), cfg.Servers...)
-	if err := again.Validate(); err != nil {
-		t.Fatal(err)
+	if v, ok := cfg.Dict.Get([]string{"arithmetic", "resources_servers", "arithmetic", "domain"}); !ok || v != "math" {
+		t.Errorf("arithmetic domain = %v (%v), want math", v, ok)
 	}
-	for i := range cfg.Servers {
-		if cfg.Servers[i].ModelServer != again.Servers[i].ModelServer || cfg.Servers[i].Impl != again.Servers[i].Impl {
-			t.Errorf("second Validate changed %+v into %+v", cfg.Servers[i], again.Servers[i])
-		}
+	// The constant is a config file like any other.
+	again, err := orchestrator.ParseConfig(orchestrator.DefaultConfigYAML())
+	if err != nil || !reflect.DeepEqual(again.Servers, cfg.Servers) {
+		t.Errorf("DefaultConfigYAML parses to %+v, %v; want %+v", again.Servers, err, cfg.Servers)
+	}
+	if cfg.HeadServerGiven() {
+		t.Error("the built-in fleet fixes the head server")
 	}
 }
 
-func TestParseConfigFillsInAndKeepsTelemetry(t *testing.T) {
-	doc := `telemetry:
-  enabled: true
-  exporter: [file, prometheus]
-servers:
-  - name: calc
-    type: resources_servers
-  - name: small
-    type: responses_api_models
-    config: {seed: 7, latency_ms: 0}
-  - name: large
-    type: responses_api_models
-  - name: runner
-    type: responses_api_agents
-    model_server: large
-`
-	cfg, err := orchestrator.ParseConfig([]byte(doc))
+// An agent without references gets the only server of each type, in the
+// dict the children receive.
+func TestParseConfigFillsInAgentReferences(t *testing.T) {
+	cfg := mustParse(t, "telemetry:\n  enabled: true\n  exporter: [file, prometheus]\n"+trio+
+		"runner:\n  responses_api_agents:\n    simple_agent: {}\n")
+	if !cfg.Telemetry.Present || cfg.Telemetry.Values["EXPORTER"] != "file,prometheus" {
+		t.Errorf("telemetry = %+v", cfg.Telemetry)
+	}
+	r := cfg.Agents()[0]
+	if r.Name != "runner" || r.ModelServer != "policy" || r.ResourcesServer != "calc" {
+		t.Errorf("runner = %+v, want model policy and resources calc filled in", r)
+	}
+	var dict map[string]any
+	if err := yaml.Unmarshal(cfg.Dict.YAML(), &dict); err != nil {
+		t.Fatal(err)
+	}
+	block := dict["runner"].(map[string]any)["responses_api_agents"].(map[string]any)["simple_agent"].(map[string]any)
+	if want := map[string]any{"type": "responses_api_models", "name": "policy"}; !reflect.DeepEqual(block["model_server"], want) {
+		t.Errorf("dict runner.model_server = %v, want %v", block["model_server"], want)
+	}
+	if want := map[string]any{"type": "resources_servers", "name": "calc"}; !reflect.DeepEqual(block["resources_server"], want) {
+		t.Errorf("dict runner.resources_server = %v, want %v", block["resources_server"], want)
+	}
+	// References are not part of the implementation's config.
+	if len(r.Config) != 0 {
+		t.Errorf("agent implementation config = %v, want empty", r.Config)
+	}
+}
+
+func TestParseConfigInterpolationsAndSecrets(t *testing.T) {
+	t.Setenv("GYMLENS_TEST_LATENCY", "2.5")
+	cfg := mustParse(t, `policy_api_key: sk-very-secret
+seed: 11
+policy:
+  responses_api_models:
+    policy_model:
+      seed: ${seed}
+      latency_ms: ${oc.env:GYMLENS_TEST_LATENCY,0}
+      description: the built-in policy
+remote:
+  responses_api_models:
+    openai_model:
+      command: [./remote-model]
+      openai_api_key: ${policy_api_key}
+      openai_base_url: http://127.0.0.1:9/v1
+`)
+	p := cfg.Servers[0]
+	if p.Config["seed"] != 11 || p.Config["latency_ms"] != "2.5" {
+		t.Errorf("policy config = %v, want seed 11 and latency_ms \"2.5\" resolved", p.Config)
+	}
+	if _, ok := p.Config["description"]; ok {
+		t.Errorf("launcher key description reached the implementation config: %v", p.Config)
+	}
+	// The dict the children get keeps the interpolations.
+	if y := string(cfg.Dict.YAML()); !strings.Contains(y, "${seed}") || !strings.Contains(y, "${oc.env:GYMLENS_TEST_LATENCY,0}") {
+		t.Errorf("dict YAML lost its interpolations:\n%s", y)
+	}
+	red, err := yaml.Marshal(cfg.Redacted())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Telemetry.Present {
-		t.Error("telemetry block not seen")
+	if strings.Contains(string(red), "sk-very-secret") {
+		t.Errorf("Redacted() holds the secret:\n%s", red)
 	}
-	if got := cfg.Telemetry.Values["EXPORTER"]; got != "file,prometheus" {
-		t.Errorf("telemetry exporter = %q, want file,prometheus", got)
+	if !strings.Contains(string(red), "http://127.0.0.1:9/v1") {
+		t.Errorf("Redacted() lost a plain value:\n%s", red)
 	}
-	byName := map[string]orchestrator.ServerSpec{}
+}
+
+// A server with command: runs its own program: its impl name is free and
+// its block is not checked against a built-in implementation.
+func TestExternalServer(t *testing.T) {
+	cfg := mustParse(t, trio+`wallet:
+  resources_servers:
+    wallet_env:
+      command: [./bin/wallet, --verbose]
+      opening_balance: 10
+      domain: games
+agent:
+  responses_api_agents:
+    simple_agent:
+      resources_server: {type: resources_servers, name: wallet}
+`)
+	var w orchestrator.ServerSpec
 	for _, s := range cfg.Servers {
-		byName[s.Name] = s
+		if s.Name == "wallet" {
+			w = s
+		}
 	}
-	if r := byName["runner"]; r.ModelServer != "large" || r.ResourcesServer != "calc" || r.Impl != "simple_agent" {
-		t.Errorf("runner = %+v, want model large, resources calc (filled in), impl simple_agent", r)
+	if !w.External() || !reflect.DeepEqual(w.Command, []string{"./bin/wallet", "--verbose"}) || w.Impl != "wallet_env" {
+		t.Errorf("wallet = %+v", w)
 	}
-	if s := byName["small"]; s.Impl != "policy_model" || s.Config["seed"] != 7 {
-		t.Errorf("small = %+v", s)
+	if w.Config["opening_balance"] != 10 {
+		t.Errorf("wallet config = %v", w.Config)
+	}
+	if a := cfg.Agents()[0]; a.ResourcesServer != "wallet" || a.ModelServer != "policy" {
+		t.Errorf("agent = %+v, want resources wallet (given) and model policy (filled in)", a)
 	}
 }
 
@@ -319,66 +355,45 @@ func TestLoadConfig(t *testing.T) {
 		t.Error("missing file accepted")
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte("servers:\n  - {name: x, type: nope}\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("x:\n  resources_servers:\n    nope: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := orchestrator.LoadConfig(bad)
-	wantErr(t, err, bad, `"x"`, `"nope"`)
+	wantErr(t, err, "fleet config "+bad+": ", `x.resources_servers.nope: unknown implementation "nope"`)
 
 	good := filepath.Join(dir, "good.yaml")
-	if err := os.WriteFile(good, []byte("servers:\n  - {name: x, type: resources_servers}\n"), 0o644); err != nil {
+	if err := os.WriteFile(good, []byte("x:\n  resources_servers:\n    arithmetic: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := orchestrator.LoadConfig(good)
-	if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Impl != "arithmetic" {
-		t.Errorf("LoadConfig(good) = %+v, %v", cfg, err)
+	if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Impl != "arithmetic" || cfg.Dir != dir || cfg.Servers[0].Dir != dir {
+		t.Errorf("LoadConfig(good) = %+v, %v; want one arithmetic server in %s", cfg, err, dir)
 	}
 }
 
-func TestDuplicateFixedAddressRejected(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+func TestConfigSet(t *testing.T) {
+	cfg := orchestrator.DefaultConfig()
+	path, ok := cfg.ImplPath("policy_model", "seed")
+	if !ok {
+		t.Fatal("no policy_model")
+	}
+	if err := cfg.Set(path, 42); err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // free again: only the duplicate makes the config bad
-	doc := fmt.Sprintf(`
-servers:
-  - {name: a, type: resources_servers, addr: %q}
-  - {name: m, type: responses_api_models}
-  - {name: r2, type: resources_servers, addr: %q}
-  - {name: r3, type: resources_servers, addr: "127.0.0.1:0"}
-  - {name: r4, type: resources_servers, addr: "127.0.0.1:0"}
-`, addr, addr)
-	_, err = orchestrator.ParseConfig([]byte(doc))
-	if err == nil || !strings.Contains(err.Error(), `also given to server "a"`) {
-		t.Fatalf("err = %v; want the duplicate address named", err)
+	if got := cfg.Servers[1].Config["seed"]; got != 42 {
+		t.Errorf("seed = %v after Set, want 42", got)
 	}
-	if strings.Contains(err.Error(), "r4") {
-		t.Fatalf("two free-port addresses reported as duplicates: %v", err)
+	if v, _ := cfg.Dict.Get(path); v != 42 {
+		t.Errorf("dict seed = %v, want 42", v)
 	}
-}
-
-func TestServerConfigCheckedBeforeSpawn(t *testing.T) {
-	for doc, want := range map[string]string{
-		"servers:\n  - {name: m, type: responses_api_models, config: {corect_probability: 0.5}}\n":                                                                    `unknown key "corect_probability"`,
-		"servers:\n  - {name: m, type: responses_api_models, config: {upstream: {base_ur: x}}}\n":                                                                     `config.upstream: unknown key "base_ur"`,
-		"servers:\n  - {name: m, type: responses_api_models, config: {correct_probability: 7}}\n":                                                                     "correct",
-		"servers:\n  - {name: r, type: resources_servers, config: {tolerance: -1}}\n":                                                                                 "tolerance",
-		"servers:\n  - {name: r, type: resources_servers, config: {tolerance: fast}}\n":                                                                               "config",
-		"servers:\n  - {name: r, type: resources_servers, config: {work_us: -1}}\n":                                                                                   "work_us",
-		"servers:\n  - {name: r, type: resources_servers}\n  - {name: m, type: responses_api_models}\n  - {name: a, type: responses_api_agents, config: {modl: x}}\n": `unknown key "modl"`,
-	} {
-		_, err := orchestrator.ParseConfig([]byte(doc))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: err %v, want it to mention %s", doc, err, want)
-		}
+	// A bad value is refused and the config stays as it was.
+	wantErr(t, cfg.Set(path, "many"), "policy_model.responses_api_models.policy_model.seed")
+	if v, _ := cfg.Dict.Get(path); v != 42 {
+		t.Errorf("dict seed = %v after a refused Set, want 42", v)
 	}
-	ok := "servers:\n  - {name: r, type: resources_servers, config: {tolerance: 0.5, panic_on_task_prefix: x, work_us: 100}}\n" +
-		"  - {name: m, type: responses_api_models, config: {seed: 3, correct_probability: 0.9, latency_ms: 1}}\n" +
-		"  - {name: a, type: responses_api_agents, config: {model: gym-policy}}\n"
-	if _, err := orchestrator.ParseConfig([]byte(ok)); err != nil {
-		t.Fatalf("valid server configs rejected: %v", err)
+	// DefaultConfig hands out fresh copies.
+	if _, ok := orchestrator.DefaultConfig().Servers[1].Config["seed"]; ok {
+		t.Error("Set on one DefaultConfig changed the next")
 	}
 }
 
@@ -389,15 +404,16 @@ func TestMetricsAddrValidated(t *testing.T) {
 	}
 	defer busy.Close()
 	for doc, want := range map[string]string{
-		fmt.Sprintf("servers:\n  - {name: r, type: resources_servers, metrics_addr: %q}\n  - {name: m, type: responses_api_models}\n", busy.Addr()): "metrics_addr",
-		"servers:\n  - {name: r, type: resources_servers, metrics_addr: \"nonsense\"}\n":                                                            "metrics_addr nonsense",
+		fmt.Sprintf("r:\n  resources_servers:\n    arithmetic: {metrics_addr: %q}\n", busy.Addr()): "r.resources_servers.arithmetic.metrics_addr: " + busy.Addr().String(),
+		"r:\n  resources_servers:\n    arithmetic: {metrics_addr: nonsense}\n":                     "r.resources_servers.arithmetic.metrics_addr: nonsense",
+		"r:\n  resources_servers:\n    arithmetic: {metrics_addr: 9}\n":                            "r.resources_servers.arithmetic.metrics_addr: want a host:port string",
 	} {
 		if _, err := orchestrator.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want it to mention %s", doc, err, want)
 		}
 	}
-	ok := "servers:\n  - {name: r, type: resources_servers, metrics_addr: \"127.0.0.1:0\"}\n  - {name: m, type: responses_api_models, metrics_addr: \"127.0.0.1:0\"}\n"
-	if _, err := orchestrator.ParseConfig([]byte(ok)); err != nil {
-		t.Fatalf("free-port metrics addresses rejected: %v", err)
+	cfg := mustParse(t, "r:\n  resources_servers:\n    arithmetic: {metrics_addr: \"127.0.0.1:0\"}\nm:\n  responses_api_models:\n    policy_model: {metrics_addr: \"127.0.0.1:0\"}\n")
+	if cfg.Servers[0].MetricsAddr != "127.0.0.1:0" || len(cfg.Servers[0].Config) != 0 {
+		t.Errorf("r = %+v, want metrics_addr kept out of the implementation config", cfg.Servers[0])
 	}
 }

@@ -1,18 +1,24 @@
-// Package orchestrator starts, watches and stops a Gym fleet: one child
-// process per configured server, all running the same gym binary.
+// Package orchestrator starts, watches and stops a Gym fleet from NeMo
+// Gym's config dict: one child process per server instance, started under
+// NeMo Gym's launch contract, and the head server.
 //
 // The orchestrator is the only process that knows how many servers run, so
 // it is the only writer of gym.servers.active: the count once every server
-// is healthy, one less for each server that dies, zero at shutdown.
+// answers, one less for each server that dies, zero at shutdown.
 //
-//	config ─► validate (types, names, references, fixed ports) ─► spawn
-//	   resources + models (parallel) ─► READY line (address) ─► /health
-//	   agents (given the others' URLs) ─► READY ─► /health
+//	config dict ─► parse, resolve, check (instances, impls and their blocks,
+//	   references, fixed ports) ─► head server on head_server ─► defaults
+//	   (hosts, ports, disallowed_ports) ─► spawn resources + models (parallel)
+//	   ─► GET / answers ─► agents ─► GET / answers
 //	   gym.servers.active = n ─► watch exits ─► stop: SIGTERM, drain, SIGKILL
 //
-// Children learn everything through their command line and environment:
-// the telemetry settings the orchestrator wrote with telemetry.ConfigureEnv,
-// plus a per-process telemetry file in the run directory. Each child is
-// killed by the kernel if the orchestrator itself dies (Pdeathsig), so no
-// server outlives its fleet.
+// Children learn everything from their environment: NEMO_GYM_CONFIG_DICT
+// (the whole dict as YAML, hosts and ports filled in, interpolations
+// unresolved) and NEMO_GYM_CONFIG_PATH (their instance name), the
+// telemetry settings the orchestrator wrote with telemetry.ConfigureEnv,
+// a per-process telemetry file in the run directory and a prometheus
+// port. Built-in servers run as `gym serve` with no arguments; a block
+// with command: runs that program instead. Each child is killed by the
+// kernel if the orchestrator itself dies (Pdeathsig), so no server
+// outlives its fleet.
 package orchestrator

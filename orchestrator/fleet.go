@@ -1,47 +1,53 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
-// ReadyPrefix starts the one line a server prints on stdout once it
-// listens; the rest of the line is a JSON Ready object.
+// ReadyPrefix starts the one line `gym serve` prints on stdout once it
+// listens; the rest of the line is a JSON Ready object. It is for people
+// and scripts: the orchestrator waits for GET / to answer instead.
 const ReadyPrefix = "GYM_READY "
 
-// ServerConfigEnv carries a server's implementation config (a JSON object)
-// from the orchestrator to the child.
-const ServerConfigEnv = "GYM_SERVER_CONFIG"
-
-// Ready is what a server reports once it listens.
+// Ready is what `gym serve` reports once it listens.
 type Ready struct {
 	Addr        string `json:"addr"`
 	MetricsAddr string `json:"metrics_addr,omitempty"`
 	PID         int    `json:"pid"`
 }
 
+// maxPortRetries is how many times a server whose assigned port was taken
+// between the orchestrator's probe and the child's bind is given a new one.
+const maxPortRetries = 3
+
+// pollInterval is how often a starting server's GET / is tried.
+const pollInterval = 50 * time.Millisecond
+
 // Options tune Start.
 type Options struct {
-	// Binary is the gym executable to run servers with; "" means this
-	// process's own executable.
+	// Binary is the gym executable to run built-in servers with; "" means
+	// this process's own executable.
 	Binary string
 	// RunDir receives logs/<name>.log and, when the file exporter is on,
 	// telemetry/<name>.jsonl per server. Required.
@@ -59,10 +65,20 @@ type Options struct {
 
 // ServerInfo describes one running server.
 type ServerInfo struct {
-	Spec        ServerSpec
-	URL         string
+	// Spec is the server's instance, host and port filled in.
+	Spec ServerSpec
+	// URL is http://host:port.
+	URL string
+	// MetricsAddr is where the child's prometheus exporter serves
+	// /metrics; "" when the child does not export to prometheus.
 	MetricsAddr string
-	PID         int
+	// PID is the child's process id.
+	PID int
+	// Started is when the child was spawned.
+	Started time.Time
+	// Command is the argv the child runs, and Dir its working directory.
+	Command []string
+	Dir     string
 }
 
 // Exit reports a server that ended while the fleet was running.
@@ -72,12 +88,17 @@ type Exit struct {
 	Err  error // from exec.Cmd.Wait: the exit status or signal
 }
 
-// Fleet is a running set of server processes.
+// Fleet is a running set of server processes and the head server.
 type Fleet struct {
 	opts Options
 	log  *slog.Logger
+	cwd  string
+	head *headServer
 
 	mu       sync.Mutex
+	dict     *gymconfig.Dict // the fleet's dict, hosts and ports filled in
+	rnd      *rand.Rand
+	assigned map[string]bool // instances whose port Defaults chose
 	servers  []*child
 	active   int
 	stopping bool
@@ -94,22 +115,31 @@ type child struct {
 	logFile *os.File
 	done    chan struct{} // closed when the process has been reaped
 	waitErr error
+	// up is set once the server answered; only then is its death an Exit.
+	up bool
 	// stoppedByUs is set once the fleet sent SIGTERM, so the exit is
 	// expected.
 	stoppedByUs bool
 }
 
-// Start validates cfg, spawns every server, waits until each is healthy and
-// records gym.servers.active. On any start-up failure it stops what it had
-// started and returns an error naming the server and its last stderr lines.
-// ctx bounds start-up only; stop the fleet with Stop.
+// Start fills the config dict's defaults (hosts, ports, head server),
+// serves the head API, spawns every server under NeMo Gym's launch
+// contract, waits until each answers and records gym.servers.active. On
+// any start-up failure it stops what it had started and returns an error
+// naming the server and its last stderr lines. ctx bounds start-up only;
+// stop the fleet with Stop.
 func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	if cfg.Dict == nil || len(cfg.Servers) == 0 {
+		return nil, errors.New("orchestrator: no servers configured (use ParseConfig, LoadConfig or DefaultConfig)")
 	}
 	if opts.RunDir == "" {
 		return nil, errors.New("orchestrator: a run directory is required")
 	}
+	runDir, err := filepath.Abs(opts.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	opts.RunDir = runDir // children may run elsewhere
 	if opts.Binary == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -127,16 +157,57 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	for _, d := range []string{"logs", "telemetry"} {
-		if err := os.MkdirAll(filepath.Join(opts.RunDir, d), 0o755); err != nil {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	// A copy: the caller's Config stays as it was, startable again.
+	d, err := gymconfig.Parse(cfg.Dict.YAML())
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	for _, sub := range []string{"logs", "telemetry"} {
+		if err := os.MkdirAll(filepath.Join(opts.RunDir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
 		}
 	}
-	f := &Fleet{opts: opts, log: log, exits: make(chan Exit, len(cfg.Servers))}
+	f := &Fleet{
+		opts: opts, log: log, cwd: cwd, dict: d,
+		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		exits: make(chan Exit, len(cfg.Servers)),
+	}
+	ln, err := listenHead(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	// The configured host (a name such as localhost stays a name) and the
+	// port actually bound.
+	headHost, _ := cfg.resolved.HeadServer()
+	_, headPortText, _ := net.SplitHostPort(ln.Addr().String())
+	headPort, _ := strconv.Atoi(headPortText)
+	if err := d.Set([]string{gymconfig.KeyHeadServer}, map[string]any{"host": headHost, "port": headPort}); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	assigned, err := d.Defaults(os.LookupEnv, f.rnd)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("orchestrator: fill in hosts and ports: %w", err)
+	}
+	f.assigned = map[string]bool{}
+	for _, name := range assigned {
+		f.assigned[name] = true
+	}
+	f.head = serveHead(ln, headHost, headPort, f)
 
+	specs, err := f.filledSpecs(cfg.Servers)
+	if err != nil {
+		f.abort()
+		return nil, err
+	}
 	// Peers first, then the agents that call them.
 	var first, agents []ServerSpec
-	for _, s := range cfg.Servers {
+	for _, s := range specs {
 		if s.Type == telemetry.ServerTypeAgent {
 			agents = append(agents, s)
 		} else {
@@ -145,9 +216,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 	}
 	for _, wave := range [][]ServerSpec{first, agents} {
 		if err := f.startWave(ctx, wave); err != nil {
-			stopCtx, cancel := context.WithTimeout(context.Background(), opts.StopTimeout+5*time.Second)
-			_ = f.Stop(stopCtx)
-			cancel()
+			f.abort()
 			return nil, err
 		}
 	}
@@ -161,8 +230,57 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 	if err := telemetry.Get().ForceFlush(ctx); err != nil {
 		log.Debug("telemetry flush after start-up", "err", err)
 	}
-	log.Info("fleet started", "servers", n)
+	log.Info("fleet started", "servers", n, "head_server", f.HeadURL())
 	return f, nil
+}
+
+// abort stops a fleet whose start failed.
+func (f *Fleet) abort() {
+	stopCtx, cancel := context.WithTimeout(context.Background(), f.opts.StopTimeout+5*time.Second)
+	_ = f.Stop(stopCtx)
+	cancel()
+}
+
+// listenHead binds the head server: head_server's port when the config
+// gives one (0: any free port), else DefaultHeadPort, falling back to a
+// free port with a warning when that one is taken (a second fleet on the
+// host, say).
+func listenHead(cfg Config, log *slog.Logger) (net.Listener, error) {
+	host, port := cfg.resolved.HeadServer()
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	if headPortGiven(cfg.Dict) {
+		return nil, fmt.Errorf("%s: %s: %w", gymconfig.KeyHeadServer, addr, err)
+	}
+	ln, err2 := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err2 != nil {
+		return nil, fmt.Errorf("%s: %s: %w (and no free port: %v)", gymconfig.KeyHeadServer, addr, err, err2)
+	}
+	log.Warn("head server port taken, using a free one; set head_server: {port: N} to choose", "wanted", addr, "addr", ln.Addr().String())
+	return ln, nil
+}
+
+// filledSpecs returns specs with host and port from the filled-in dict.
+func (f *Fleet) filledSpecs(specs []ServerSpec) ([]ServerSpec, error) {
+	f.mu.Lock()
+	gc, err := f.dict.Resolve(os.LookupEnv)
+	f.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	out := make([]ServerSpec, len(specs))
+	for i, s := range specs {
+		inst, ok := gc.Instance(s.Name)
+		if !ok {
+			return nil, fmt.Errorf("orchestrator: instance %q missing after defaults", s.Name)
+		}
+		s.Host, s.Port = inst.Host(), inst.Port()
+		out[i] = s
+	}
+	return out, nil
 }
 
 func (f *Fleet) startWave(ctx context.Context, specs []ServerSpec) error {
@@ -175,90 +293,181 @@ func (f *Fleet) startWave(ctx context.Context, specs []ServerSpec) error {
 	return errors.Join(errs...)
 }
 
+// startOne spawns one server and waits until it answers; a server whose
+// auto-assigned port was taken meanwhile is given another one, up to
+// maxPortRetries times.
 func (f *Fleet) startOne(ctx context.Context, spec ServerSpec) error {
-	args := []string{"serve", spec.Type, "--name", spec.Name, "--impl", spec.Impl}
-	if spec.Addr != "" {
-		args = append(args, "--addr", spec.Addr)
-	}
-	// Always set, empty when the spec has no config, so a value in the
-	// orchestrator's own environment never reaches a server by accident.
-	configEnv := []string{ServerConfigEnv + "="}
-	if len(spec.Config) > 0 {
-		b, err := json.Marshal(spec.Config)
+	for attempt := 0; ; attempt++ {
+		c, err := f.spawn(spec)
 		if err != nil {
-			return fmt.Errorf("server %q: config: %w", spec.Name, err)
+			return err
 		}
-		// Through the environment rather than the command line: a config
-		// may hold an API key, and command lines are world-readable.
-		configEnv = append(configEnv, ServerConfigEnv+"="+string(b))
+		err = f.waitReady(ctx, c)
+		if err == nil {
+			f.mu.Lock()
+			c.up = true
+			f.mu.Unlock()
+			f.log.Info("server up", "server", spec.Name, "type", spec.Type, "impl", spec.Impl, "url", c.info.URL, "pid", c.info.PID)
+			return nil
+		}
+		if attempt >= maxPortRetries || !f.assigned[spec.Name] || !exitedOnBusyPort(c) {
+			return f.startError(c, err)
+		}
+		f.forget(c)
+		f.mu.Lock()
+		port, rerr := f.dict.Reassign(os.LookupEnv, f.rnd, spec.Name)
+		f.mu.Unlock()
+		if rerr != nil {
+			return f.startError(c, fmt.Errorf("%v; no other port: %v", err, rerr))
+		}
+		f.log.Warn("server's port was taken before it could bind; trying another", "server", spec.Name, "port", spec.Port, "new_port", port)
+		spec.Port = port
 	}
-	if spec.Type == telemetry.ServerTypeAgent {
-		args = append(args, "--model-url", f.URL(spec.ModelServer), "--resources-url", f.URL(spec.ResourcesServer))
+}
+
+// exitedOnBusyPort reports whether c ended with "address already in use".
+func exitedOnBusyPort(c *child) bool {
+	select {
+	case <-c.done:
+	default:
+		return false
+	}
+	for _, l := range c.tail.Lines() {
+		if strings.Contains(l, "address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
+// forget drops a child that failed to start (and was reaped) from the
+// fleet.
+func (f *Fleet) forget(c *child) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.servers = slices.DeleteFunc(f.servers, func(x *child) bool { return x == c })
+}
+
+// command returns the argv and working directory of spec: `<gym> serve`
+// in the orchestrator's directory for a built-in; the block's command in
+// the config file's directory for an external server, a relative
+// program path (one with a slash) resolved against that directory.
+func (f *Fleet) command(spec ServerSpec) (argv []string, dir string) {
+	if !spec.External() {
+		return []string{f.opts.Binary, "serve"}, f.cwd
+	}
+	dir = spec.Dir
+	if dir == "" {
+		dir = f.cwd
+	}
+	argv = slices.Clone(spec.Command)
+	if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
+		argv[0] = filepath.Join(dir, argv[0])
+	}
+	return argv, dir
+}
+
+func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
+	argv, dir := f.command(spec)
+	metricsAddr, err := pickMetricsAddr(spec.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: metrics_addr: %w", spec.Name, err)
 	}
 	logFile, err := os.OpenFile(filepath.Join(f.opts.RunDir, "logs", spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("server %q: %w", spec.Name, err)
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
-	cmd := exec.Command(f.opts.Binary, args...)
+	f.mu.Lock()
+	dictYAML := string(f.dict.YAML())
+	f.mu.Unlock()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), f.opts.ExtraEnv...)
-	cmd.Env = append(cmd.Env, f.childTelemetryEnv(spec)...)
-	cmd.Env = append(cmd.Env, configEnv...)
+	cmd.Env = append(cmd.Env,
+		lens.PrimaryPrefix+lens.KeyFilePath+"="+filepath.Join(f.opts.RunDir, "telemetry", spec.Name+".jsonl"),
+		lens.PrimaryPrefix+lens.KeyPrometheusAddr+"="+metricsAddr,
+		// The launch contract: the whole dict (secrets included, hence the
+		// environment rather than the world-readable command line) and
+		// which instance of it this process is.
+		gymconfig.EnvConfigDict+"="+dictYAML,
+		gymconfig.EnvConfigPath+"="+spec.Name,
+	)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	// A grandchild that escaped the process group could hold the output
 	// pipes open; stop waiting for them this long after the child exits.
 	cmd.WaitDelay = 5 * time.Second
 	c := &child{spec: spec, cmd: cmd, tail: newTailBuffer(20), logFile: logFile, done: make(chan struct{})}
-	readyc := make(chan Ready, 1)
 	cmd.Stderr = io.MultiWriter(logFile, c.tail)
-	// exec copies stdout through this writer and Wait returns only after
-	// the copy is done, so no line is lost when the process ends.
-	cmd.Stdout = &stdoutWriter{log: logFile, ready: readyc}
+	cmd.Stdout = logFile
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return fmt.Errorf("server %q: start %s: %w", spec.Name, f.opts.Binary, err)
+		return nil, fmt.Errorf("server %q: start %s: %w", spec.Name, argv[0], err)
 	}
-	c.info = ServerInfo{Spec: spec, PID: cmd.Process.Pid}
+	c.info = ServerInfo{
+		Spec: spec, PID: cmd.Process.Pid, Started: started, Command: argv, Dir: dir,
+		URL: "http://" + net.JoinHostPort(dialHost(spec.Host), strconv.Itoa(spec.Port)),
+	}
+	if exportsPrometheus(cmd.Env) {
+		c.info.MetricsAddr = metricsAddr
+	}
 	f.mu.Lock()
 	f.servers = append(f.servers, c)
 	f.mu.Unlock()
-
 	go f.reap(c)
-
-	timeout := time.NewTimer(f.opts.HealthTimeout)
-	defer timeout.Stop()
-	var ready Ready
-	select {
-	case ready = <-readyc:
-	case <-c.done:
-		return f.startError(c, fmt.Errorf("exited during start-up: %v", c.waitErr))
-	case <-timeout.C:
-		return f.startError(c, fmt.Errorf("no ready line within %s", f.opts.HealthTimeout))
-	case <-ctx.Done():
-		return f.startError(c, ctx.Err())
-	}
-	f.mu.Lock()
-	c.info.URL = "http://" + ready.Addr
-	c.info.MetricsAddr = ready.MetricsAddr
-	f.mu.Unlock()
-	if err := waitHealthy(ctx, c, timeout.C); err != nil {
-		return f.startError(c, err)
-	}
-	f.log.Info("server up", "server", spec.Name, "type", spec.Type, "url", c.info.URL, "pid", c.info.PID)
-	return nil
+	return c, nil
 }
 
-// childTelemetryEnv gives each process a telemetry file of its own (files
-// are never shared between processes) and its prometheus endpoint address:
-// the spec's metrics_addr, or a free loopback port, so none collide.
-func (f *Fleet) childTelemetryEnv(spec ServerSpec) []string {
-	metrics := spec.MetricsAddr
-	if metrics == "" {
-		metrics = "127.0.0.1:0"
+// dialHost is the address to reach a server bound to host at.
+func dialHost(host string) string {
+	switch {
+	case host == "":
+		return gymconfig.DefaultHost
+	case net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified():
+		if net.ParseIP(host).To4() == nil {
+			return "::1"
+		}
+		return "127.0.0.1"
 	}
-	return []string{
-		lens.PrimaryPrefix + lens.KeyFilePath + "=" + filepath.Join(f.opts.RunDir, "telemetry", spec.Name+".jsonl"),
-		lens.PrimaryPrefix + lens.KeyPrometheusAddr + "=" + metrics,
+	return host
+}
+
+// pickMetricsAddr returns addr, or a loopback port free right now when
+// addr is empty or has port 0, so the address is known before the child
+// starts (targets.json lists it).
+func pickMetricsAddr(addr string) (string, error) {
+	host := "127.0.0.1"
+	if addr != "" {
+		h, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", err
+		}
+		if port != "0" && port != "" {
+			return addr, nil
+		}
+		host = h
 	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// exportsPrometheus reports whether a child with environment env serves
+// /metrics: telemetry and metrics on, prometheus among the exporters.
+func exportsPrometheus(env []string) bool {
+	lookup := func(key string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- { // the last one wins, as in exec
+			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	lc, err := lens.LoadConfig(lens.LoadOptions{Lookup: lookup, Groups: telemetry.GroupSet()})
+	return err == nil && lc.Enabled && lc.MetricsEnabled && lc.HasExporter(lens.ExporterPrometheus)
 }
 
 func (f *Fleet) startError(c *child, err error) error {
@@ -270,67 +479,39 @@ func (f *Fleet) startError(c *child, err error) error {
 	return errors.New(msg)
 }
 
-func waitHealthy(ctx context.Context, c *child, timeout <-chan time.Time) error {
+// waitReady polls GET http://host:port/ until it answers with any HTTP
+// status (NeMo Gym's rule), the process exits, HealthTimeout passes or ctx
+// ends.
+func (f *Fleet) waitReady(ctx context.Context, c *child) error {
 	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(50 * time.Millisecond)
+	defer client.CloseIdleConnections()
+	timeout := time.NewTimer(f.opts.HealthTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.info.URL+server.HealthPath, nil)
+		select {
+		case <-c.done:
+			return fmt.Errorf("exited during start-up: %v", c.waitErr)
+		default:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.info.URL+"/", nil)
 		res, err := client.Do(req)
 		if err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
+			_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("health answered %d", res.StatusCode)
+			return nil
 		}
 		select {
 		case <-tick.C:
 		case <-c.done:
-			return fmt.Errorf("exited before it was healthy: %v", c.waitErr)
-		case <-timeout:
-			return fmt.Errorf("not healthy in time: %v", err)
+			return fmt.Errorf("exited during start-up: %v", c.waitErr)
+		case <-timeout.C:
+			return fmt.Errorf("GET %s/ not answered within %s: %v", c.info.URL, f.opts.HealthTimeout, err)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-}
-
-// stdoutWriter forwards a child's stdout to its log, line by line, and
-// picks out the ready line.
-type stdoutWriter struct {
-	log     io.Writer
-	ready   chan<- Ready
-	sent    bool
-	partial []byte
-}
-
-func (w *stdoutWriter) Write(p []byte) (int, error) {
-	w.partial = append(w.partial, p...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := w.partial[:i+1]
-		if !w.sent && bytes.HasPrefix(line, []byte(ReadyPrefix)) {
-			var rd Ready
-			if json.Unmarshal(bytes.TrimPrefix(line, []byte(ReadyPrefix)), &rd) == nil {
-				w.ready <- rd
-				w.sent = true
-				w.partial = w.partial[i+1:]
-				continue
-			}
-		}
-		_, _ = w.log.Write(line)
-		w.partial = w.partial[i+1:]
-	}
-	if len(w.partial) > 64<<10 { // an endless line: pass it on as it is
-		_, _ = w.log.Write(w.partial)
-		w.partial = w.partial[:0]
-	}
-	return len(p), nil
 }
 
 // reap waits for the child and, when the fleet did not ask it to stop,
@@ -339,7 +520,8 @@ func (f *Fleet) reap(c *child) {
 	err := c.cmd.Wait()
 	f.mu.Lock()
 	c.waitErr = err
-	expected := c.stoppedByUs || f.stopping
+	// A server that never came up is Start's to report, not an Exit.
+	expected := c.stoppedByUs || f.stopping || !c.up
 	wasActive := f.active > 0 && !expected
 	if wasActive {
 		f.active--
@@ -399,6 +581,35 @@ func (f *Fleet) Servers() []ServerInfo {
 		out[i] = c.info
 	}
 	return out
+}
+
+// HeadURL returns the head server's base URL (http://host:port), where
+// NeMo Gym clients read the fleet's config dict and server list.
+func (f *Fleet) HeadURL() string {
+	if f.head == nil {
+		return ""
+	}
+	return f.head.url
+}
+
+// ConfigYAML returns the fleet's config dict as the children got it:
+// hosts, ports and head server filled in, interpolations unresolved.
+func (f *Fleet) ConfigYAML() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dict.YAML()
+}
+
+// Redacted returns the fleet's resolved config dict, hosts and ports
+// filled in, with every secret replaced (see Config.Redacted).
+func (f *Fleet) Redacted() (map[string]any, error) {
+	f.mu.Lock()
+	gc, err := f.dict.Resolve(os.LookupEnv)
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return gc.Redacted(), nil
 }
 
 // AgentURL returns the URL of the first agent server.
@@ -478,6 +689,11 @@ func (f *Fleet) stop(ctx context.Context) error {
 	f.active = 0
 	f.mu.Unlock()
 	f.recordActive(0)
+	if f.head != nil {
+		if err := f.head.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("head server: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

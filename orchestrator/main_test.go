@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/orchestrator"
 )
@@ -23,6 +27,9 @@ import (
 var gymBin string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(stubEnv); mode != "" {
+		os.Exit(runStub(mode))
+	}
 	bin, remove, err := testenv.BuildGym("gymlens-orchestrator-", "../cmd/gym")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -192,4 +199,34 @@ func readPID(t *testing.T, path string) int {
 		t.Fatalf("%s: %q is not a PID", path, b)
 	}
 	return pid
+}
+
+// stubEnv makes the test binary a stub server instead of running tests
+// (see runStub); the fleet tests run it through a command: block.
+const stubEnv = "GYMLENS_ORCHESTRATOR_STUB"
+
+// runStub is a minimal server under the launch contract: it finds itself
+// in NEMO_GYM_CONFIG_DICT / NEMO_GYM_CONFIG_PATH, listens on exactly its
+// block's host:port and answers every request with 200. In mode
+// "stubborn" it ignores SIGTERM.
+func runStub(mode string) int {
+	if mode == "stubborn" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	l, ok, err := gymconfig.LaunchFromEnv(os.LookupEnv)
+	if err != nil || !ok {
+		fmt.Fprintln(os.Stderr, "stub: not launched by a fleet:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", l.Addr())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stub:", err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "stub serving", l.Self.Name, "on", ln.Addr())
+	if err := http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})); err != nil {
+		fmt.Fprintln(os.Stderr, "stub:", err)
+		return 1
+	}
+	return 0
 }

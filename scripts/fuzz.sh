@@ -28,6 +28,7 @@ targets=(
   "./protocol FuzzVerifyRequestRoundTrip"
   "./servers/resources/equivalence FuzzRatio"
   "./servers/resources/stringmatch FuzzLabelScanner"
+  "./gymconfig FuzzResolve"
 )
 
 selected() { # target -> true when no names were given or it is one of them

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -21,9 +22,6 @@ type Config struct {
 	// Values maps lens setting keys (lens.KeyEnabled, ...) to the raw text
 	// the block gave them.
 	Values map[string]string
-	// Extra keeps keys this version does not know, with their values; they
-	// are reported, not fatal.
-	Extra map[string]any
 }
 
 // yamlKeys maps each YAML key of the telemetry block to its lens setting.
@@ -69,7 +67,9 @@ func YAMLKeys() []string {
 // ConfigFromYAML reads the top-level `telemetry:` block of a Gym YAML
 // document. A missing block yields the defaults (telemetry disabled). Lists
 // are accepted where the setting is a comma list (span_groups, exporter).
-// Every value is validated; unknown keys are kept in Extra.
+// Every value is validated; an unknown key is an error naming it and the
+// nearest known key (`telemetry.enabeld: unknown key (did you mean
+// "enabled"?)`).
 func ConfigFromYAML(doc []byte) (Config, error) {
 	var top struct {
 		Telemetry yaml.Node `yaml:"telemetry"`
@@ -77,7 +77,7 @@ func ConfigFromYAML(doc []byte) (Config, error) {
 	if err := yaml.Unmarshal(doc, &top); err != nil {
 		return Config{}, fmt.Errorf("telemetry: parse YAML: %w", err)
 	}
-	cfg := Config{Values: map[string]string{}, Extra: map[string]any{}}
+	cfg := Config{Values: map[string]string{}}
 	n := &top.Telemetry
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
@@ -97,15 +97,17 @@ func ConfigFromYAML(doc []byte) (Config, error) {
 		for v.Kind == yaml.AliasNode {
 			v = v.Alias
 		}
+		if k.Kind != yaml.ScalarNode {
+			return Config{}, fmt.Errorf("telemetry: line %d: telemetry keys must be plain values", k.Line)
+		}
 		key := strings.ToLower(strings.TrimSpace(k.Value))
 		setting, known := yamlKeys[key]
 		if !known {
-			var x any
-			if err := v.Decode(&x); err != nil {
-				return Config{}, fmt.Errorf("telemetry: line %d: %s: %w", v.Line, key, err)
+			hint := ""
+			if near := gymconfig.Nearest(key, YAMLKeys()); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
 			}
-			cfg.Extra[key] = x
-			continue
+			return Config{}, fmt.Errorf("telemetry: line %d: telemetry.%s: unknown key%s", k.Line, key, hint)
 		}
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 			continue // "key:" with no value: as if absent
@@ -144,16 +146,6 @@ func scalarText(v *yaml.Node) (string, error) {
 		return strings.Join(parts, ","), nil
 	}
 	return "", errors.New("must be a plain value or a list")
-}
-
-// UnknownKeys returns the sorted keys kept in Extra.
-func (c Config) UnknownKeys() []string {
-	out := make([]string, 0, len(c.Extra))
-	for k := range c.Extra {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // load resolves the effective lens configuration: environment (through

@@ -18,8 +18,9 @@ func clearEnv(t *testing.T) {
 
 func TestConfigFromYAML(t *testing.T) {
 	cfg, err := telemetry.ConfigFromYAML([]byte(`
-servers:
-  arithmetic: {type: resources_servers}
+arithmetic:
+  resources_servers:
+    arithmetic: {domain: math}
 telemetry:
   enabled: yes
   span_groups: [default, Verify]
@@ -27,7 +28,6 @@ telemetry:
   otlp_endpoint: http://127.0.0.1:4317
   service_name: my-gym
   export_sample_rate: 0.5
-  future_knob: {a: 1}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +45,20 @@ telemetry:
 			t.Errorf("Values[%s] = %q, want %q", k, cfg.Values[k], v)
 		}
 	}
-	if got := cfg.UnknownKeys(); !slices.Equal(got, []string{"future_knob"}) {
-		t.Errorf("unknown keys %v", got)
+}
+
+func TestConfigFromYAMLUnknownKeyIsAnError(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"telemetry:\n  enabeld: true\n", `telemetry: line 2: telemetry.enabeld: unknown key (did you mean "enabled"?)`},
+		{"telemetry:\n  enabled: true\n  Span_Grups: [default]\n", `telemetry: line 3: telemetry.span_grups: unknown key (did you mean "span_groups"?)`},
+		{"telemetry:\n  otlp_endpont: http://x\n", `telemetry: line 2: telemetry.otlp_endpont: unknown key (did you mean "otlp_endpoint"?)`},
+		{"telemetry:\n  future_knob: {a: 1}\n", `telemetry: line 2: telemetry.future_knob: unknown key`},
+		{"telemetry:\n  ? [a, b]\n  : 1\n", `telemetry: line 2: telemetry keys must be plain values`},
+	} {
+		_, err := telemetry.ConfigFromYAML([]byte(tc.doc))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: error %v, want %s", tc.doc, err, tc.want)
+		}
 	}
 }
 

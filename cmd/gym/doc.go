@@ -25,8 +25,6 @@
 //   - every setting with its effective value and its source: the variable
 //     that set it ("env NEMO_GYM_OTEL_ENABLED"), the YAML key
 //     ("yaml telemetry.enabled"), or "default";
-//   - keys of the telemetry: block this version does not know, which are
-//     ignored;
 //   - the span groups the SPAN_GROUPS setting resolves to, the exporters
 //     and the enabled signals;
 //   - the service name: OTEL_SERVICE_NAME, followed by "/" and the server

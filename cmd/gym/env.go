@@ -20,19 +20,23 @@ var envGroup = group{
 	path:     "gym env",
 	synopsis: "gym env manages a fleet: an orchestrator process and one child process per server.",
 	commands: func() []command {
-		return []command{{name: "start", summary: "start a fleet and run it until Ctrl-C", run: runEnvStart}}
+		return []command{{name: "start", summary: "start a fleet and run it until Ctrl-C", run: runEnvStart}, scaffoldCommand}
 	},
 }
 
 func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gym env start", flag.ContinueOnError)
-	configPath := fs.String("config", "", "fleet YAML (servers and telemetry); default: the built-in three-server fleet")
+	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
 	runsDir := fs.String("runs-dir", "runs", "parent directory of run directories")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gym env start [--config FILE] [--runs-dir DIR]\n\n"+
 			"Starts every server of the fleet as a child process, waits until each is\n"+
 			"healthy and runs until SIGINT/SIGTERM; then stops the servers (SIGTERM,\n"+
-			"SIGKILL after a deadline). Exits non-zero if any server failed.\n\nFlags:\n")
+			"SIGKILL after a deadline). Each server gets NeMo Gym's launch contract\n"+
+			"(NEMO_GYM_CONFIG_DICT, NEMO_GYM_CONFIG_PATH); the head server (GET /,\n"+
+			"/global_config_dict_yaml, /server_instances) runs on head_server,\n"+
+			"127.0.0.1:11000 by default. A config error exits 2 before anything starts;\n"+
+			"exits 1 if any server failed.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
@@ -55,6 +59,7 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	fmt.Fprintf(stdout, "run %s (%s)\n", sess.runID, sess.runDir)
+	fmt.Fprintf(stdout, "head server %s\n", fleet.HeadURL())
 	for _, s := range fleet.Servers() {
 		fmt.Fprintf(stdout, "  %-16s %-22s %s  pid %d\n", s.Spec.Name, s.Spec.Type, s.URL, s.PID)
 	}

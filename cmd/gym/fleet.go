@@ -78,14 +78,18 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr
 		log.Warn("telemetry is off", "err", err)
 	}
 	s := &fleetSession{cfg: cfg, runID: runID, runDir: runDir, log: log}
-	if err := s.writeEffectiveConfig(); err != nil {
+	if err := s.writeEffectiveConfig(nil); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// writeEffectiveConfig records what this run actually used.
-func (s *fleetSession) writeEffectiveConfig() error {
+// writeEffectiveConfig records what this run used in config.yaml: the
+// fleet's config dict (resolved, every secret replaced) under `fleet:`, a
+// `servers:` summary (name, type, impl, and the URLs once the fleet runs),
+// the head server's URL once known, and the effective telemetry settings
+// with where each came from. fleet is nil before the fleet started.
+func (s *fleetSession) writeEffectiveConfig(fleet *orchestrator.Fleet) error {
 	eff, _ := lens.LoadConfig(lens.LoadOptions{Groups: telemetry.GroupSet()})
 	tel := map[string]any{}
 	sources := map[string]string{}
@@ -97,17 +101,40 @@ func (s *fleetSession) writeEffectiveConfig() error {
 		tel[key] = src.Value
 		sources[key] = src.Origin
 	}
-	servers := make([]orchestrator.ServerSpec, len(s.cfg.Servers))
-	for i, spec := range s.cfg.Servers {
-		spec.Config = redact(spec.Config)
-		servers[i] = spec
+	type serverFacts struct {
+		Name    string `yaml:"name"`
+		Type    string `yaml:"type"`
+		Impl    string `yaml:"impl"`
+		URL     string `yaml:"url,omitempty"`
+		PID     int    `yaml:"pid,omitempty"`
+		Command string `yaml:"command,omitempty"`
 	}
+	var servers []serverFacts
+	dict := s.cfg.Redacted()
 	doc := map[string]any{
 		"run_id":            s.runID,
-		"servers":           servers,
 		"telemetry":         tel,
 		"telemetry_sources": sources,
 	}
+	if fleet == nil {
+		for _, spec := range s.cfg.Servers {
+			servers = append(servers, serverFacts{Name: spec.Name, Type: spec.Type, Impl: spec.Impl})
+		}
+	} else {
+		for _, info := range fleet.Servers() {
+			f := serverFacts{Name: info.Spec.Name, Type: info.Spec.Type, Impl: info.Spec.Impl, URL: info.URL, PID: info.PID}
+			if info.Spec.External() {
+				f.Command = strings.Join(info.Command, " ")
+			}
+			servers = append(servers, f)
+		}
+		doc["head_server_url"] = fleet.HeadURL()
+		if d, err := fleet.Redacted(); err == nil {
+			dict = d
+		}
+	}
+	doc["servers"] = servers
+	doc["fleet"] = dict
 	b, err := yaml.Marshal(doc)
 	if err != nil {
 		return err
@@ -119,6 +146,10 @@ func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {
 	fleet, err := orchestrator.Start(ctx, s.cfg, orchestrator.Options{RunDir: s.runDir, Logger: s.log})
 	if err != nil {
 		return nil, err
+	}
+	// Now with the head server's URL and every server's address.
+	if err := s.writeEffectiveConfig(fleet); err != nil {
+		s.log.Warn("config.yaml not updated with the running fleet", "err", err)
 	}
 	// With the prometheus exporter, tell a Prometheus where every process
 	// serves /metrics: runs/<id>/prometheus/{targets.json,prometheus.yml}.
@@ -135,33 +166,11 @@ func (s *fleetSession) close() {
 	}
 }
 
+// loadFleetConfig reads the fleet config file at path, or the built-in
+// fleet when path is empty.
 func loadFleetConfig(path string) (orchestrator.Config, error) {
 	if path == "" {
-		cfg := orchestrator.DefaultConfig()
-		return cfg, cfg.Validate()
+		return orchestrator.DefaultConfig(), nil
 	}
 	return orchestrator.LoadConfig(path)
-}
-
-// redact copies a server config with every sensitive string value (API
-// keys, tokens, passwords) replaced, at any depth.
-func redact(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		switch x := v.(type) {
-		case map[string]any:
-			out[k] = redact(x)
-		case string:
-			if lens.IsSensitiveKey(k) {
-				x = lens.Redacted
-			}
-			out[k] = x
-		default:
-			out[k] = v
-		}
-	}
-	return out
 }

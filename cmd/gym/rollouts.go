@@ -6,8 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/gymlens/gymlens/dataset"
+	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -35,7 +43,8 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&input, "i", "", "short for --input")
 	fs.StringVar(&output, "output", "", "rollouts JSONL; (task, rollout) pairs already in it are skipped (required)")
 	fs.StringVar(&output, "o", "", "short for --output")
-	agentURL := fs.String("agent-url", "", "base URL of the agent server (required)")
+	agentURL := fs.String("agent-url", "", "base URL of the agent server (this or --head is required)")
+	headURL := fs.String("head", "", "base URL of a NeMo Gym head server (http://host:11000): every agent of its config, by instance name, instead of --agent-url")
 	var agentName string
 	fs.StringVar(&agentName, "agent", "simple_agent", "agent name the URL serves, and the agent of rows without agent_ref")
 	fs.StringVar(&agentName, "a", "simple_agent", "short for --agent")
@@ -45,20 +54,28 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	noAggregate := fs.Bool("disable-aggregation", false, "do not ask the agent for aggregate metrics")
 	resume := fs.Bool("resume", false, "continue an existing output: skip the (task, rollout) pairs it completed, retry its failures")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym rollouts collect -i tasks.jsonl -o rollouts.jsonl --agent-url URL [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gym rollouts collect -i tasks.jsonl -o rollouts.jsonl (--agent-url URL | --head URL) [flags]\n\n"+
 			"Runs each task (num-repeats times) through the agent's POST /run and writes\n"+
 			"NeMo Gym's output line per rollout as it finishes. A rollout whose /run\n"+
 			"fails is retried up to $NEMO_GYM_MAX_ROLLOUT_ATTEMPTS times (default 3), then\n"+
 			"written to <stem>_failures.jsonl; the command then exits 1. An existing\n"+
 			"output is continued with --resume (only what is not done yet runs) and\n"+
-			"never overwritten without it.\n\nFlags:\n")
+			"never overwritten without it.\n\n"+
+			"With --head the agents come from a running fleet's head server (NeMo Gym's\n"+
+			"or gym env start's): GET /global_config_dict_yaml, and each\n"+
+			"responses_api_agents instance is http://host:port of its block. A row's\n"+
+			"agent_ref.name picks the agent, --agent names the agent of rows without one.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	if input == "" || output == "" || *agentURL == "" {
-		fmt.Fprintln(stderr, "gym rollouts collect: --input, --output and --agent-url are required")
+	if *agentURL != "" && *headURL != "" {
+		fmt.Fprintln(stderr, "gym rollouts collect: --agent-url and --head are exclusive: give the agent's URL or the head server's, not both")
+		return exitUsage
+	}
+	if input == "" || output == "" || (*agentURL == "" && *headURL == "") {
+		fmt.Fprintln(stderr, "gym rollouts collect: --input, --output and --agent-url (or --head) are required")
 		return exitUsage
 	}
 	if *concurrency < 1 || *repeats < 1 || *limit < 0 {
@@ -80,12 +97,21 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
 		return exitUsage
 	}
+	agents := map[string]string{agentName: *agentURL}
+	if *headURL != "" {
+		agentSet := false
+		fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" || f.Name == "a" })
+		if agents, err = headAgents(ctx, *headURL, rows, *limit, agentName, agentSet); err != nil {
+			fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
+			return exitUsage
+		}
+	}
 	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "collector"}); err != nil {
 		fmt.Fprintf(stderr, "gym rollouts collect: telemetry is off: %v\n", err)
 	}
 	defer func() { _ = shutdownTelemetry() }()
 	sum, err := rollout.Collect(ctx, rows, rollout.Options{
-		Output: output, Resume: *resume, Agents: map[string]string{agentName: *agentURL}, DefaultAgent: agentName,
+		Output: output, Resume: *resume, Agents: agents, DefaultAgent: agentName,
 		NumRepeats: *repeats, Limit: *limit, Concurrency: *concurrency, DisableAggregation: *noAggregate,
 		Progress: stderr, ProgressTTY: isTerminal(stderr),
 	})
@@ -100,4 +126,83 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return exitOK
+}
+
+// headAgents finds the agents of a running fleet through its head server
+// and checks that every agent the rows need (the first limit rows, 0 for
+// all; rows without agent_ref need defaultAgent) is one of them, as is
+// defaultAgent when it was given explicitly.
+func headAgents(ctx context.Context, headURL string, rows []protocol.RunRequest, limit int, defaultAgent string, explicit bool) (map[string]string, error) {
+	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	defer client.CloseIdleConnections()
+	agents, err := rollout.HeadAgents(ctx, client, headURL, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	known := slices.Sorted(maps.Keys(agents))
+	if len(known) == 0 {
+		return nil, fmt.Errorf("head server %s: its config has no agent (no %s instance)", headURL, protocol.ServerTypeAgent)
+	}
+	if limit > 0 && limit < len(rows) {
+		rows = rows[:limit]
+	}
+	needed := map[string][]int{}
+	var order []string
+	if explicit {
+		needed[defaultAgent], order = nil, []string{defaultAgent}
+	}
+	for i := range rows {
+		name, present, err := dataset.AgentName(&rows[i])
+		if err != nil {
+			continue // the collector reports it, naming the row
+		}
+		if !present {
+			name = defaultAgent
+		}
+		if name == "" {
+			continue
+		}
+		if _, seen := needed[name]; !seen {
+			order = append(order, name)
+		}
+		needed[name] = append(needed[name], i+1)
+	}
+	for _, name := range order {
+		if _, ok := agents[name]; ok {
+			continue
+		}
+		var what []string
+		if explicit && name == defaultAgent {
+			what = append(what, "--agent")
+		}
+		switch lines := needed[name]; {
+		case len(lines) == 1:
+			what = append(what, "row "+lineList(lines))
+		case len(lines) > 1:
+			what = append(what, "rows "+lineList(lines))
+		}
+		msg := fmt.Sprintf("agent %q (%s) is not in the config of head server %s (its agents: %s)", name, strings.Join(what, ", "), headURL, strings.Join(known, ", "))
+		if n := gymconfig.Nearest(name, known); n != "" {
+			msg += fmt.Sprintf("; did you mean %q?", n)
+		}
+		if !explicit && name == defaultAgent {
+			msg += "; rows without agent_ref take --agent (default " + defaultAgent + ")"
+		}
+		return nil, errors.New(msg)
+	}
+	return agents, nil
+}
+
+// lineList shows row numbers compactly: the first five, then a count.
+func lineList(lines []int) string {
+	const show = 5
+	parts := make([]string, 0, show+1)
+	for i, l := range lines {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("and %d more", len(lines)-show))
+			break
+		}
+		parts = append(parts, strconv.Itoa(l))
+	}
+	return strings.Join(parts, ", ")
 }

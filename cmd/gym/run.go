@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gymlens/gymlens/dataset"
@@ -15,6 +17,7 @@ import (
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/report"
 	"github.com/gymlens/gymlens/rollout"
+	"github.com/gymlens/gymlens/servers/model"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -32,7 +35,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("limit", 0, "use only the first N tasks (0: all)")
 	concurrency := fs.Int("concurrency", 16, "rollouts in flight at once")
 	seed := fs.Int64("seed", 1, "seed of the dataset and of the built-in policy")
-	configPath := fs.String("config", "", "fleet YAML (servers and telemetry); default: the built-in three-server fleet")
+	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
 	runsDir := fs.String("runs-dir", "runs", "parent directory of run directories")
 	latency := fs.Float64("model-latency-ms", -1, "built-in policy latency per call in ms (default: the model config's, 0)")
 	correct := fs.Float64("correct-probability", -1, "built-in policy's chance of a right answer (default: the model config's, 0.8)")
@@ -58,22 +61,28 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
 		return exitUsage
 	}
-	for i := range cfg.Servers {
-		s := &cfg.Servers[i]
-		if s.Type != telemetry.ServerTypeModel {
+	// The flags tune the built-in policy: they become keys of its blocks in
+	// the config dict, which is what the children read.
+	for _, s := range cfg.Servers {
+		if s.Type != telemetry.ServerTypeModel || s.External() || s.Impl != model.ServerName {
 			continue
 		}
-		if s.Config == nil {
-			s.Config = map[string]any{}
-		}
+		set := map[string]any{}
 		if _, ok := s.Config["seed"]; !ok {
-			s.Config["seed"] = *seed
+			set["seed"] = *seed
 		}
 		if *latency >= 0 {
-			s.Config["latency_ms"] = *latency
+			set["latency_ms"] = *latency
 		}
 		if *correct >= 0 {
-			s.Config["correct_probability"] = *correct
+			set["correct_probability"] = *correct
+		}
+		for _, key := range slices.Sorted(maps.Keys(set)) {
+			path, _ := cfg.ImplPath(s.Name, key)
+			if err := cfg.Set(path, set[key]); err != nil {
+				fmt.Fprintf(stderr, "gym run: %v\n", err)
+				return exitUsage
+			}
 		}
 	}
 	if *noTelemetry {

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/orchestrator"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/registry"
 	"github.com/gymlens/gymlens/telemetry"
@@ -36,20 +38,39 @@ func shutdownTelemetry() error {
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tuneGC()
+	if len(args) == 0 {
+		l, launched, err := gymconfig.LaunchFromEnv(os.LookupEnv)
+		if err != nil {
+			fmt.Fprintf(stderr, "gym serve: %v\n", err)
+			return exitUsage
+		}
+		if launched {
+			return serveLaunched(ctx, l, stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
 	name := fs.String("name", "", "server name in the fleet (required)")
 	impl := fs.String("impl", "", "implementation (default: the type's): "+implList())
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
-	configJSON := fs.String("config-json", "", "implementation config as a JSON object (default: $"+orchestrator.ServerConfigEnv+")")
+	configJSON := fs.String("config-json", "", "implementation config as a JSON object")
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
 	resourcesURL := fs.String("resources-url", "", "agent only: base URL of the resources server")
 	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit")
 	uninstrumented := fs.Bool("uninstrumented", false, "benchmark baseline: install no ingress instrumentation (no SERVER spans, no request metrics)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents> --name NAME [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents> --name NAME [flags]\n"+
+			"       gym serve    (with $%s and $%s set, as a fleet's launcher starts it)\n\n"+
 			"Runs one server until SIGINT or SIGTERM, then drains in-flight requests\n"+
 			"and flushes telemetry. Once listening it prints one line to stdout:\n"+
-			"%s{\"addr\":...}\n\nFlags:\n", orchestrator.ReadyPrefix)
+			"%s{\"addr\":...}\n\n"+
+			"Without arguments it follows NeMo Gym's launch contract: $%s is the\n"+
+			"fleet's config (YAML, interpolations unresolved) and $%s the name of\n"+
+			"this server's instance in it; the server binds its block's host:port,\n"+
+			"takes its implementation config from the rest of the block and finds an\n"+
+			"agent's model and resources servers by their references. With dry_run:\n"+
+			"true it checks all of that and exits 0 without listening.\n\nFlags:\n",
+			gymconfig.EnvConfigDict, gymconfig.EnvConfigPath, orchestrator.ReadyPrefix,
+			gymconfig.EnvConfigDict, gymconfig.EnvConfigPath)
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
@@ -67,19 +88,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "gym serve: --name is required")
 		return exitUsage
 	}
-	if *configJSON == "" {
-		*configJSON = os.Getenv(orchestrator.ServerConfigEnv)
-	}
-	base := slog.New(slog.NewTextHandler(stderr, nil))
-	log := base.With("server", *name)
-	slog.SetDefault(log)
-	if stop := startCPUProfile(*name, log); stop != nil {
-		defer stop()
-	}
-	if stop := startRunStats(*name, log); stop != nil {
-		defer stop()
-	}
-
 	if *impl == "" {
 		*impl = registry.Default(serverType)
 	}
@@ -93,10 +101,137 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = entry.Validate(cfg)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: %s: %v\n", *name, err)
+		printConfigError(stderr, *name, err)
 		return exitUsage
 	}
-	h, err := telemetry.Init(telemetry.InitOptions{ServerName: *name, ServerType: serverType})
+	return serveOne(ctx, serveSpec{
+		name: *name, typ: serverType, impl: entry, cfg: cfg, addr: *addr,
+		peers:   registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL},
+		maxBody: *maxBody, uninstrumented: *uninstrumented,
+	}, stdout, stderr)
+}
+
+// serveSpec is one server, checked and ready to start.
+type serveSpec struct {
+	name, typ      string
+	impl           registry.Impl
+	cfg            any
+	peers          registry.Peers
+	addr           string
+	maxBody        int64
+	uninstrumented bool
+	// dryRun stops after registering the routes (on a server that never
+	// listens), before telemetry, any profile and the listener.
+	dryRun bool
+}
+
+// serveLaunched serves the instance a fleet's launcher started this
+// process as (NeMo Gym's launch contract): every problem with the config
+// is one line on stderr and exit status 2, before anything listens.
+func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.Writer) int {
+	self := l.Self
+	path := self.Name + "." + self.Type + "." + self.Impl
+	entry, ok := registry.Lookup(self.Type, self.Impl)
+	if !ok {
+		known := registry.Names(self.Type)
+		hint := ""
+		if near := gymconfig.Nearest(self.Impl, known); near != "" {
+			hint = fmt.Sprintf("did you mean %q? ", near)
+		}
+		fmt.Fprintf(stderr, "gym serve: %s: no %s implementation %q (%sknown: %s; a server of your own needs a command: list in its block)\n",
+			self.Name, self.Type, self.Impl, hint, strings.Join(known, ", "))
+		return exitUsage
+	}
+	implConfig := self.ImplConfig()
+	raw, err := json.Marshal(implConfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym serve: %s: %v\n", path, err)
+		return exitUsage
+	}
+	cfg, err := entry.DecodeAt(raw, path)
+	if err != nil {
+		printConfigError(stderr, "", err)
+		return exitUsage
+	}
+	if err := entry.Validate(cfg); err != nil {
+		printConfigError(stderr, path, err)
+		return exitUsage
+	}
+	peers := registry.Peers{Instance: self.Name}
+	if self.Type == protocol.ServerTypeAgent {
+		// An agent's reference fields, and the config key that may give
+		// the same URL directly instead.
+		agentPeers := []struct{ ref, urlKey string }{
+			{"model_server", "model_url"},
+			{"resources_server", "resources_url"},
+		}
+		refs := self.Refs()
+		for _, p := range agentPeers {
+			_, hasRef := refs[p.ref]
+			if _, hasURL := implConfig[p.urlKey]; hasURL && !hasRef {
+				continue
+			}
+			u, err := l.PeerURL(p.ref)
+			if err != nil {
+				fmt.Fprintf(stderr, "gym serve: %v\n", err)
+				return exitUsage
+			}
+			if p.ref == "model_server" {
+				peers.ModelURL = u
+			} else {
+				peers.ResourcesURL = u
+			}
+		}
+	}
+	if self.Port() <= 0 || self.Host() == "" {
+		fmt.Fprintf(stderr, "gym serve: %s: the block needs a host and a port to listen on (got host %q, port %d)\n", path, self.Host(), self.Port())
+		return exitUsage
+	}
+	return serveOne(ctx, serveSpec{
+		name: self.Name, typ: self.Type, impl: entry, cfg: cfg, addr: l.Addr(), peers: peers,
+		maxBody: server.DefaultMaxBodyBytes, dryRun: l.Config.DryRun(),
+	}, stdout, stderr)
+}
+
+// printConfigError writes err, one problem a line, each "gym serve: "
+// and prefix (when not empty) first.
+func printConfigError(w io.Writer, prefix string, err error) {
+	if prefix != "" {
+		prefix += ": "
+	}
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		fmt.Fprintf(w, "gym serve: %s%s\n", prefix, line)
+	}
+}
+
+// serveOne registers spec's implementation on a new server and, unless
+// it is a dry run, listens, prints the ready line and serves until ctx
+// ends.
+func serveOne(ctx context.Context, spec serveSpec, stdout, stderr io.Writer) int {
+	base := slog.New(slog.NewTextHandler(stderr, nil))
+	log := base.With("server", spec.name)
+	slog.SetDefault(log)
+	opts := spec.impl.Options(spec.name)
+	opts.Name, opts.Type, opts.Addr, opts.MaxBodyBytes, opts.Logger = spec.name, spec.typ, spec.addr, spec.maxBody, base
+	opts.Uninstrumented = spec.uninstrumented
+	// Registering on a server that never listens checks what only
+	// Register checks (an agent's peer URLs) before telemetry, whose
+	// prometheus exporter listens, or a profile starts.
+	if err := spec.impl.Register(server.New(opts), spec.cfg, spec.peers); err != nil {
+		printConfigError(stderr, spec.name, err)
+		return exitUsage
+	}
+	if spec.dryRun {
+		log.Info("dry run: the configuration is valid; not listening", "type", spec.typ, "impl", spec.impl.Name, "addr", spec.addr)
+		return exitOK
+	}
+	if stop := startCPUProfile(spec.name, log); stop != nil {
+		defer stop()
+	}
+	if stop := startRunStats(spec.name, log); stop != nil {
+		defer stop()
+	}
+	h, err := telemetry.Init(telemetry.InitOptions{ServerName: spec.name, ServerType: spec.typ})
 	if err != nil {
 		log.Warn("telemetry is off", "err", err)
 	}
@@ -105,23 +240,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("telemetry flush", "err", err)
 		}
 	}()
-
-	opts := entry.Options(*name)
-	opts.Name, opts.Type, opts.Addr, opts.MaxBodyBytes, opts.Logger = *name, serverType, *addr, *maxBody, base
-	opts.Uninstrumented = *uninstrumented
 	s := server.New(opts)
-	if err := entry.Register(s, cfg, registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL}); err != nil {
-		fmt.Fprintf(stderr, "gym serve: %s: %v\n", *name, err)
+	if err := spec.impl.Register(s, spec.cfg, spec.peers); err != nil {
+		printConfigError(stderr, spec.name, err)
 		return exitUsage
 	}
 	bound, err := s.Listen()
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: %v\n", err)
+		fmt.Fprintf(stderr, "gym serve: %s: %v\n", spec.name, err)
 		return 1
 	}
 	ready, _ := json.Marshal(orchestrator.Ready{Addr: bound.String(), MetricsAddr: h.PrometheusAddr(), PID: os.Getpid()})
 	fmt.Fprintf(stdout, "%s%s\n", orchestrator.ReadyPrefix, ready)
-	log.Info("serving", "addr", bound.String(), "type", serverType, "impl", *impl)
+	log.Info("serving", "addr", bound.String(), "type", spec.typ, "impl", spec.impl.Name)
 	if err := s.Serve(ctx); err != nil {
 		log.Error("serve", "err", err)
 		return 1

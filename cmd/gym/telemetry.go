@@ -137,7 +137,6 @@ type checkReport struct {
 	ConfigFile      string          `json:"config_file"`
 	YAMLBlock       bool            `json:"yaml_block"`
 	Settings        []settingReport `json:"settings"`
-	IgnoredYAMLKeys []string        `json:"ignored_yaml_keys"`
 	SpanGroups      []string        `json:"span_groups"`
 	Exporters       []string        `json:"exporters"`
 	Signals         []string        `json:"signals"`
@@ -211,7 +210,6 @@ func check(f checkFlags) (*checkReport, []error) {
 	rep := &checkReport{
 		ConfigFile:      f.configFile,
 		YAMLBlock:       yamlCfg.Present,
-		IgnoredYAMLKeys: yamlCfg.UnknownKeys(),
 		SpanGroups:      groups,
 		Exporters:       slices.Clone(cfg.Exporters),
 		Signals:         signals(cfg),
@@ -400,7 +398,6 @@ func (r *checkReport) writeText(w io.Writer) {
 	}
 	tw = tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	for _, row := range [][2]string{
-		{"ignored YAML keys", orNone(strings.Join(r.IgnoredYAMLKeys, ", "), "(none)")},
 		{"span groups", orNone(strings.Join(r.SpanGroups, ", "), "(none)")},
 		{"exporters", orNone(strings.Join(r.Exporters, ", "), "(none)")},
 		{"signals", orNone(strings.Join(r.Signals, ", "), "(none)")},

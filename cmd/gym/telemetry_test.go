@@ -76,9 +76,8 @@ func TestCheckDefaults(t *testing.T) {
 	}
 	for _, want := range []string{
 		"would not export: telemetry is disabled by default",
-		"span groups:       http_client, job, rollout, server",
-		"ignored YAML keys: (none)",
-		"service name:      nemo-gym\n",
+		"span groups:     http_client, job, rollout, server",
+		"service name:    nemo-gym\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -99,7 +98,7 @@ func TestCheckEnabledExports(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "yes")
 	code, out, _ := runGym(t, "telemetry", "check")
-	if code != 0 || !strings.Contains(out, "verdict:           would export\n") {
+	if code != 0 || !strings.Contains(out, "verdict:         would export\n") {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 	if row := settingRow(t, out, "ENABLED"); !strings.Contains(row, "true") || !strings.Contains(row, "env NEMO_GYM_OTEL_ENABLED") {
@@ -114,7 +113,6 @@ telemetry:
   enabled: false
   span_groups: [job, verify]
   exporter: console
-  colour: blue
 `)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "otlp,prometheus")
@@ -129,7 +127,7 @@ telemetry:
 	if row := settingRow(t, out, "SPAN_GROUPS"); !strings.Contains(row, "yaml telemetry.span_groups") {
 		t.Errorf("SPAN_GROUPS row = %q, want the yaml source", row)
 	}
-	for _, want := range []string{"ignored YAML keys: colour", "span groups:       job, verify", "exporters:         otlp, prometheus", "would export"} {
+	for _, want := range []string{"span groups:     job, verify", "exporters:       otlp, prometheus", "would export"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -145,8 +143,8 @@ telemetry:
 	if v, from := origin(t, rep, lens.KeySpanGroups); v != "job,verify" || from != "yaml telemetry.span_groups" {
 		t.Errorf("SPAN_GROUPS = %q from %q", v, from)
 	}
-	if !rep.YAMLBlock || len(rep.IgnoredYAMLKeys) != 1 || rep.IgnoredYAMLKeys[0] != "colour" {
-		t.Errorf("yaml block %v, ignored keys %v", rep.YAMLBlock, rep.IgnoredYAMLKeys)
+	if !rep.YAMLBlock {
+		t.Errorf("yaml block %v", rep.YAMLBlock)
 	}
 }
 
@@ -245,7 +243,7 @@ func TestCheckBadYAMLFile(t *testing.T) {
 
 func TestCheckYAMLWithoutBlock(t *testing.T) {
 	cleanEnv(t)
-	path := writeYAML(t, "servers:\n  arithmetic: {}\n")
+	path := writeYAML(t, "arithmetic:\n  resources_servers:\n    arithmetic: {}\n")
 	code, out, _ := runGym(t, "telemetry", "check", "--config", path)
 	if code != 0 || !strings.Contains(out, "(no telemetry: block)") {
 		t.Errorf("exit %d, output:\n%s", code, out)
@@ -325,7 +323,7 @@ func TestCheckSpanGroupsNone(t *testing.T) {
 	// An empty value counts as unset, so a spec naming no group is ",".
 	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", ",")
 	code, out, _ := runGym(t, "telemetry", "check")
-	if code != 0 || !strings.Contains(out, "span groups:       (none)") {
+	if code != 0 || !strings.Contains(out, "span groups:     (none)") {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 	if rep := checkJSON(t); rep.SpanGroups == nil || len(rep.SpanGroups) != 0 {
@@ -348,7 +346,7 @@ func TestCheckJSON(t *testing.T) {
 	if dec.More() {
 		t.Errorf("more than one JSON value:\n%s", out)
 	}
-	for _, key := range []string{"settings", "ignored_yaml_keys", "span_groups", "exporters", "service_name", "export", "export_strategy"} {
+	for _, key := range []string{"settings", "span_groups", "exporters", "service_name", "export", "export_strategy"} {
 		if _, ok := obj[key]; !ok {
 			t.Errorf("JSON lacks %q", key)
 		}
@@ -387,7 +385,7 @@ func TestCheckFileExporterWithoutPath(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 	t.Setenv("NEMO_GYM_OTEL_FILE_PATH", filepath.Join(t.TempDir(), "t.jsonl"))
-	if _, out, _ := runGym(t, "telemetry", "check"); !strings.Contains(out, "verdict:           would export\n") {
+	if _, out, _ := runGym(t, "telemetry", "check"); !strings.Contains(out, "verdict:         would export\n") {
 		t.Errorf("with a path, output:\n%s", out)
 	}
 }

@@ -1,0 +1,16 @@
+// Package gymconfig reads NeMo Gym's global config dict: the YAML document
+// a fleet hands every server process in NEMO_GYM_CONFIG_DICT.
+//
+// Parse keeps the document unresolved (interpolations such as
+// ${policy_api_key} or ${oc.env:VAR,default} stay text), so YAML can hand
+// it on to children the way upstream does. Resolve evaluates the
+// interpolations with OmegaConf's rules and finds the server instances:
+// top-level keys shaped {<server type>: {<impl>: {...}}}. Defaults fills
+// what upstream's parser fills before it spawns servers (hosts, random free
+// ports, the head server, disallowed_ports), and LaunchFromEnv is a server
+// process's view of the launch contract: the whole config plus the
+// instance named by NEMO_GYM_CONFIG_PATH.
+//
+// Errors name the dotted key path they concern and, for unknown names, the
+// nearest known one (see Nearest).
+package gymconfig

@@ -1,0 +1,96 @@
+package gymconfig
+
+import "github.com/gymlens/gymlens/protocol"
+
+// Environment variables of the launch contract.
+const (
+	// EnvConfigDict holds the YAML of the whole fleet config, with its
+	// interpolations unresolved.
+	EnvConfigDict = "NEMO_GYM_CONFIG_DICT"
+	// EnvConfigPath holds the instance name (a top-level key of the
+	// config), not a file path.
+	EnvConfigPath = "NEMO_GYM_CONFIG_PATH"
+)
+
+// Top-level keys this package reads or fills.
+const (
+	// KeyHeadServer is the {host, port} of the fleet's head server.
+	KeyHeadServer = "head_server"
+	// KeyDefaultHost is the host given to server blocks without one.
+	KeyDefaultHost = "default_host"
+	// KeyPortRangeLow is the inclusive low end of the random port range.
+	KeyPortRangeLow = "port_range_low"
+	// KeyPortRangeHigh is the inclusive high end of the random port range.
+	KeyPortRangeHigh = "port_range_high"
+	// KeyDisallowedPorts lists ports never handed out: the head port and
+	// every port already given.
+	KeyDisallowedPorts = "disallowed_ports"
+	// KeyDryRun asks every server to validate its config and exit 0.
+	KeyDryRun = "dry_run"
+	// KeyTelemetry is gymlens's telemetry block.
+	KeyTelemetry = "telemetry"
+	// KeySkipVerification is copied into agent blocks that lack it.
+	KeySkipVerification = "skip_verification"
+	// KeySkipVerificationReward is copied into agent blocks that lack it.
+	KeySkipVerificationReward = "skip_verification_reward"
+	// KeyCommand is the argv list of an external server (a gymlens
+	// addition, not upstream).
+	KeyCommand = "command"
+)
+
+// Defaults upstream applies when the config leaves them out.
+const (
+	// DefaultHost is the host of blocks without one when default_host is unset.
+	DefaultHost = "127.0.0.1"
+	// DefaultHeadPort is the head server's port when head_server is unset.
+	DefaultHeadPort = 11000
+	// DefaultPortRangeLow is port_range_low when unset.
+	DefaultPortRangeLow = 10001
+	// DefaultPortRangeHigh is port_range_high when unset.
+	DefaultPortRangeHigh = 20000
+)
+
+// reservedKeys are upstream's NEMO_GYM_RESERVED_TOP_LEVEL_KEYS plus telemetry.
+var reservedKeys = map[string]bool{
+	"config_paths": true, "entrypoint": true, KeyDefaultHost: true, KeyHeadServer: true,
+	KeyDisallowedPorts: true, "head_server_deps": true, "python_version": true,
+	"pip_install_verbose": true, "use_absolute_ip": true, "uv_pip_set_python": true,
+	"skip_venv_if_present": true, "hf_token": true, "ray_head_node_address": true,
+	KeyPortRangeLow: true, KeyPortRangeHigh: true, KeyDryRun: true,
+	"model_endpoint_readiness_timeout_seconds": true, "allow_openai_version_skew": true,
+	"uv_cache_dir": true, "uv_venv_dir": true, "results_dir": true, "cache_dir": true,
+	"_inherit_from": true, "_copy": true, "nemo_gym_log_dir": true, "verbose": true,
+	"json": true, "query": true, "observability_enabled": true, "model_call_capture_dir": true,
+	"token_id_capture": true, "component_name": true, KeySkipVerification: true,
+	KeySkipVerificationReward: true, KeyTelemetry: true,
+}
+
+// IsReserved reports whether a top-level key is one of upstream's reserved
+// keys (NEMO_GYM_RESERVED_TOP_LEVEL_KEYS, plus "telemetry"), never a server
+// instance.
+func IsReserved(key string) bool { return reservedKeys[key] }
+
+var launcherKeys = map[string]bool{
+	"entrypoint": true, "host": true, "port": true, "num_workers": true, "domain": true,
+	"verified": true, "verified_url": true, "description": true, "value": true,
+	"datasets": true, KeyCommand: true, "metrics_addr": true,
+}
+
+// IsLauncherKey reports whether a key of a server block belongs to the
+// launcher rather than to the implementation: entrypoint host port
+// num_workers domain verified verified_url description value datasets
+// command metrics_addr (metrics_addr is gymlens's: where the child's
+// prometheus exporter listens). An implementation's config is the block
+// minus these and minus its reference-valued keys (see Instance.ImplConfig).
+func IsLauncherKey(key string) bool { return launcherKeys[key] }
+
+var serverTypes = []string{protocol.ServerTypeResources, protocol.ServerTypeModel, protocol.ServerTypeAgent}
+
+func isServerType(s string) bool {
+	for _, t := range serverTypes {
+		if s == t {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package orchestrator_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gymlens/gymlens/orchestrator"
+)
+
+// A server whose auto-assigned port was taken between the orchestrator's
+// probe and its own bind is started again on another port.
+func TestFleetRetriesATakenAssignedPort(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	guardRunDir(t, runDir)
+	bin := writeScript(t, dir, "gym-wrapper", `if [ "$NEMO_GYM_CONFIG_PATH" = arithmetic ] && [ ! -e "$OUT/tried" ]; then
+  printf '%s' "$NEMO_GYM_CONFIG_DICT" > "$OUT/first"
+  touch "$OUT/tried"
+  echo "listen tcp 127.0.0.1:1: bind: address already in use" >&2
+  exit 1
+fi
+exec `+gymBin+` "$@"
+`)
+	f := startFleet(t, orchestrator.DefaultConfig(), orchestrator.Options{Binary: bin, RunDir: runDir, ExtraEnv: []string{"OUT=" + dir}})
+	first, err := os.ReadFile(filepath.Join(dir, "first"))
+	if err != nil {
+		t.Fatalf("the first attempt never ran: %v", err)
+	}
+	was := blockOf(t, string(first), "arithmetic")["port"]
+	now := blockOf(t, string(f.ConfigYAML()), "arithmetic")["port"]
+	if was == now || now == nil {
+		t.Errorf("arithmetic port %v, then %v: want a new one", was, now)
+	}
+	if n := f.Active(); n != 3 || len(f.Servers()) != 3 {
+		t.Errorf("Active() = %d, Servers() = %+v; want 3, the failed attempt forgotten", n, f.Servers())
+	}
+	if code := get(t, f.URL("arithmetic")+"/health"); code != 200 {
+		t.Errorf("arithmetic after the retry: /health = %d", code)
+	}
+	noExitPending(t, f)
+}
+
+// A fixed port is the user's: a server that cannot bind it is not moved.
+func TestFleetDoesNotMoveAFixedPort(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	guardRunDir(t, runDir)
+	bin := writeScript(t, dir, "fake-gym", `echo run >> "$OUT/runs"
+echo "listen tcp: bind: address already in use" >&2
+exit 1
+`)
+	port := freePort(t)
+	cfg := mustParse(t, fmt.Sprintf("calc:\n  resources_servers:\n    arithmetic: {port: %d}\n", port))
+	_, err := orchestrator.Start(ctxFor(t, 30*time.Second), cfg, orchestrator.Options{Binary: bin, RunDir: runDir, Logger: testLogger(t), ExtraEnv: []string{"OUT=" + dir}})
+	wantErr(t, err, `"calc"`, "address already in use")
+	if runs, _ := os.ReadFile(filepath.Join(dir, "runs")); string(runs) != "run\n" {
+		t.Errorf("the server ran %q times, want once", runs)
+	}
+	wantNoLeftovers(t, runDir)
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// buildWallet builds the SDK's wallet example into dir/bin/wallet, or
+// returns "" when the example is not in this tree.
+func buildWallet(t *testing.T, dir string) string {
+	t.Helper()
+	src := filepath.Join("..", "examples", "wallet")
+	if _, err := os.Stat(filepath.Join(src, "main.go")); err != nil {
+		return ""
+	}
+	out := filepath.Join(dir, "bin", "wallet")
+	cmd := exec.Command("go", "build", "-o", out, "./"+filepath.ToSlash(src))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the wallet example: %v\n%s", err, b)
+	}
+	return out
+}
+
+// An external server (command:) is started under the launch contract from
+// the config file's directory, counts in gym.servers.active like the
+// built-ins, and is listed by the head server.
+func TestFleetExternalServer(t *testing.T) {
+	cleanEnv(t)
+	reader := orchestratorTelemetry(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	guardRunDir(t, runDir)
+	prog := buildWallet(t, dir)
+	impl, command := "wallet", `[./bin/wallet]`
+	if prog == "" { // no SDK example here: the gym binary serves as one
+		prog, impl, command = gymBin, "arithmetic", fmt.Sprintf("[%q, serve]", gymBin)
+	}
+	doc := `wallet:
+  resources_servers:
+    ` + impl + `:
+      command: ` + command + `
+      domain: games
+policy_model:
+  responses_api_models:
+    policy_model: {}
+simple_agent:
+  responses_api_agents:
+    simple_agent: {}
+`
+	path := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := orchestrator.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t, cfg, orchestrator.Options{RunDir: runDir, ExtraEnv: []string{"NEMO_GYM_OTEL_ENABLED=0"}})
+	wantActive(t, reader, 3)
+	var w orchestrator.ServerInfo
+	for _, s := range f.Servers() {
+		if s.Spec.Name == "wallet" {
+			w = s
+		}
+	}
+	if w.PID == 0 || !w.Spec.External() {
+		t.Fatalf("no external wallet in %+v", f.Servers())
+	}
+	if args := cmdline(t, w.PID); args[0] != prog {
+		t.Errorf("wallet runs %q, want %s", args, prog)
+	}
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", w.PID)); err != nil || cwd != dir {
+		t.Errorf("wallet runs in %q (%v), want the config's directory %s", cwd, err, dir)
+	}
+	if env := environ(t, w.PID); env["NEMO_GYM_CONFIG_PATH"] != "wallet" || env["NEMO_GYM_CONFIG_DICT"] != string(f.ConfigYAML()) {
+		t.Errorf("wallet's launch environment: path %q", env["NEMO_GYM_CONFIG_PATH"])
+	}
+	// Reachable where the dict says, and answering (any status counts).
+	res, err := httpClient.Get(w.URL + "/")
+	if err != nil {
+		t.Fatalf("GET %s/: %v", w.URL, err)
+	}
+	res.Body.Close()
+	var listed bool
+	for _, in := range f.Instances() {
+		if in.ProcessName == "wallet" {
+			listed = in.PID == w.PID && in.Entrypoint == prog && in.DirPath == dir && in.Name == impl
+		}
+	}
+	if !listed {
+		t.Errorf("head server instances %+v do not list the wallet (pid %d, %s in %s)", f.Instances(), w.PID, prog, dir)
+	}
+	if err := f.Stop(ctxFor(t, 30*time.Second)); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	wantActive(t, reader, 0)
+	wantNoLeftovers(t, runDir)
+}

@@ -1,0 +1,142 @@
+package rollout_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gymlens/gymlens/rollout"
+)
+
+// headFleet is a fleet config as a head server holds it: interpolations
+// unresolved, a model whose key comes from a variable the collector does
+// not have, two agents.
+const headFleet = `head_server: {host: 127.0.0.1, port: 11000}
+default_host: 127.0.0.1
+agent_port: 17654
+policy_model:
+  responses_api_models:
+    openai_model:
+      entrypoint: app.py
+      host: 127.0.0.1
+      port: 14000
+      openai_api_key: ${oc.env:HEAD_TEST_UNSET_KEY}
+string_match:
+  resources_servers:
+    string_match: {entrypoint: app.py, domain: knowledge, host: 127.0.0.1, port: 14321}
+string_match_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      host: ${default_host}
+      port: ${agent_port}
+      resources_server: {type: resources_servers, name: string_match}
+      model_server: {type: responses_api_models, name: policy_model}
+mcqa_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      host: ${oc.env:HEAD_TEST_AGENT_HOST,127.0.0.2}
+      port: 17655
+      resources_server: {type: resources_servers, name: string_match}
+      model_server: {type: responses_api_models, name: policy_model}
+`
+
+// startHead serves body (with status) on GET /global_config_dict_yaml
+// and returns its URL and a client of the test's own.
+func startHead(t *testing.T, status int, body string) (string, *http.Client) {
+	t.Helper()
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != rollout.PathHeadConfig {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	c := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() { c.CloseIdleConnections(); h.Close() })
+	return h.URL, c
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+func TestHeadAgents(t *testing.T) {
+	url, c := startHead(t, http.StatusOK, jsonString(headFleet))
+	got, err := rollout.HeadAgents(context.Background(), c, url+"/", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"string_match_simple_agent": "http://127.0.0.1:17654", "mcqa_agent": "http://127.0.0.2:17655"}
+	if !maps.Equal(got, want) {
+		t.Errorf("agents %v, want %v", got, want)
+	}
+
+	// ${oc.env:...} is resolved with the collector's environment.
+	env := func(k string) (string, bool) {
+		if k == "HEAD_TEST_AGENT_HOST" {
+			return "127.0.0.3", true
+		}
+		return "", false
+	}
+	got, err = rollout.HeadAgents(context.Background(), c, url, env)
+	if err != nil || got["mcqa_agent"] != "http://127.0.0.3:17655" {
+		t.Errorf("agents %v, %v", got, err)
+	}
+}
+
+func TestHeadAgentsErrors(t *testing.T) {
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return "http://" + addr
+	}()
+	noPort := strings.Replace(headFleet, "      port: 17655\n", "", 1)
+	for name, c := range map[string]struct {
+		status int
+		body   string
+		url    string // instead of the test head's
+		want   []string
+	}{
+		"unreachable":    {url: closed, want: []string{"head server " + closed + ": GET /global_config_dict_yaml: ", "connection refused"}},
+		"not a URL":      {url: "127.0.0.1:11000", want: []string{`head server URL "127.0.0.1:11000": want http://host:port`}},
+		"raw YAML":       {status: 200, body: headFleet, want: []string{"GET /global_config_dict_yaml did not answer a JSON string (NeMo Gym's head API sends the config YAML as one): invalid character", `the answer begins "head_server:`}},
+		"JSON object":    {status: 200, body: `{"a": 1}`, want: []string{"did not answer a JSON string", "cannot unmarshal object into Go value of type string"}},
+		"status":         {status: 404, body: `{"detail":"Not Found"}`, want: []string{"GET /global_config_dict_yaml answered 404 Not Found: ", `Not Found`}},
+		"broken YAML":    {status: 200, body: jsonString("a: [1,\n"), want: []string{": config: "}},
+		"agent no port":  {status: 200, body: jsonString(noPort), want: []string{": config: ", "mcqa_agent"}},
+		"unresolvable":   {status: 200, body: jsonString(strings.Replace(headFleet, "port: ${agent_port}", "port: ${oc.env:HEAD_TEST_UNSET_PORT}", 1)), want: []string{"HEAD_TEST_UNSET_PORT"}},
+		"top not a map":  {status: 200, body: jsonString("- a\n- b\n"), want: []string{": config: "}},
+		"empty response": {status: 200, body: ``, want: []string{"did not answer a JSON string", "unexpected end of JSON input"}},
+	} {
+		url, client := startHead(t, c.status, c.body)
+		if c.url != "" {
+			url = c.url
+		}
+		got, err := rollout.HeadAgents(context.Background(), client, url, noEnv)
+		if err == nil {
+			t.Errorf("%s: agents %v, want an error", name, got)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", name, err, w)
+			}
+		}
+	}
+}
