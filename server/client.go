@@ -147,7 +147,8 @@ type Reply struct {
 	Header http.Header
 }
 
-// Post sends req as JSON to rawURL, with the call's cookies, and decodes a
+// Post sends req as JSON to rawURL (a RawJSON req is sent as it is, see
+// RawJSON), with the call's cookies, and decodes a
 // 2xx answer into resp (which may be nil). A non-2xx answer is a
 // *StatusError unless call.AnyStatus is set. The reply carries the status
 // and the cookies the answer set.
@@ -156,7 +157,7 @@ func (c *Client) Post(ctx context.Context, rawURL string, req, resp any, call Ca
 	if err != nil {
 		return reply, fmt.Errorf("client: bad URL: %w", err)
 	}
-	body, err := json.Marshal(req)
+	body, err := encodeRequest(req)
 	if err != nil {
 		return reply, fmt.Errorf("client: encode request: %w", err)
 	}
@@ -209,6 +210,15 @@ func (c *Client) Post(ctx context.Context, rawURL string, req, resp any, call Ca
 		return reply, fmt.Errorf("client: POST %s: %w", tg.safe, err)
 	}
 	return reply, nil
+}
+
+// encodeRequest is req as a request body: a RawJSON as it is, anything
+// else through encoding/json.
+func encodeRequest(req any) ([]byte, error) {
+	if raw, ok := req.(RawJSON); ok {
+		return raw, nil
+	}
+	return json.Marshal(req)
 }
 
 // maxErrorBody bounds how much of a non-2xx body is kept.

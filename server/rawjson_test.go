@@ -47,3 +47,31 @@ func TestRawJSONWrittenAsItIs(t *testing.T) {
 		t.Errorf("RawJSON with an error: %d %q, want the 500", code, got)
 	}
 }
+
+// TestRawJSONRequestSentAsItIs: Client.Post sends a RawJSON request body
+// byte for byte, where any other value goes through encoding/json (which
+// compacts it and escapes <, > and &).
+func TestRawJSONRequestSentAsItIs(t *testing.T) {
+	const body = "{ \"s\": \"<a&b>\",\n \"n\": 1.50 }"
+	got := make(chan string, 2)
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer peer.Close()
+	c := server.NewClient(server.ClientOptions{})
+	defer c.CloseIdleConnections()
+	if _, err := c.Post(context.Background(), peer.URL, server.RawJSON(body), nil, server.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := <-got; sent != body {
+		t.Errorf("RawJSON request sent as %q, want %q", sent, body)
+	}
+	if _, err := c.Post(context.Background(), peer.URL, json.RawMessage(body), nil, server.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := <-got; sent == body || !strings.Contains(sent, `\u003ca\u0026b\u003e`) {
+		t.Errorf("json.RawMessage request sent as %q, want it encoded", sent)
+	}
+}

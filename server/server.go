@@ -333,12 +333,14 @@ func writeError(w http.ResponseWriter, err error) {
 	_, _ = w.Write(body)
 }
 
-// RawJSON is an answer that is already encoded: a typed handler (Handle)
-// returning one has its bytes written as they are, with no encoding,
-// compacting or checking, so a handler that passes a peer's answer on
-// pays no second pass over it. It must hold one valid JSON value; the
-// runtime trusts it. (A json.RawMessage result, by contrast, is encoded:
-// encoding/json checks and compacts it, one more scan of the bytes.)
+// RawJSON is a body that is already encoded: a typed handler (Handle)
+// returning one has its bytes written as they are, and Client.Post sends
+// a RawJSON request as it is, with no encoding, compacting or checking,
+// so code that passes a peer's answer on, or encodes a protocol value
+// with its own MarshalJSON, pays no second pass over it. It must hold one
+// valid JSON value; the runtime trusts it. (A json.RawMessage, by
+// contrast, is encoded: encoding/json checks and compacts it, one more
+// scan of the bytes, as it does the output of every MarshalJSON method.)
 type RawJSON []byte
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -68,8 +68,12 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 		turnInput := make([]protocol.Item, 0, len(input)+len(items))
 		body.Input = protocol.ItemsInput(append(append(turnInput, input...), items...)...)
 
+		raw, err := body.MarshalJSON()
+		if err != nil {
+			return res, fmt.Errorf("model call: encode the request: %w", err)
+		}
 		var r protocol.Response
-		reply, err := a.client.Post(ctx, modelURL, body, &r, server.Call{Cookies: modelCookies})
+		reply, err := a.client.Post(ctx, modelURL, server.RawJSON(raw), &r, server.Call{Cookies: modelCookies})
 		if err != nil {
 			return res, fmt.Errorf("model call: %w", err)
 		}

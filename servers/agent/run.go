@@ -84,7 +84,14 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 // the typed decode and Validate refused for the reward and the kinds of
 // the echoed members, in one shallow pass.
 func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string) (server.RawJSON, error) {
-	seed, err := a.client.Post(ctx, a.seedURL, row, nil, server.Call{Cookies: a.inboundCookies(ctx)})
+	// Requests go out as their own encoding (server.RawJSON): the
+	// protocol types write valid compact JSON, and encoding/json would
+	// scan each whole body again to check and compact it.
+	rowBody, err := row.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("seed_session: encode the row: %w", err)
+	}
+	seed, err := a.client.Post(ctx, a.seedURL, server.RawJSON(rowBody), nil, server.Call{Cookies: a.inboundCookies(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("seed_session: %w", err)
 	}
@@ -112,8 +119,12 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 	// episode ended with, then the agent's own session cookie; verify is
 	// called with all of them.
 	cookies := mergeCookies(ep.resourcesCookies, ep.modelCookies, ownCookies(ctx))
+	reqBody, err := req.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("verify: encode the request: %w", err)
+	}
 	var out verifyAnswer
-	if _, err := a.client.Post(ctx, a.verifyURL, req, &out, server.Call{Cookies: cookies}); err != nil {
+	if _, err := a.client.Post(ctx, a.verifyURL, server.RawJSON(reqBody), &out, server.Call{Cookies: cookies}); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	if err := protocol.CheckVerifyResponse(out); err != nil {
