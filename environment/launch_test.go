@@ -7,7 +7,6 @@ package environment_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gymlens/gymlens/internal/testenv"
 )
 
 // launchTimeout bounds every wait of a launch test.
@@ -35,95 +36,21 @@ func buildLaunchEnv(t *testing.T) string {
 	return bin
 }
 
-// proc is one started program.
-type proc struct {
-	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
-	done           chan struct{}
-	err            error
-}
-
-func (p *proc) code() int {
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
-	}
-	if p.err != nil {
-		return -1
-	}
-	return 0
-}
-
 // startProgram runs bin with args and exactly the environment env, in a new
 // working directory; it is killed by its PID and reaped when the test
 // ends.
-func startProgram(t *testing.T, bin string, env []string, args ...string) *proc {
+func startProgram(t *testing.T, bin string, env []string, args ...string) *testenv.Proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env = t.TempDir(), env
-	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-			return
-		default:
-		}
-		_ = cmd.Process.Kill()
-		select {
-		case <-p.done:
-		case <-time.After(launchTimeout):
-			t.Errorf("pid %d not reaped after kill", cmd.Process.Pid)
-		}
-	})
-	return p
-}
-
-func (p *proc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code()
-	case <-time.After(launchTimeout):
-		t.Fatalf("pid %d still running; stderr:\n%s", p.cmd.Process.Pid, p.stderr)
-		return -1
-	}
-}
-
-func loopbackPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testenv.Start(t, cmd, launchTimeout)
 }
 
 // serving polls GET / on port until it answers and returns the body.
-func (p *proc) serving(t *testing.T, c *http.Client, port int) string {
+func serving(t *testing.T, p *testenv.Proc, port int) string {
 	t.Helper()
-	deadline := time.Now().Add(launchTimeout)
-	for {
-		res, err := c.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/")
-		if err == nil {
-			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			return string(body)
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("exited %d before serving; stderr:\n%s", p.code(), p.stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing on port %d; stderr:\n%s", port, p.stderr)
-		}
-	}
+	_, body := p.WaitHTTP(t, "http://127.0.0.1:"+strconv.Itoa(port)+"/")
+	return string(body)
 }
 
 func postTo(t *testing.T, c *http.Client, url, body string) (int, string, http.Header) {
@@ -173,9 +100,9 @@ func TestLaunchedProgram(t *testing.T) {
 	t.Cleanup(c.CloseIdleConnections)
 
 	t.Run("serves its block's host:port", func(t *testing.T) {
-		port := loopbackPort(t)
+		port := testenv.FreePort(t)
 		p := startProgram(t, bin, []string{"NEMO_GYM_CONFIG_DICT=" + launchDict(port, ""), "NEMO_GYM_CONFIG_PATH=wallet_env"})
-		if body := p.serving(t, c, port); body != `{"status":"ok"}` {
+		if body := serving(t, p, port); body != `{"status":"ok"}` {
 			t.Errorf("GET /: %s", body)
 		}
 		base := "http://127.0.0.1:" + strconv.Itoa(port)
@@ -199,17 +126,17 @@ func TestLaunchedProgram(t *testing.T) {
 			t.Errorf("config %v\nwant   %v", got, want)
 		}
 		for _, s := range []string{"msg=serving", "instance=wallet_env", "addr=127.0.0.1:" + strconv.Itoa(port)} {
-			if !strings.Contains(p.stderr.String(), s) {
-				t.Errorf("log lacks %q:\n%s", s, p.stderr)
+			if !strings.Contains(p.Stderr.String(), s) {
+				t.Errorf("log lacks %q:\n%s", s, p.Stderr)
 			}
 		}
 	})
 
 	t.Run("dry run exits 0 without listening", func(t *testing.T) {
-		port := loopbackPort(t)
+		port := testenv.FreePort(t)
 		p := startProgram(t, bin, []string{"NEMO_GYM_CONFIG_DICT=" + launchDict(port, "dry_run: true"), "NEMO_GYM_CONFIG_PATH=wallet_env"})
-		if code := p.wait(t); code != 0 || !strings.Contains(p.stderr.String(), "dry run") {
-			t.Fatalf("exit %d; stderr:\n%s", code, p.stderr)
+		if code := p.Wait(t); code != 0 || !strings.Contains(p.Stderr.String(), "dry run") {
+			t.Fatalf("exit %d; stderr:\n%s", code, p.Stderr)
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
@@ -219,12 +146,12 @@ func TestLaunchedProgram(t *testing.T) {
 	})
 
 	t.Run("flags win over the launch variables", func(t *testing.T) {
-		port := loopbackPort(t)
+		port := testenv.FreePort(t)
 		p := startProgram(t, bin, []string{"NEMO_GYM_CONFIG_DICT=" + launchDict(1, ""), "NEMO_GYM_CONFIG_PATH=wallet_env"},
 			"-addr", "127.0.0.1:"+strconv.Itoa(port), "-name", "by_hand")
-		p.serving(t, c, port)
-		if !strings.Contains(p.stderr.String(), "instance=by_hand") {
-			t.Errorf("log:\n%s", p.stderr)
+		serving(t, p, port)
+		if !strings.Contains(p.Stderr.String(), "instance=by_hand") {
+			t.Errorf("log:\n%s", p.Stderr)
 		}
 	})
 
@@ -247,8 +174,8 @@ func TestLaunchedProgram(t *testing.T) {
 				env = append(env, "NEMO_GYM_CONFIG_DICT="+bad.dict)
 			}
 			p := startProgram(t, bin, env)
-			if code := p.wait(t); code != 2 || p.stderr.String() != bad.want+"\n" {
-				t.Errorf("exit %d\nstderr %q\nwant   %q", code, p.stderr, bad.want+"\n")
+			if code := p.Wait(t); code != 2 || p.Stderr.String() != bad.want+"\n" {
+				t.Errorf("exit %d\nstderr %q\nwant   %q", code, p.Stderr, bad.want+"\n")
 			}
 		})
 	}

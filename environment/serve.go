@@ -177,8 +177,13 @@ func runLaunched(ctx context.Context, env *Environment, l *gymconfig.Launch, std
 			env.name, path, self.Host(), self.Port())
 		return 2
 	}
+	dryRun, err := l.DryRun()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", env.name, err)
+		return 2
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if l.Config.DryRun() {
+	if dryRun {
 		opts := env.ServerOptions(self.Name)
 		opts.Name, opts.Addr, opts.Logger = self.Name, l.Addr(), log
 		if err := env.Register(server.New(opts)); err != nil {

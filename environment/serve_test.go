@@ -1,7 +1,6 @@
 package environment_test
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -16,28 +15,10 @@ import (
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// syncBuffer is a buffer a server's logger and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveInBackground runs Main's body with args and returns the bound
 // address, a function that stops it and returns its exit status, and its
 // log.
-func serveInBackground(t *testing.T, env *environment.Environment, args ...string) (string, func() int, *syncBuffer) {
+func serveInBackground(t *testing.T, env *environment.Environment, args ...string) (string, func() int, *testenv.Buffer) {
 	t.Helper()
 	testenv.ClearTelemetry(t)
 	telemetry.ResetForTesting()
@@ -46,7 +27,7 @@ func serveInBackground(t *testing.T, env *environment.Environment, args ...strin
 	environment.SetListening(func(a net.Addr) { bound <- a })
 	t.Cleanup(func() { environment.SetListening(nil) })
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	code := make(chan int, 1)
 	go func() { code <- environment.Run(ctx, env, args, logs) }()
 	var addr net.Addr
@@ -106,7 +87,7 @@ func TestMainFlags(t *testing.T) {
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-addr", "127.0.0.1:-1"}, 1, "listen"},
 	} {
-		var out syncBuffer
+		var out testenv.Buffer
 		testenv.ClearTelemetry(t)
 		telemetry.ResetForTesting()
 		code := environment.Run(context.Background(), env, c.args, &out)

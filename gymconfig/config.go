@@ -45,54 +45,105 @@ type Ref struct {
 }
 
 // findInstances finds the server instances among the top-level keys (in
-// document order). A key that has a server-type key but breaks the shape
-// rules is an error naming it.
+// document order) of a resolved tree. A key that has a server-type key but
+// breaks the shape rules is an error naming it.
 func findInstances(order []string, root map[string]any) ([]Instance, error) {
 	var out []Instance
 	for _, name := range order {
 		if IsReserved(name) {
 			continue
 		}
-		m, ok := root[name].(map[string]any)
-		if !ok {
+		v := root[name]
+		typ, err := serverTypeOf(name, v)
+		if err != nil {
+			return nil, err
+		}
+		if typ == "" {
 			continue
 		}
-		var types []string
-		for _, t := range serverTypes {
-			if _, ok := m[t]; ok {
-				types = append(types, t)
-			}
+		tv, _ := mappingGet(v, typ)
+		impl, err := implOf(name, typ, tv)
+		if err != nil {
+			return nil, err
 		}
-		if len(types) == 0 {
-			continue
+		bv, _ := mappingGet(tv, impl)
+		if err := checkBlock(name, typ, impl, bv); err != nil {
+			return nil, err
 		}
-		if len(types) > 1 {
-			return nil, fmt.Errorf("instance %q: has %d server types (%s); a server instance has exactly one", name, len(types), strings.Join(types, ", "))
-		}
-		typ := types[0]
-		impls, ok := m[typ].(map[string]any)
-		if !ok || len(impls) != 1 {
-			n := 0
-			if ok {
-				n = len(impls)
-			}
-			keys := slices.Sorted(maps.Keys(impls))
-			return nil, fmt.Errorf("instance %q: %s.%s must be a mapping with exactly one implementation key, got %d%s", name, name, typ, n, listSuffix(keys))
-		}
-		var impl string
-		for k := range impls {
-			impl = k
-		}
-		block, ok := impls[impl].(map[string]any)
-		if !ok {
-			if impls[impl] != nil {
-				return nil, fmt.Errorf("instance %q: %s.%s.%s must be a mapping, got %s", name, name, typ, impl, kindOf(impls[impl]))
-			}
+		block, _ := bv.(map[string]any)
+		if block == nil {
 			block = map[string]any{}
 		}
 		out = append(out, Instance{Name: name, Type: typ, Impl: impl, Block: block})
 	}
 	return out, nil
+}
+
+// The shape rules of a server instance, {<server type>: {<impl>: {...}}},
+// below apply to both trees: a mapping is a raw *omap (lazy resolution,
+// see Lazy) or a resolved map[string]any (Resolve).
+
+// mappingKeys returns the keys of a mapping of either tree, sorted; ok is
+// false when v is not a mapping.
+func mappingKeys(v any) (keys []string, ok bool) {
+	switch t := v.(type) {
+	case *omap:
+		return slices.Sorted(slices.Values(t.keys)), true
+	case map[string]any:
+		return slices.Sorted(maps.Keys(t)), true
+	}
+	return nil, false
+}
+
+// mappingGet returns the value of key k in a mapping of either tree.
+func mappingGet(v any, k string) (any, bool) {
+	switch t := v.(type) {
+	case *omap:
+		e, ok := t.vals[k]
+		return e, ok
+	case map[string]any:
+		e, ok := t[k]
+		return e, ok
+	}
+	return nil, false
+}
+
+// serverTypeOf returns the server type of the top-level value v of key
+// name: "" when v is not a mapping holding a server-type key, an error
+// when it holds more than one.
+func serverTypeOf(name string, v any) (string, error) {
+	var types []string
+	for _, t := range serverTypes {
+		if _, ok := mappingGet(v, t); ok {
+			types = append(types, t)
+		}
+	}
+	switch len(types) {
+	case 0:
+		return "", nil
+	case 1:
+		return types[0], nil
+	}
+	return "", fmt.Errorf("instance %q: has %d server types (%s); a server instance has exactly one", name, len(types), strings.Join(types, ", "))
+}
+
+// implOf returns the one implementation key of an instance's type-level
+// value tv.
+func implOf(name, typ string, tv any) (string, error) {
+	keys, ok := mappingKeys(tv)
+	if !ok || len(keys) != 1 {
+		return "", fmt.Errorf("instance %q: %s.%s must be a mapping with exactly one implementation key, got %d%s", name, name, typ, len(keys), listSuffix(keys))
+	}
+	return keys[0], nil
+}
+
+// checkBlock checks that an implementation block is a mapping or null
+// (an empty block).
+func checkBlock(name, typ, impl string, v any) error {
+	if _, ok := mappingKeys(v); ok || v == nil {
+		return nil
+	}
+	return fmt.Errorf("instance %q: %s.%s.%s must be a mapping, got %s", name, name, typ, impl, kindOf(v))
 }
 
 func listSuffix(keys []string) string {
@@ -106,7 +157,7 @@ func kindOf(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
-	case map[string]any:
+	case map[string]any, *omap:
 		return "a mapping"
 	case []any:
 		return "a list"
@@ -227,13 +278,19 @@ func (c *Config) URL(name string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("no instance %q%s", name, didYouMean(name, c.instanceNames()))
 	}
-	if in.Host() == "" {
-		return "", fmt.Errorf("instance %q has no host", name)
+	return in.url()
+}
+
+// url is "http://host:port" of the block, or an error naming the instance
+// when the block has no host or no port.
+func (i Instance) url() (string, error) {
+	if i.Host() == "" {
+		return "", fmt.Errorf("instance %q has no host", i.Name)
 	}
-	if in.Port() <= 0 {
-		return "", fmt.Errorf("instance %q has no port", name)
+	if i.Port() <= 0 {
+		return "", fmt.Errorf("instance %q has no port", i.Name)
 	}
-	return "http://" + in.Addr(), nil
+	return "http://" + i.Addr(), nil
 }
 
 // CheckRefs checks that every Ref resolves to an instance of its type.

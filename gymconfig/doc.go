@@ -7,9 +7,12 @@
 // interpolations with OmegaConf's rules and finds the server instances:
 // top-level keys shaped {<server type>: {<impl>: {...}}}. Defaults fills
 // what upstream's parser fills before it spawns servers (hosts, random free
-// ports, the head server, disallowed_ports), and LaunchFromEnv is a server
-// process's view of the launch contract: the whole config plus the
-// instance named by NEMO_GYM_CONFIG_PATH.
+// ports, the head server, disallowed_ports). Lazy resolves on demand,
+// with the same rules: one instance's block, one key path, a peer's host
+// and port, so a value nobody reads cannot fail. LaunchFromEnv is a server
+// process's view of the launch contract: the instance named by
+// NEMO_GYM_CONFIG_PATH, its block resolved, and the rest of the config
+// resolved lazily, as NeMo Gym's servers read it.
 //
 // Errors name the dotted key path they concern and, for unknown names, the
 // nearest known one (see Nearest).

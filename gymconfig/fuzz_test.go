@@ -9,7 +9,8 @@ import (
 
 // FuzzResolve checks that Parse and Resolve never panic, are bounded on
 // alias and interpolation bombs, and that a dict that resolves still
-// resolves after going through its own YAML.
+// resolves after going through its own YAML; that lazy resolution never
+// panics and, on a dict that resolves, agrees with Resolve.
 func FuzzResolve(f *testing.F) {
 	for _, seed := range []string{
 		fleet,
@@ -43,10 +44,18 @@ func FuzzResolve(f *testing.F) {
 		if err != nil {
 			return
 		}
+		lazy := d.Lazy(env)
+		refs, _ := lazy.Instances()
+		for _, r := range refs {
+			_, _, _ = lazy.Instance(r.Name)
+			_, _ = lazy.URL(r.Name)
+		}
+		_, _ = lazy.DryRun()
 		c, err := d.Resolve(env)
 		if err != nil {
 			return
 		}
+		assertLazyAgrees(t, d, env)
 		_ = c.Redacted()
 		_ = c.CheckRefs()
 		for _, in := range c.Instances {

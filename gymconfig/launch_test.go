@@ -68,7 +68,7 @@ func TestLaunchFromEnvErrors(t *testing.T) {
 			`NEMO_GYM_CONFIG_DICT is not set, but NEMO_GYM_CONFIG_PATH is ("simple_agent")`},
 		{"broken YAML", map[string]string{gymconfig.EnvConfigPath: "x", gymconfig.EnvConfigDict: "a: 1\nb: c: d\n"},
 			"NEMO_GYM_CONFIG_DICT: parse config YAML: yaml: line 2: mapping values are not allowed in this context"},
-		{"unresolvable", map[string]string{gymconfig.EnvConfigPath: "x", gymconfig.EnvConfigDict: "a: ${oc.env:NOPE}\n"},
+		{"unresolvable", map[string]string{gymconfig.EnvConfigPath: "x", gymconfig.EnvConfigDict: "a: ${oc.env:NOPE}\nx: {resources_servers: {y: {key: '${a}'}}}\n"},
 			`NEMO_GYM_CONFIG_DICT: a: ${oc.env:NOPE}: oc.env: environment variable "NOPE" is not set`},
 		{"no such instance", map[string]string{gymconfig.EnvConfigPath: "simple_agnt", gymconfig.EnvConfigDict: fleet},
 			`NEMO_GYM_CONFIG_PATH: no instance "simple_agnt" in NEMO_GYM_CONFIG_DICT (did you mean "simple_agent"?)`},

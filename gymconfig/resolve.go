@@ -23,6 +23,9 @@ const (
 
 var errTooLarge = fmt.Errorf("config too large to resolve (more than %d values once interpolated)", maxSteps)
 
+// errMissing is the error of a ??? value that is resolved.
+var errMissing = errors.New("missing mandatory value (???)")
+
 // knownResolvers are the resolvers ${name:...} understands.
 var knownResolvers = []string{"oc.env"}
 
@@ -113,7 +116,28 @@ type resolver struct {
 //
 // Errors name the key path where they happened, e.g.
 // `policy_model.responses_api_models.openai_model.openai_api_key: ${policy_api_kye}: no key "policy_api_kye" (did you mean "policy_api_key"?)`.
+//
+// Resolve is strict: any value that does not resolve fails it. Dict.Lazy
+// resolves with the same rules only what is read.
 func (d *Dict) Resolve(lookupEnv func(string) (string, bool)) (*Config, error) {
+	r := newResolver(d, lookupEnv)
+	if err := checkMissing(r.root); err != nil {
+		return nil, err
+	}
+	v, err := r.value(nil, r.root)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{Root: v.(map[string]any)}
+	if cfg.Instances, err = findInstances(r.root.keys, cfg.Root); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// newResolver is a resolver of a snapshot of d's raw tree; lookupEnv nil
+// means os.LookupEnv.
+func newResolver(d *Dict, lookupEnv func(string) (string, bool)) *resolver {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
@@ -121,19 +145,7 @@ func (d *Dict) Resolve(lookupEnv func(string) (string, bool)) (*Config, error) {
 	if root == nil {
 		root = &omap{vals: map[string]any{}}
 	}
-	if err := checkMissing(root); err != nil {
-		return nil, err
-	}
-	r := &resolver{root: root, env: lookupEnv, done: map[string]any{}, active: map[string]bool{}}
-	v, err := r.value(nil, root)
-	if err != nil {
-		return nil, err
-	}
-	cfg := &Config{Root: v.(map[string]any)}
-	if cfg.Instances, err = findInstances(root.keys, cfg.Root); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return &resolver{root: root, env: lookupEnv, done: map[string]any{}, active: map[string]bool{}}
 }
 
 // checkMissing reports every ??? value, in document order.
@@ -147,7 +159,7 @@ func checkMissing(root *omap) error {
 		switch t := v.(type) {
 		case string:
 			if t == missing {
-				msgs = append(msgs, p.String()+": missing mandatory value (???)")
+				msgs = append(msgs, p.String()+": "+errMissing.Error())
 			}
 		case *omap:
 			for _, k := range t.keys {
@@ -180,6 +192,11 @@ func (r *resolver) value(p keyPath, v any) (any, error) {
 		}
 		if r.active[id] {
 			return nil, fmt.Errorf("reference cycle: %s -> %s", strings.Join(r.stack, " -> "), p)
+		}
+		if t == missing {
+			// Resolve reports every ??? first (checkMissing); a lazy
+			// resolution meets only those it reaches.
+			return nil, &pathError{path: p.String(), err: errMissing}
 		}
 		if !strings.Contains(t, "${") {
 			out := unescapeTop(t)
@@ -418,6 +435,14 @@ func (r *resolver) ref(p keyPath, key string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.lookup(base, keys)
+}
+
+// lookup resolves the value at base (a path of existing raw containers)
+// followed by keys, resolving what it walks through only as far as it
+// must: an interpolation on the way is resolved, the rest of the tree is
+// not.
+func (r *resolver) lookup(base keyPath, keys []string) (any, error) {
 	// Walk the base (the ancestors of p: raw containers that exist).
 	var cur any = r.root
 	for _, s := range base {

@@ -127,8 +127,55 @@ type child struct {
 // contract, waits until each answers and records gym.servers.active. On
 // any start-up failure it stops what it had started and returns an error
 // naming the server and its last stderr lines. ctx bounds start-up only;
-// stop the fleet with Stop.
+// stop the fleet with Stop. A config with dry_run: true is refused before
+// anything starts: its servers exit instead of serving, so run DryRun.
 func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
+	if cfg.DryRun() {
+		return nil, fmt.Errorf("orchestrator: the config sets %s: true, so its servers exit instead of serving; use DryRun to check them", gymconfig.KeyDryRun)
+	}
+	f, err := newFleet(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := f.filledSpecs(cfg.Servers)
+	if err != nil {
+		f.abort()
+		return nil, err
+	}
+	// Peers first, then the agents that call them.
+	var first, agents []ServerSpec
+	for _, s := range specs {
+		if s.Type == telemetry.ServerTypeAgent {
+			agents = append(agents, s)
+		} else {
+			first = append(first, s)
+		}
+	}
+	for _, wave := range [][]ServerSpec{first, agents} {
+		if err := f.startWave(ctx, wave); err != nil {
+			f.abort()
+			return nil, err
+		}
+	}
+	f.mu.Lock()
+	f.active = len(f.servers)
+	n := f.active
+	f.mu.Unlock()
+	f.recordActive(n)
+	// Export the start-up count now rather than at the next interval, so a
+	// short run still shows it.
+	if err := telemetry.Get().ForceFlush(ctx); err != nil {
+		f.log.Debug("telemetry flush after start-up", "err", err)
+	}
+	f.log.Info("fleet started", "servers", n, "head_server", f.HeadURL())
+	return f, nil
+}
+
+// newFleet checks cfg and opts, fills in opts' defaults, creates the run
+// directory's logs/ and telemetry/, binds and serves the head server and
+// fills the dict's hosts and ports: everything Start and DryRun share
+// before the first child is spawned. On error nothing is left running.
+func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	if cfg.Dict == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("orchestrator: no servers configured (use ParseConfig, LoadConfig or DefaultConfig)")
 	}
@@ -199,39 +246,163 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 		f.assigned[name] = true
 	}
 	f.head = serveHead(ln, headHost, headPort, f)
+	return f, nil
+}
 
-	specs, err := f.filledSpecs(cfg.Servers)
+// DryRun reports whether the config dict sets dry_run: true. Such a fleet
+// is checked with DryRun; Start refuses it.
+func (c Config) DryRun() bool { return c.resolved != nil && c.resolved.DryRun() }
+
+// DryRunResult is how one server fared under DryRun.
+type DryRunResult struct {
+	// Server describes the process that ran: spec (host and port filled
+	// in), PID, command and directory. URL is where it would have served.
+	Server ServerInfo
+	// Elapsed is how long the process ran.
+	Elapsed time.Duration
+	// Err is nil when the server exited 0 without listening; otherwise it
+	// names the server, says what went wrong and quotes its last stderr
+	// lines.
+	Err error
+}
+
+// DryRun checks a fleet whose config sets dry_run: true the way NeMo
+// Gym's `env start` does: it fills the dict's defaults and serves the
+// head API as Start would, then runs every server (built-in and
+// command:) under the launch contract, one at a time in document order.
+// Each must exit 0 within HealthTimeout without listening. A server that
+// exits non-zero fails; one still running at the timeout, or one that
+// answers GET / on its address (it ignored dry_run and serves), is
+// SIGKILLed with its process group and fails. Every server runs even
+// after a failure, so one DryRun reports them all. There is no readiness
+// polling and gym.servers.active is not recorded: nothing is left
+// running when DryRun returns.
+//
+// The results cover every server that was run, in order; the error joins
+// their failures (nil when all passed), or says why nothing ran. When ctx
+// ends the running server is killed and DryRun returns with ctx's error.
+// DryRun refuses a config without dry_run: true.
+func DryRun(ctx context.Context, cfg Config, opts Options) ([]DryRunResult, error) {
+	if cfg.Dict != nil && !cfg.DryRun() {
+		return nil, fmt.Errorf("orchestrator: the config does not set %s: true; its servers would serve, so use Start", gymconfig.KeyDryRun)
+	}
+	f, err := newFleet(cfg, opts)
 	if err != nil {
-		f.abort()
 		return nil, err
 	}
-	// Peers first, then the agents that call them.
-	var first, agents []ServerSpec
-	for _, s := range specs {
-		if s.Type == telemetry.ServerTypeAgent {
-			agents = append(agents, s)
-		} else {
-			first = append(first, s)
+	defer f.closeHead()
+	specs, err := f.filledSpecs(cfg.Servers)
+	if err != nil {
+		return nil, err
+	}
+	f.log.Info("dry run: servers run one at a time and must exit 0 without listening", "servers", len(specs), "head_server", f.HeadURL())
+	var results []DryRunResult
+	var errs []error
+	for _, spec := range specs {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("dry run: %w", err))
+			break
+		}
+		res := f.dryRunOne(ctx, spec)
+		results = append(results, res)
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+			// The error, stderr lines and all, is the caller's to show.
+			f.log.Error("dry run: server failed", "server", spec.Name, "type", spec.Type, "impl", spec.Impl, "pid", res.Server.PID)
+			continue
+		}
+		f.log.Info("dry run: server validated", "server", spec.Name, "type", spec.Type, "impl", spec.Impl, "pid", res.Server.PID, "elapsed", res.Elapsed.Round(time.Millisecond))
+	}
+	return results, errors.Join(errs...)
+}
+
+// dryRunOne runs one server under dry_run and waits for it to exit.
+func (f *Fleet) dryRunOne(ctx context.Context, spec ServerSpec) DryRunResult {
+	c, err := f.spawn(spec)
+	if err != nil {
+		return DryRunResult{Server: ServerInfo{Spec: spec}, Err: fmt.Errorf("dry run: %w", err)}
+	}
+	err = f.waitExit(ctx, c)
+	res := DryRunResult{Server: c.info, Elapsed: time.Since(c.info.Started)}
+	if err != nil {
+		lines := c.tail.Lines()
+		msg := fmt.Sprintf("server %q failed the dry run: %v", spec.Name, err)
+		if len(lines) > 0 {
+			msg += "\n  last stderr lines:\n    " + strings.Join(lines, "\n    ")
+		}
+		res.Err = errors.New(msg)
+	}
+	return res
+}
+
+// waitExit waits for a dry-run child to exit 0. It kills the child's
+// process group when HealthTimeout passes, ctx ends or the child answers
+// GET / on its address, and returns what went wrong.
+func (f *Fleet) waitExit(ctx context.Context, c *child) error {
+	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	timeout := time.NewTimer(f.opts.HealthTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.done:
+			if c.waitErr != nil {
+				return fmt.Errorf("exited with %v (dry_run wants exit status 0)", c.waitErr)
+			}
+			return nil
+		case <-timeout.C:
+			f.kill(c)
+			return fmt.Errorf("still running after %s (dry_run wants it to exit): killed", f.opts.HealthTimeout)
+		case <-ctx.Done():
+			f.kill(c)
+			return ctx.Err()
+		case <-tick.C:
+			if answers(ctx, client, c.info.URL) {
+				f.kill(c)
+				return fmt.Errorf("serves on %s instead of exiting (it ignores dry_run): killed", c.info.URL)
+			}
 		}
 	}
-	for _, wave := range [][]ServerSpec{first, agents} {
-		if err := f.startWave(ctx, wave); err != nil {
-			f.abort()
-			return nil, err
-		}
+}
+
+// answers reports whether GET url/ gets any HTTP answer.
+func answers(ctx context.Context, client *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/", nil)
+	if err != nil {
+		return false
 	}
+	res, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	return true
+}
+
+// kill SIGKILLs c's process group and waits until c is reaped.
+func (f *Fleet) kill(c *child) {
 	f.mu.Lock()
-	f.active = len(f.servers)
-	n := f.active
+	c.stoppedByUs = true
 	f.mu.Unlock()
-	f.recordActive(n)
-	// Export the start-up count now rather than at the next interval, so a
-	// short run still shows it.
-	if err := telemetry.Get().ForceFlush(ctx); err != nil {
-		log.Debug("telemetry flush after start-up", "err", err)
+	select {
+	case <-c.done:
+		return
+	default:
 	}
-	log.Info("fleet started", "servers", n, "head_server", f.HeadURL())
-	return f, nil
+	c.signal(syscall.SIGKILL)
+	<-c.done
+}
+
+// closeHead stops the head server of a dry run.
+func (f *Fleet) closeHead() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.head.close(ctx); err != nil {
+		f.log.Warn("dry run: head server", "err", err)
+	}
 }
 
 // abort stops a fleet whose start failed.

@@ -2,13 +2,13 @@ package orchestrator_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/orchestrator"
 )
 
@@ -56,7 +56,7 @@ func TestFleetDoesNotMoveAFixedPort(t *testing.T) {
 echo "listen tcp: bind: address already in use" >&2
 exit 1
 `)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	cfg := mustParse(t, fmt.Sprintf("calc:\n  resources_servers:\n    arithmetic: {port: %d}\n", port))
 	_, err := orchestrator.Start(ctxFor(t, 30*time.Second), cfg, orchestrator.Options{Binary: bin, RunDir: runDir, Logger: testLogger(t), ExtraEnv: []string{"OUT=" + dir}})
 	wantErr(t, err, `"calc"`, "address already in use")
@@ -64,17 +64,6 @@ exit 1
 		t.Errorf("the server ran %q times, want once", runs)
 	}
 	wantNoLeftovers(t, runDir)
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // buildWallet builds the SDK's wallet example into dir/bin/wallet, or

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/protocol"
 )
@@ -34,13 +32,12 @@ const maxHeadConfigBytes = 64 << 20
 // every agent instance (responses_api_agents) by instance name: the map
 // Options.Agents takes.
 //
-// The config is resolved with lookupEnv for ${oc.env:...} (os.LookupEnv in
-// production). Upstream's clients resolve only the host and port they
-// read, so a config whose other servers need variables the collector does
-// not have (an API key of a judge model, say) still works: when the whole
-// config does not resolve, only the agent instances and the scalars and
-// reserved keys around them are resolved again, and that error is the one
-// reported if it fails too.
+// Only each agent's host and port are resolved (gymconfig.Lazy), with
+// lookupEnv for ${oc.env:...} (os.LookupEnv in production), as upstream's
+// clients read only the host and port of a server: a config whose other
+// values need variables the collector does not have (an API key of a
+// judge model, say) still works. Agents are found from the config's
+// unresolved shape (gymconfig.Lazy.Instances).
 //
 // client nil means http.DefaultClient; the call is bounded by 30 s unless
 // ctx ends sooner. Errors name the head URL and the route.
@@ -83,56 +80,27 @@ func HeadAgents(ctx context.Context, client *http.Client, headURL string, lookup
 		return nil, fmt.Errorf("head server %s: GET %s did not answer a JSON string (NeMo Gym's head API sends the config YAML as one): %v; the answer begins %s",
 			base, PathHeadConfig, err, snippet(body))
 	}
-	cfg, err := resolveForAgents([]byte(doc), lookupEnv)
+	d, err := gymconfig.Parse([]byte(doc))
+	if err != nil {
+		return nil, fmt.Errorf("head server %s: config: %w", base, err)
+	}
+	fleet := d.Lazy(lookupEnv)
+	instances, err := fleet.Instances()
 	if err != nil {
 		return nil, fmt.Errorf("head server %s: config: %w", base, err)
 	}
 	agents := map[string]string{}
-	for _, inst := range cfg.Instances {
+	for _, inst := range instances {
 		if inst.Type != protocol.ServerTypeAgent {
 			continue
 		}
-		u, err := cfg.URL(inst.Name)
+		u, err := fleet.URL(inst.Name)
 		if err != nil {
 			return nil, fmt.Errorf("head server %s: config: %w", base, err)
 		}
 		agents[inst.Name] = u
 	}
 	return agents, nil
-}
-
-// resolveForAgents parses and resolves a config dict; when the whole dict
-// does not resolve, it resolves it again without the model and resources
-// server instances.
-func resolveForAgents(doc []byte, lookupEnv func(string) (string, bool)) (*gymconfig.Config, error) {
-	d, err := gymconfig.Parse(doc)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := d.Resolve(lookupEnv)
-	if err == nil {
-		return cfg, nil
-	}
-	var top yaml.Node
-	if yaml.Unmarshal(doc, &top) != nil || len(top.Content) != 1 || top.Content[0].Kind != yaml.MappingNode {
-		return nil, err
-	}
-	m := top.Content[0]
-	dropped := false
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		if gymconfig.IsReserved(k.Value) || v.Kind != yaml.MappingNode || len(v.Content) != 2 {
-			continue
-		}
-		if t := v.Content[0].Value; t == protocol.ServerTypeResources || t == protocol.ServerTypeModel {
-			d.Delete([]string{k.Value})
-			dropped = true
-		}
-	}
-	if !dropped {
-		return nil, err
-	}
-	return d.Resolve(lookupEnv)
 }
 
 // snippet is the start of an answer body, quoted, for an error message.

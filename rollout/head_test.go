@@ -10,15 +10,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/rollout"
 )
 
 // headFleet is a fleet config as a head server holds it: interpolations
 // unresolved, a model whose key comes from a variable the collector does
-// not have, two agents.
+// not have (in its block and at the top level), two agents, one of which
+// has a value of its own the collector cannot resolve (only host and
+// port are read).
 const headFleet = `head_server: {host: 127.0.0.1, port: 11000}
 default_host: 127.0.0.1
 agent_port: 17654
+judge_api_key: ${oc.env:HEAD_TEST_UNSET_JUDGE_KEY}
 policy_model:
   responses_api_models:
     openai_model:
@@ -43,6 +47,7 @@ mcqa_agent:
       entrypoint: app.py
       host: ${oc.env:HEAD_TEST_AGENT_HOST,127.0.0.2}
       port: 17655
+      judge_key: ${judge_api_key}
       resources_server: {type: resources_servers, name: string_match}
       model_server: {type: responses_api_models, name: policy_model}
 `
@@ -73,6 +78,14 @@ func jsonString(s string) string {
 func noEnv(string) (string, bool) { return "", false }
 
 func TestHeadAgents(t *testing.T) {
+	// The whole config needs variables the collector does not have.
+	d, err := gymconfig.Parse([]byte(headFleet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Resolve(noEnv); err == nil {
+		t.Fatal("headFleet resolves as a whole; the test needs values only a lazy reading skips")
+	}
 	url, c := startHead(t, http.StatusOK, jsonString(headFleet))
 	got, err := rollout.HeadAgents(context.Background(), c, url+"/", noEnv)
 	if err != nil {
@@ -113,14 +126,19 @@ func TestHeadAgentsErrors(t *testing.T) {
 		url    string // instead of the test head's
 		want   []string
 	}{
-		"unreachable":    {url: closed, want: []string{"head server " + closed + ": GET /global_config_dict_yaml: ", "connection refused"}},
-		"not a URL":      {url: "127.0.0.1:11000", want: []string{`head server URL "127.0.0.1:11000": want http://host:port`}},
-		"raw YAML":       {status: 200, body: headFleet, want: []string{"GET /global_config_dict_yaml did not answer a JSON string (NeMo Gym's head API sends the config YAML as one): invalid character", `the answer begins "head_server:`}},
-		"JSON object":    {status: 200, body: `{"a": 1}`, want: []string{"did not answer a JSON string", "cannot unmarshal object into Go value of type string"}},
-		"status":         {status: 404, body: `{"detail":"Not Found"}`, want: []string{"GET /global_config_dict_yaml answered 404 Not Found: ", `Not Found`}},
-		"broken YAML":    {status: 200, body: jsonString("a: [1,\n"), want: []string{": config: "}},
-		"agent no port":  {status: 200, body: jsonString(noPort), want: []string{": config: ", "mcqa_agent"}},
-		"unresolvable":   {status: 200, body: jsonString(strings.Replace(headFleet, "port: ${agent_port}", "port: ${oc.env:HEAD_TEST_UNSET_PORT}", 1)), want: []string{"HEAD_TEST_UNSET_PORT"}},
+		"unreachable":   {url: closed, want: []string{"head server " + closed + ": GET /global_config_dict_yaml: ", "connection refused"}},
+		"not a URL":     {url: "127.0.0.1:11000", want: []string{`head server URL "127.0.0.1:11000": want http://host:port`}},
+		"raw YAML":      {status: 200, body: headFleet, want: []string{"GET /global_config_dict_yaml did not answer a JSON string (NeMo Gym's head API sends the config YAML as one): invalid character", `the answer begins "head_server:`}},
+		"JSON object":   {status: 200, body: `{"a": 1}`, want: []string{"did not answer a JSON string", "cannot unmarshal object into Go value of type string"}},
+		"status":        {status: 404, body: `{"detail":"Not Found"}`, want: []string{"GET /global_config_dict_yaml answered 404 Not Found: ", `Not Found`}},
+		"broken YAML":   {status: 200, body: jsonString("a: [1,\n"), want: []string{": config: "}},
+		"agent no port": {status: 200, body: jsonString(noPort), want: []string{`: config: instance "mcqa_agent" has no port`}},
+		"unresolvable": {status: 200, body: jsonString(strings.Replace(headFleet, "port: ${agent_port}", "port: ${oc.env:HEAD_TEST_UNSET_PORT}", 1)),
+			want: []string{`: config: instance "string_match_simple_agent" port: string_match_simple_agent.responses_api_agents.simple_agent.port: ${oc.env:HEAD_TEST_UNSET_PORT}: oc.env: environment variable "HEAD_TEST_UNSET_PORT" is not set`}},
+		"bad reference": {status: 200, body: jsonString(strings.Replace(headFleet, "host: ${default_host}", "host: ${default_hots}", 1)),
+			want: []string{`: config: instance "string_match_simple_agent" host: string_match_simple_agent.responses_api_agents.simple_agent.host: ${default_hots}: no key "default_hots" (did you mean "default_host"?)`}},
+		"two types": {status: 200, body: jsonString(headFleet + "both:\n  resources_servers: {a: {}}\n  responses_api_agents: {b: {}}\n"),
+			want: []string{`: config: instance "both": has 2 server types`}},
 		"top not a map":  {status: 200, body: jsonString("- a\n- b\n"), want: []string{": config: "}},
 		"empty response": {status: 200, body: ``, want: []string{"did not answer a JSON string", "unexpected end of JSON input"}},
 	} {

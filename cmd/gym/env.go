@@ -5,7 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
+
+	"github.com/gymlens/gymlens/orchestrator"
 )
 
 var envCommand = command{
@@ -36,7 +39,12 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			"(NEMO_GYM_CONFIG_DICT, NEMO_GYM_CONFIG_PATH); the head server (GET /,\n"+
 			"/global_config_dict_yaml, /server_instances) runs on head_server,\n"+
 			"127.0.0.1:11000 by default. A config error exits 2 before anything starts;\n"+
-			"exits 1 if any server failed.\n\nFlags:\n")
+			"exits 1 if any server failed.\n\n"+
+			"With dry_run: true in the config, each server is run once, one at a time,\n"+
+			"under the same launch contract and must check its config and exit 0\n"+
+			"without listening (within 30 s); one line per server and a summary are\n"+
+			"printed, nothing is left running, and the exit status is 0 when every\n"+
+			"server passed, 1 otherwise (a server that serves instead is killed).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
@@ -46,6 +54,9 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		fmt.Fprintf(stderr, "gym env start: %v\n", err)
 		return exitUsage
+	}
+	if cfg.DryRun() {
+		return dryRunFleet(ctx, cfg, *runsDir, "gym env start", "", stdout, stderr)
 	}
 	sess, err := openSession(cfg, *runsDir, false, stderr)
 	if err != nil {
@@ -86,5 +97,45 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if failed {
 		return 1
 	}
+	return exitOK
+}
+
+// dryRunFleet checks a fleet whose config sets dry_run: true: in a new run
+// directory (logs/<server>.log per server), orchestrator.DryRun runs every
+// server once, one at a time, and each must exit 0 without listening. It
+// prints a line per server and a summary on stdout (the summary ends with
+// note when note is not ""), every failure on stderr, and returns 0 when
+// all servers passed, 1 otherwise.
+func dryRunFleet(ctx context.Context, cfg orchestrator.Config, runsDir, prog, note string, stdout, stderr io.Writer) int {
+	sess, err := openSession(cfg, runsDir, false, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return exitUsage
+	}
+	defer sess.close()
+	results, err := orchestrator.DryRun(ctx, sess.cfg, orchestrator.Options{RunDir: sess.runDir, Logger: sess.log})
+	failed := 0
+	for _, r := range results {
+		s := r.Server
+		if r.Err != nil {
+			failed++
+			fmt.Fprintf(stdout, "dry run: %-16s %-22s FAILED (pid %d; see below)\n", s.Spec.Name, s.Spec.Type, s.PID)
+			continue
+		}
+		fmt.Fprintf(stdout, "dry run: %-16s %-22s ok: config valid, exited 0 without listening (pid %d, %s)\n",
+			s.Spec.Name, s.Spec.Type, s.PID, r.Elapsed.Round(time.Millisecond))
+	}
+	logs := filepath.Join(sess.runDir, "logs")
+	if note != "" {
+		note = "; " + note
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		fmt.Fprintf(stdout, "dry run: FAILED: %d of %d servers passed%s (run %s, logs in %s)\n",
+			len(results)-failed, len(sess.cfg.Servers), note, sess.runID, logs)
+		return 1
+	}
+	fmt.Fprintf(stdout, "dry run: all %d servers passed; nothing is running%s (run %s, logs in %s)\n",
+		len(results), note, sess.runID, logs)
 	return exitOK
 }

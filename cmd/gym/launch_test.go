@@ -5,9 +5,7 @@ package main
 // environment, and a working directory of its own.
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +14,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,43 +39,8 @@ func TestMain(m *testing.M) {
 // ready, a process exiting, one request.
 const launchTimeout = 60 * time.Second
 
-// lockedBuffer is an output buffer a process and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // launched is one process started under the launch contract.
-type launched struct {
-	cmd            *exec.Cmd
-	stdout, stderr *lockedBuffer
-	done           chan struct{}
-	err            error // Wait's, once done is closed
-}
-
-// exitCode is the process's exit status, once done is closed.
-func (p *launched) exitCode() int {
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
-	}
-	if p.err != nil {
-		return -1
-	}
-	return 0
-}
+type launched struct{ *testenv.Proc }
 
 // launch starts `gym serve` with no arguments, in a new working
 // directory, with an environment holding only the two launch variables
@@ -92,49 +54,7 @@ func launch(t *testing.T, dict, instance string, env ...string) *launched {
 	if dict != "" {
 		cmd.Env = append(cmd.Env, "NEMO_GYM_CONFIG_DICT="+dict)
 	}
-	p := &launched{cmd: cmd, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-			return
-		default:
-		}
-		_ = cmd.Process.Kill()
-		select {
-		case <-p.done:
-		case <-time.After(launchTimeout):
-			t.Errorf("pid %d not reaped after kill", cmd.Process.Pid)
-		}
-	})
-	return p
-}
-
-// wait waits for the process to exit and returns its status.
-func (p *launched) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.exitCode()
-	case <-time.After(launchTimeout):
-		t.Fatalf("pid %d still running after %s; stderr:\n%s", p.cmd.Process.Pid, launchTimeout, p.stderr)
-		return -1
-	}
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return &launched{testenv.Start(t, cmd, launchTimeout)}
 }
 
 // httpClient is a client of the test's own with a bounded timeout.
@@ -145,31 +65,15 @@ func httpClient(t *testing.T) *http.Client {
 }
 
 // waitServing polls GET http://127.0.0.1:port/ until it answers, as the
-// launcher does, and returns the body; the process exiting first fails
-// the test.
+// launcher does, and returns the body; the process exiting first, or an
+// answer other than 200, fails the test.
 func (p *launched) waitServing(t *testing.T, port int) []byte {
 	t.Helper()
-	c := httpClient(t)
-	deadline := time.Now().Add(launchTimeout)
-	for {
-		res, err := c.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/")
-		if err == nil {
-			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				t.Fatalf("GET /: status %d: %s", res.StatusCode, body)
-			}
-			return body
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("exited %d before serving; stderr:\n%s", p.exitCode(), p.stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing answers on port %d after %s; stderr:\n%s", port, launchTimeout, p.stderr)
-		}
+	status, body := p.WaitHTTP(t, "http://127.0.0.1:"+strconv.Itoa(port)+"/")
+	if status != http.StatusOK {
+		t.Fatalf("GET /: status %d: %s", status, body)
 	}
+	return body
 }
 
 // postJSON posts body to url and returns the status and the decoded
@@ -231,14 +135,14 @@ math_simple_agent:
 const arithmeticRow = `{"responses_create_params": {"input": [{"role": "user", "content": "What is 17 + 25?"}]}, "expected_answer": "42"}`
 
 func TestLaunchResourcesServerBindsItsBlocksPort(t *testing.T) {
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	dict := "exact:\n  resources_servers:\n    string_match:\n      host: 127.0.0.1\n      port: ${oc.env:EXACT_PORT}\n      entrypoint: app.py\n"
 	p := launch(t, dict, "exact", "EXACT_PORT="+strconv.Itoa(port))
 	if body := p.waitServing(t, port); string(body) != `{"status":"ok"}` {
 		t.Errorf("GET /: %s, want {\"status\":\"ok\"}", body)
 	}
-	if want := fmt.Sprintf(`GYM_READY {"addr":"127.0.0.1:%d",`, port); !strings.HasPrefix(p.stdout.String(), want) {
-		t.Errorf("stdout %q, want it to start %q", p.stdout, want)
+	if want := fmt.Sprintf(`GYM_READY {"addr":"127.0.0.1:%d",`, port); !strings.HasPrefix(p.Stdout.String(), want) {
+		t.Errorf("stdout %q, want it to start %q", p.Stdout, want)
 	}
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	status, got := postJSON(t, base+"/verify", `{"responses_create_params": {"input": "Say hi"}, "expected_answer": "hi",
@@ -257,13 +161,13 @@ func TestLaunchResourcesServerBindsItsBlocksPort(t *testing.T) {
 	if c := res.Header.Get("Set-Cookie"); !strings.HasPrefix(c, "string_match___exact=") {
 		t.Errorf("Set-Cookie %q, want the string_match___exact cookie", c)
 	}
-	if !strings.Contains(p.stderr.String(), "server=exact") {
-		t.Errorf("log does not name the instance:\n%s", p.stderr)
+	if !strings.Contains(p.Stderr.String(), "server=exact") {
+		t.Errorf("log does not name the instance:\n%s", p.Stderr)
 	}
 }
 
 func TestLaunchFleetAgentFindsItsPeersByName(t *testing.T) {
-	rp, mp, ap := freePort(t), freePort(t), freePort(t)
+	rp, mp, ap := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	dict := fleetDict(rp, mp, ap, "")
 	env := []string{"MODEL_P=1"}
 	procs := map[int]*launched{
@@ -276,10 +180,10 @@ func TestLaunchFleetAgentFindsItsPeersByName(t *testing.T) {
 	}
 	status, got := postJSON(t, fmt.Sprintf("http://127.0.0.1:%d/run", ap), arithmeticRow)
 	if status != http.StatusOK || got["reward"] != 1.0 {
-		t.Fatalf("run: %d %v\nagent stderr:\n%s", status, got, procs[ap].stderr)
+		t.Fatalf("run: %d %v\nagent stderr:\n%s", status, got, procs[ap].Stderr)
 	}
 	for _, p := range procs {
-		for _, out := range []string{p.stdout.String(), p.stderr.String()} {
+		for _, out := range []string{p.Stdout.String(), p.Stderr.String()} {
 			if strings.Contains(out, "sk-launch-test-secret") {
 				t.Errorf("a server printed the API key:\n%s", out)
 			}
@@ -287,17 +191,53 @@ func TestLaunchFleetAgentFindsItsPeersByName(t *testing.T) {
 	}
 }
 
+// TestLaunchServesDespiteUnresolvableValuesElsewhere: as in NeMo Gym, a
+// server resolves only its own block and its peers' host and port, so
+// variables only other servers need may be unset in its environment.
+func TestLaunchServesDespiteUnresolvableValuesElsewhere(t *testing.T) {
+	rp, mp, ap := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
+	const judge = `judge_key: ${oc.env:GYM_LAUNCH_TEST_UNSET_VAR}
+judge_model:
+  responses_api_models:
+    policy_model:
+      host: 127.0.0.1
+      port: 1
+      api_key: ${oc.env:GYM_LAUNCH_TEST_UNSET_VAR}`
+	// MODEL_P is unset too: policy_model's correct_probability does not
+	// resolve, and neither the resources server nor the agent reads it.
+	dict := fleetDict(rp, mp, ap, judge)
+	res := launch(t, dict, "math")
+	agent := launch(t, dict, "math_simple_agent")
+	res.waitServing(t, rp)
+	agent.waitServing(t, ap)
+	for name, p := range map[string]*launched{"math": res, "math_simple_agent": agent} {
+		if !strings.HasPrefix(p.Stdout.String(), "GYM_READY ") {
+			t.Errorf("%s: stdout %q, want the ready line", name, p.Stdout)
+		}
+	}
+	// The servers that do read them still refuse to start.
+	for _, c := range []struct{ instance, want string }{
+		{"judge_model", `gym serve: NEMO_GYM_CONFIG_DICT: judge_model.responses_api_models.policy_model.api_key: ${oc.env:GYM_LAUNCH_TEST_UNSET_VAR}: oc.env: environment variable "GYM_LAUNCH_TEST_UNSET_VAR" is not set`},
+		{"policy_model", `gym serve: NEMO_GYM_CONFIG_DICT: policy_model.responses_api_models.policy_model.correct_probability: ${oc.env:MODEL_P}: oc.env: environment variable "MODEL_P" is not set`},
+	} {
+		p := launch(t, dict, c.instance)
+		if code := p.Wait(t); code != 2 || p.Stderr.String() != c.want+"\n" {
+			t.Errorf("%s: exit %d\nstderr %q\nwant   %q", c.instance, code, p.Stderr, c.want+"\n")
+		}
+	}
+}
+
 func TestLaunchDryRunExitsWithoutListening(t *testing.T) {
-	rp, mp, ap := freePort(t), freePort(t), freePort(t)
+	rp, mp, ap := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	// No peer runs: a dry run checks the config, not the fleet.
 	dict := fleetDict(rp, mp, ap, "dry_run: true")
 	for _, instance := range []string{"math", "policy_model", "math_simple_agent"} {
 		p := launch(t, dict, instance, "MODEL_P=0.5")
-		if code := p.wait(t); code != 0 {
-			t.Errorf("%s: dry run exited %d; stderr:\n%s", instance, code, p.stderr)
+		if code := p.Wait(t); code != 0 {
+			t.Errorf("%s: dry run exited %d; stderr:\n%s", instance, code, p.Stderr)
 		}
-		if p.stdout.String() != "" || !strings.Contains(p.stderr.String(), "dry run") {
-			t.Errorf("%s: stdout %q stderr %q, want no ready line and a dry run log line", instance, p.stdout, p.stderr)
+		if p.Stdout.String() != "" || !strings.Contains(p.Stderr.String(), "dry run") {
+			t.Errorf("%s: stdout %q stderr %q, want no ready line and a dry run log line", instance, p.Stdout, p.Stderr)
 		}
 	}
 	// Nothing listened: every port is still free.
@@ -343,14 +283,14 @@ func TestLaunchBadConfigsExit2WithOneLine(t *testing.T) {
 			`gym serve: NEMO_GYM_CONFIG_DICT: parse config YAML: yaml: line 30: did not find expected node content`},
 		{"no such instance", good, "maths", p1,
 			`gym serve: NEMO_GYM_CONFIG_PATH: no instance "maths" in NEMO_GYM_CONFIG_DICT (did you mean "math"?)`},
-		{"oc.env unset", good, "math", nil,
+		{"oc.env unset", good, "policy_model", nil,
 			`gym serve: NEMO_GYM_CONFIG_DICT: policy_model.responses_api_models.policy_model.correct_probability: ${oc.env:MODEL_P}: oc.env: environment variable "MODEL_P" is not set`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := launch(t, c.dict, c.instance, c.env...)
-			code := p.wait(t)
-			if code != 2 || p.stderr.String() != c.want+"\n" || p.stdout.String() != "" {
-				t.Errorf("exit %d\nstderr %q\nwant   %q\nstdout %q", code, p.stderr, c.want+"\n", p.stdout)
+			code := p.Wait(t)
+			if code != 2 || p.Stderr.String() != c.want+"\n" || p.Stdout.String() != "" {
+				t.Errorf("exit %d\nstderr %q\nwant   %q\nstdout %q", code, p.Stderr, c.want+"\n", p.Stdout)
 			}
 		})
 	}

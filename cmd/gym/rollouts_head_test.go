@@ -96,7 +96,7 @@ func TestCollectHeadUsageErrors(t *testing.T) {
 // server's address: the agents are found in its config.
 func TestCollectThroughHead(t *testing.T) {
 	testenv.ClearTelemetry(t)
-	rp, mp, ap := freePort(t), freePort(t), freePort(t)
+	rp, mp, ap := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	dict := fleetDict(rp, mp, ap, "")
 	procs := map[int]*launched{
 		rp: launch(t, dict, "math", "MODEL_P=1"),
@@ -117,7 +117,7 @@ func TestCollectThroughHead(t *testing.T) {
 	code, stdout, stderr := runGym(t, "rollouts", "collect", "--head", head, "--agent", "math_simple_agent",
 		"-i", tasks, "-o", out, "--num-repeats", "2")
 	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s\nagent stderr:\n%s", code, stdout, stderr, procs[ap].stderr)
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s\nagent stderr:\n%s", code, stdout, stderr, procs[ap].Stderr)
 	}
 	if !strings.HasPrefix(stdout, "rollouts: 4 run, 0 skipped (already in "+out+"), 0 failed, 4 rewarded;") {
 		t.Errorf("stdout %q", stdout)

@@ -46,7 +46,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"Starts the fleet (telemetry on, exported to runs/<run id>/), runs N rollouts\n"+
 			"of a seeded arithmetic dataset, stops the fleet cleanly and prints a summary.\n"+
 			"OTEL_EXPORTER_OTLP_ENDPOINT switches export to OTLP; every NEMO_GYM_OTEL_*\n"+
-			"variable works as in NeMo Gym and beats the config file.\n\nFlags:\n")
+			"variable works as in NeMo Gym and beats the config file.\n\n"+
+			"With dry_run: true in the config, gym run collects nothing: it checks the\n"+
+			"fleet as `gym env start` does under dry_run (every server run once, one at\n"+
+			"a time, must exit 0 without listening), says so on stdout and exits 0 when\n"+
+			"every server passed, 1 otherwise. Flags and --input are still checked.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
@@ -107,6 +111,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *limit > 0 && *limit < len(rows) {
 		rows = rows[:*limit] // tasks.jsonl then holds exactly what ran
+	}
+	if cfg.DryRun() {
+		return dryRunFleet(ctx, cfg, *runsDir, "gym run", "no rollouts collected under dry_run", stdout, stderr)
 	}
 	sess, err := openSession(cfg, *runsDir, true, stderr)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -271,18 +272,17 @@ func realPython(t *testing.T) string {
 }
 
 // launchedChild is a server process started the way NeMo Gym's launcher
-// starts one.
+// starts one; out holds its stdout and stderr together.
 type launchedChild struct {
-	cmd    *exec.Cmd
-	out    *lockedBuffer
-	exited chan error
+	*testenv.Proc
+	out *testenv.Buffer
 }
 
 // launchAsUpstream runs `python app.py` in dir as upstream's run_command
 // does: cwd the server directory, the environment inherited (here a
 // minimal one) plus PYTHONPATH=<dir>, UV_CACHE_DIR, NEMO_GYM_CONFIG_DICT and
-// NEMO_GYM_CONFIG_PATH. The process is killed by its PID when the test
-// ends.
+// NEMO_GYM_CONFIG_PATH. Its waits are bounded by 30 s; the process is
+// killed by its PID when the test ends.
 func launchAsUpstream(t *testing.T, python, dir string, configDict []byte, instance string, extraEnv ...string) *launchedChild {
 	t.Helper()
 	env := []string{"PATH=" + os.Getenv("PATH")}
@@ -298,40 +298,17 @@ func launchAsUpstream(t *testing.T, python, dir string, configDict []byte, insta
 	env = append(env, extraEnv...)
 	cmd := exec.Command(python, "app.py")
 	cmd.Dir, cmd.Env = dir, env
-	c := &launchedChild{cmd: cmd, out: &lockedBuffer{}, exited: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = c.out, c.out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		select {
-		case <-c.exited:
-			return
-		default:
-		}
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-			<-c.exited
-		}
-	})
-	return c
+	out := &testenv.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	return &launchedChild{testenv.Start(t, cmd, 30*time.Second), out}
 }
 
-// wait returns the child's exit error, failing the test after d.
-func (c *launchedChild) wait(t *testing.T, d time.Duration) error {
+// wait returns the child's exit error, failing the test if it outlives
+// its bound.
+func (c *launchedChild) wait(t *testing.T) error {
 	t.Helper()
-	select {
-	case err := <-c.exited:
-		c.exited <- err // for the cleanup
-		return err
-	case <-time.After(d):
-		t.Fatalf("the server did not exit within %s; output:\n%s", d, c.out.String())
-	}
-	return nil
+	c.Wait(t)
+	return c.Err()
 }
 
 // scaffoldFleet scaffolds a built-in string_match resources server with
@@ -375,7 +352,7 @@ string_match_simple_agent:
 	if err != nil {
 		t.Fatalf("%v\n%s", err, fleet)
 	}
-	head := freePort(t)
+	head := testenv.FreePort(t)
 	for _, set := range []struct {
 		path []string
 		v    any
@@ -400,43 +377,24 @@ string_match_simple_agent:
 func TestScaffoldedServerUnderUpstreamLaunch(t *testing.T) {
 	python := realPython(t)
 	bin := gymBin // built by TestMain (launch_test.go)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	dir, dict := scaffoldFleet(t, bin, port, false)
 	child := launchAsUpstream(t, python, dir, dict, "string_match")
 
 	// Readiness as upstream polls it: GET / until anything answers.
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	client := &http.Client{Timeout: 5 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	var health string
-	for {
-		select {
-		case err := <-child.exited:
-			child.exited <- err
-			t.Fatalf("the server exited (%v) before answering; output:\n%s", err, child.out.String())
-		default:
-		}
-		resp, err := client.Get(base + "/")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			health = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer on %s within 30 s (%v); output:\n%s", base, err, child.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	status, b := child.WaitHTTP(t, base+"/")
+	health := fmt.Sprintf("%d %s", status, bytes.TrimSpace(b))
 	if health != `200 {"status":"ok"}` {
 		t.Errorf("GET / answered %s", health)
 	}
 
 	// app.py replaced itself: the process upstream started is the Go server.
 	if runtime.GOOS == "linux" {
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", child.cmd.Process.Pid))
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", child.Cmd.Process.Pid))
 		if want, _ := filepath.EvalSymlinks(bin); err != nil || exe != want {
-			t.Errorf("pid %d runs %q (%v), want the gym binary %s", child.cmd.Process.Pid, exe, err, want)
+			t.Errorf("pid %d runs %q (%v), want the gym binary %s", child.Cmd.Process.Pid, exe, err, want)
 		}
 	}
 
@@ -461,10 +419,10 @@ func TestScaffoldedServerUnderUpstreamLaunch(t *testing.T) {
 	}
 
 	// Stopped as a fleet stops it, the server drains and exits 0.
-	if err := syscall.Kill(child.cmd.Process.Pid, syscall.SIGINT); err != nil {
+	if err := syscall.Kill(child.Cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	if err := child.wait(t, 20*time.Second); err != nil {
+	if err := child.wait(t); err != nil {
 		t.Errorf("after SIGINT: %v; output:\n%s", err, child.out.String())
 	}
 }
@@ -472,11 +430,11 @@ func TestScaffoldedServerUnderUpstreamLaunch(t *testing.T) {
 func TestScaffoldedServerDryRun(t *testing.T) {
 	python := realPython(t)
 	bin := gymBin // built by TestMain (launch_test.go)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	dir, dict := scaffoldFleet(t, bin, port, true)
 
 	child := launchAsUpstream(t, python, dir, dict, "string_match")
-	if err := child.wait(t, 30*time.Second); err != nil {
+	if err := child.wait(t); err != nil {
 		t.Fatalf("dry_run: %v, want exit 0; output:\n%s", err, child.out.String())
 	}
 	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
@@ -486,7 +444,7 @@ func TestScaffoldedServerDryRun(t *testing.T) {
 
 	// The override variable replaces the baked-in binary.
 	child = launchAsUpstream(t, python, dir, dict, "string_match", EnvGymBinary+"="+filepath.Join(t.TempDir(), "no-such-gym"))
-	err := child.wait(t, 30*time.Second)
+	err := child.wait(t)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(child.out.String(), "app.py: cannot run ") ||
 		!strings.Contains(child.out.String(), "(set $"+EnvGymBinary+" to the Go server's path)") {
@@ -505,7 +463,7 @@ func TestScaffoldedServerDryRun(t *testing.T) {
 		t.Fatalf("scaffold --binary: exit %d\n%s%s", code, out, errOut)
 	}
 	child = launchAsUpstream(t, python, filepath.Join(root, protocol.ServerTypeResources, "string_match"), dict, "string_match")
-	if err := child.wait(t, 30*time.Second); err != nil {
+	if err := child.wait(t); err != nil {
 		t.Fatalf("dry_run through --binary: %v, want exit 0; output:\n%s", err, child.out.String())
 	}
 }

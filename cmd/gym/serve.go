@@ -67,8 +67,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"fleet's config (YAML, interpolations unresolved) and $%s the name of\n"+
 			"this server's instance in it; the server binds its block's host:port,\n"+
 			"takes its implementation config from the rest of the block and finds an\n"+
-			"agent's model and resources servers by their references. With dry_run:\n"+
-			"true it checks all of that and exits 0 without listening.\n\nFlags:\n",
+			"agent's model and resources servers by their references. As in NeMo\n"+
+			"Gym, only this server's block (and what its interpolations reach) and\n"+
+			"its peers' host and port are resolved: a variable another server needs\n"+
+			"may be unset here. With dry_run: true it checks all of that and exits 0\n"+
+			"without listening.\n\nFlags:\n",
 			gymconfig.EnvConfigDict, gymconfig.EnvConfigPath, orchestrator.ReadyPrefix,
 			gymconfig.EnvConfigDict, gymconfig.EnvConfigPath)
 		fs.PrintDefaults()
@@ -187,9 +190,14 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 		fmt.Fprintf(stderr, "gym serve: %s: the block needs a host and a port to listen on (got host %q, port %d)\n", path, self.Host(), self.Port())
 		return exitUsage
 	}
+	dryRun, err := l.DryRun()
+	if err != nil {
+		fmt.Fprintf(stderr, "gym serve: %v\n", err)
+		return exitUsage
+	}
 	return serveOne(ctx, serveSpec{
 		name: self.Name, typ: self.Type, impl: entry, cfg: cfg, addr: l.Addr(), peers: peers,
-		maxBody: server.DefaultMaxBodyBytes, dryRun: l.Config.DryRun(),
+		maxBody: server.DefaultMaxBodyBytes, dryRun: dryRun,
 	}, stdout, stderr)
 }
 
