@@ -151,12 +151,11 @@ func parseConfig(doc []byte, dir string) (Config, error) {
 	if _, old := d.Get([]string{"servers"}); old {
 		return Config{}, errors.New(oldShapeHelp)
 	}
-	tcfg, err := telemetry.ConfigFromYAML(doc)
-	if err != nil {
-		return Config{}, err
-	}
+	// The telemetry block and the servers are checked both, so one run
+	// reports every mistake of the file.
+	tcfg, terr := telemetry.ConfigFromYAML(doc)
 	cfg := Config{Telemetry: tcfg, Dict: d, Dir: dir}
-	if err := cfg.validate(true); err != nil {
+	if err := errors.Join(terr, cfg.validate(true)); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

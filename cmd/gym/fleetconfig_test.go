@@ -41,6 +41,12 @@ func TestBrokenFleetConfigs(t *testing.T) {
 			want: `telemetry: line 3: telemetry.exporterr: unknown key (did you mean "exporter"?)`,
 		},
 		{
+			name: "mistakes in the telemetry block and a server block, both reported",
+			doc:  "telemetry:\n  enabeld: true\n" + trio + "simple_agent:\n  responses_api_agents:\n    simple_agent: {max_stpes: 3}\n",
+			want: "telemetry: line 2: telemetry.enabeld: unknown key (did you mean \"enabled\"?)\n" +
+				`simple_agent.responses_api_agents.simple_agent.max_stpes: unknown key (did you mean "max_steps"?)`,
+		},
+		{
 			name: "missing reference",
 			doc:  trio + "simple_agent:\n  responses_api_agents:\n    simple_agent:\n      resources_server: {type: resources_servers, name: arithmetc}\n",
 			want: `instance "simple_agent" field "resources_server" references resources_servers "arithmetc", which is not defined (did you mean "arithmetic"?)`,
