@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,6 +134,27 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	}
 	t.Logf("gym_servers_active = %v from %s", active[0].value, active[0].labels["gym_server_name"])
 
+	// Upstream's series names and buckets: the success-rate gauge has no
+	// unit (so no _ratio suffix), and the gym histograms' le labels are the
+	// OpenTelemetry default buckets.
+	if got := prom.query(t, "gym_verify_success_rate"); len(got) != 1 || got[0].labels["gym_server_type"] != "resources_servers" {
+		t.Errorf("gym_verify_success_rate = %v, want one series, from the resources server", got)
+	}
+	if got := prom.query(t, `{__name__=~"gym_verify_success_rate_ratio|gym_servers_active_.*"}`); len(got) != 0 {
+		t.Errorf("series with unit suffixes upstream lacks: %v", got)
+	}
+	wantLE := []string{"0", "5", "10", "25", "50", "75", "100", "250", "500", "750", "1000", "2500", "5000", "7500", "10000", "+Inf"}
+	for _, h := range []string{"gym_rollout_duration_ms_milliseconds_bucket", "gym_verify_duration_ms_milliseconds_bucket"} {
+		var le []string
+		for _, s := range prom.query(t, "count by (le) ("+h+")") {
+			le = append(le, s.labels["le"])
+		}
+		slices.SortFunc(le, func(a, b string) int { return cmp.Compare(promLE(a), promLE(b)) })
+		if !slices.Equal(le, wantLE) {
+			t.Errorf("%s le labels %v, want %v", h, le, wantLE)
+		}
+	}
+
 	// Fleet success rates from the counters equal rollouts.jsonl.
 	verifyRate := prom.scalar(t, `sum(gym_verify_calls_total{nemo_gym_verify_outcome="success"}) / sum(gym_verify_calls_total)`)
 	verifyTotal := prom.scalar(t, `sum(gym_verify_calls_total)`)
@@ -191,7 +213,7 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	if got := prom.scalar(t, "gym:rollout_success_rate:ratio_rate5m"+sel); !promNear(got, float64(truthB.ok)/float64(truthB.lines)) {
 		t.Errorf("gym:rollout_success_rate:ratio_rate5m = %v; batch B: %+v", got, truthB)
 	}
-	if got := prom.scalar(t, "gym:rollout_duration_ms:p95_5m"+sel); math.IsNaN(got) || got <= 0 || got > 3600000 {
+	if got := prom.scalar(t, "gym:rollout_duration_ms:p95_5m"+sel); math.IsNaN(got) || got <= 0 || got > 10000 {
 		t.Errorf("gym:rollout_duration_ms:p95_5m = %v, want a duration in ms", got)
 	} else {
 		t.Logf("gym:rollout_duration_ms:p95_5m = %v", got)
@@ -345,6 +367,15 @@ func readPromTargets(t *testing.T, path string) []promTarget {
 		}
 	}
 	return tg
+}
+
+// promLE parses an le label ("+Inf" included) for sorting.
+func promLE(s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
 }
 
 // promLintExempt are the promtool lint findings accepted on a scrape: the

@@ -34,6 +34,14 @@ const (
 	ProtocolHTTPProtobuf = "http/protobuf"
 )
 
+// Histogram aggregations accepted by
+// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION. They apply to the
+// gym.* duration histograms on every exporter.
+const (
+	HistogramExplicit         = "explicit_bucket_histogram"
+	HistogramBase2Exponential = "base2_exponential_bucket_histogram"
+)
+
 // DefaultPrometheusAddr is where the prometheus exporter listens unless
 // PROMETHEUS_ADDR says otherwise: loopback only, so a fleet never exposes its
 // metrics beyond the machine by accident.
@@ -79,6 +87,7 @@ const (
 	KeyBSPExportTimeout     = "OTEL_BSP_EXPORT_TIMEOUT"
 	KeyBSPMaxQueueSize      = "OTEL_BSP_MAX_QUEUE_SIZE"
 	KeyBSPMaxExportBatch    = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+	KeyHistogramAggregation = "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"
 )
 
 // Span batching defaults. The interval and timeout are the OpenTelemetry
@@ -116,6 +125,7 @@ var settings = []Setting{
 	{Key: KeyOTLPEndpoint, Standard: true, Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
 	{Key: KeyOTLPProtocol, Standard: true, Default: ProtocolGRPC, Doc: "OTLP transport: grpc or http/protobuf"},
 	{Key: KeyMetricExportInterval, Standard: true, Default: "10000", Doc: "milliseconds between metric exports"},
+	{Key: KeyHistogramAggregation, Standard: true, Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram"},
 	{Key: KeyBSPScheduleDelay, Standard: true, Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported"},
 	{Key: KeyBSPExportTimeout, Standard: true, Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned"},
 	{Key: KeyBSPMaxQueueSize, Standard: true, Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted"},
@@ -156,6 +166,9 @@ type Config struct {
 	OTLPEndpoint         string
 	OTLPProtocol         string
 	MetricExportInterval time.Duration
+	// HistogramAggregation is HistogramExplicit (the OpenTelemetry default
+	// buckets) or HistogramBase2Exponential, for the gym.* histograms.
+	HistogramAggregation string
 	// SpanScheduleDelay, SpanExportTimeout, SpanQueueSize and SpanBatchSize
 	// configure the span batcher (the OTEL_BSP_* variables). SpanBatchSize
 	// is the value given; the batcher uses at most SpanQueueSize of it.
@@ -348,6 +361,10 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	cfg.OTLPProtocol = strings.ToLower(text(KeyOTLPProtocol))
 	if cfg.OTLPProtocol != ProtocolGRPC && cfg.OTLPProtocol != ProtocolHTTPProtobuf {
 		bad(KeyOTLPProtocol, "must be grpc or http/protobuf")
+	}
+	cfg.HistogramAggregation = strings.ToLower(text(KeyHistogramAggregation))
+	if cfg.HistogramAggregation != HistogramExplicit && cfg.HistogramAggregation != HistogramBase2Exponential {
+		bad(KeyHistogramAggregation, "must be "+HistogramExplicit+" or "+HistogramBase2Exponential)
 	}
 	millis := func(key string) time.Duration {
 		ms, err := strconv.ParseInt(text(key), 10, 64)

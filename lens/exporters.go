@@ -124,6 +124,11 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 		case ExporterOTLP:
 			var e sdkmetric.Exporter
 			var err error
+			// The OTLP exporters read
+			// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION
+			// themselves and apply it to every histogram they export, as
+			// the Python SDK's do; histogramView applies it to the gym.*
+			// histograms for the other exporters too.
 			if s.grpc() {
 				e, err = otlpmetricgrpc.New(ctx)
 			} else {

@@ -32,6 +32,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
@@ -426,6 +427,9 @@ func (h *Handle) buildMetrics(ctx context.Context, sinks *exporterSet) error {
 		return err
 	}
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(h.res)}
+	if v, ok := histogramView(h.cfg.HistogramAggregation); ok {
+		mpOpts = append(mpOpts, sdkmetric.WithView(v))
+	}
 	for _, r := range readers {
 		mpOpts = append(mpOpts, sdkmetric.WithReader(r))
 	}
@@ -510,4 +514,22 @@ func (r *rateLimitedErrorHandler) Handle(err error) {
 	r.last = now
 	r.mu.Unlock()
 	r.log.Warn("telemetry export error", "err", err, "suppressed_since_last", n)
+}
+
+// histogramView returns the view that gives the gym.* duration histograms
+// the configured aggregation, and false for the default explicit buckets,
+// which need none. A view, not a reader's aggregation selector, so that
+// every reader (OTLP, Prometheus, console, file, a caller's) agrees on
+// them; the OTLP exporters read the variable as well and apply it to every
+// histogram they export, as the Python SDK's do.
+// The exponential histogram is the OTLP exporters' own for this variable:
+// at most 160 buckets, scale 20.
+func histogramView(aggregation string) (sdkmetric.View, bool) {
+	if aggregation != HistogramBase2Exponential {
+		return nil, false
+	}
+	return sdkmetric.NewView(
+		sdkmetric.Instrument{Name: gym.HistogramPattern, Kind: sdkmetric.InstrumentKindHistogram},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}},
+	), true
 }

@@ -31,6 +31,7 @@ var yamlKeys = func() map[string]string {
 		"otlp_endpoint":             lens.KeyOTLPEndpoint,
 		"otlp_protocol":             lens.KeyOTLPProtocol,
 		"metric_export_interval_ms": lens.KeyMetricExportInterval,
+		"histogram_aggregation":     lens.KeyHistogramAggregation,
 		"span_schedule_delay_ms":    lens.KeyBSPScheduleDelay,
 		"span_export_timeout_ms":    lens.KeyBSPExportTimeout,
 		"span_queue_size":           lens.KeyBSPMaxQueueSize,

@@ -354,6 +354,8 @@ func effectiveValue(cfg lens.Config, key, raw string) string {
 		return cfg.OTLPProtocol
 	case lens.KeyMetricExportInterval:
 		return strconv.FormatInt(int64(cfg.MetricExportInterval/time.Millisecond), 10)
+	case lens.KeyHistogramAggregation:
+		return cfg.HistogramAggregation
 	case lens.KeyBSPScheduleDelay:
 		return strconv.FormatInt(int64(cfg.SpanScheduleDelay/time.Millisecond), 10)
 	case lens.KeyBSPExportTimeout:

@@ -42,8 +42,8 @@ func bareHistogram(b *testing.B) metric.Float64Histogram {
 	b.Helper()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	h, err := mp.Meter("peer").Float64Histogram("peer.duration_ms", metric.WithUnit("ms"),
-		metric.WithExplicitBucketBoundaries(gym.DurationBucketsMS...))
+	// No boundaries, as the gym histograms: the SDK's default buckets.
+	h, err := mp.Meter("peer").Float64Histogram("peer.duration_ms", metric.WithUnit("ms"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func BenchmarkRecordActiveServers(b *testing.B) {
 // BenchmarkPeerPrometheusHistogramObserve is the other peer: a
 // client_golang histogram with the same buckets.
 func BenchmarkPeerPrometheusHistogramObserve(b *testing.B) {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "peer_duration_ms", Buckets: gym.DurationBucketsMS})
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "peer_duration_ms", Buckets: gym.DefaultBucketsMS})
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {

@@ -158,8 +158,8 @@ func TestInstrumentsNamesUnitsBucketsAndValues(t *testing.T) {
 	for name, unit := range map[string]string{
 		gym.RolloutDurationName:   "ms",
 		gym.VerifyDurationName:    "ms",
-		gym.VerifySuccessRateName: "1",
-		gym.ServersActiveName:     "{server}",
+		gym.VerifySuccessRateName: "", // upstream sets no unit
+		gym.ServersActiveName:     "", // upstream sets no unit
 		gym.VerifyCallsName:       "{call}",
 		gym.RolloutCallsName:      "{rollout}",
 	} {
@@ -175,19 +175,21 @@ func TestInstrumentsNamesUnitsBucketsAndValues(t *testing.T) {
 	if rollout.Count != 2 || rollout.Sum != 1700 {
 		t.Errorf("rollout histogram count=%d sum=%v, want 2 and 1700", rollout.Count, rollout.Sum)
 	}
-	if !slices.Equal(rollout.Bounds, gym.DurationBucketsMS) {
-		t.Errorf("bounds %v, want %v", rollout.Bounds, gym.DurationBucketsMS)
+	// Upstream sets no boundaries, so the OpenTelemetry default explicit
+	// buckets apply; the literal is the contract, DefaultBucketsMS states it.
+	want := []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000}
+	if !slices.Equal(rollout.Bounds, want) {
+		t.Errorf("bounds %v, want %v", rollout.Bounds, want)
 	}
-	want := []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1200000, 1800000, 3600000}
-	if !slices.Equal(gym.DurationBucketsMS, want) {
-		t.Errorf("DurationBucketsMS = %v", gym.DurationBucketsMS)
+	if !slices.Equal(gym.DefaultBucketsMS, want) {
+		t.Errorf("DefaultBucketsMS = %v, want %v", gym.DefaultBucketsMS, want)
 	}
 	// 200 ms lands in (100,250], 1500 ms in (1000,2500].
-	if rollout.BucketCounts[1] != 1 || rollout.BucketCounts[4] != 1 {
+	if rollout.BucketCounts[7] != 1 || rollout.BucketCounts[11] != 1 {
 		t.Errorf("bucket counts %v", rollout.BucketCounts)
 	}
 	verify := histogram(t, got[gym.VerifyDurationName])
-	if verify.Count != 1 || verify.Sum != 40 || !slices.Equal(verify.Bounds, gym.DurationBucketsMS) {
+	if verify.Count != 1 || verify.Sum != 40 || !slices.Equal(verify.Bounds, want) {
 		t.Errorf("verify histogram %+v", verify)
 	}
 	if v := gaugeValue(t, got[gym.VerifySuccessRateName]); v != 1 {

@@ -29,10 +29,17 @@ const (
 	OutcomeFailure    = "failure"
 )
 
-// DurationBucketsMS are the explicit bucket boundaries, in milliseconds, of
-// every gym duration histogram: 100 ms to one hour. Treat it as read-only.
-var DurationBucketsMS = []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000,
-	60000, 120000, 300000, 600000, 1200000, 1800000, 3600000}
+// HistogramPattern matches the name of every gym.* instrument; a view on it
+// with the histogram kind selects the gym duration histograms.
+const HistogramPattern = "gym.*"
+
+// DefaultBucketsMS are the bucket boundaries, in milliseconds, the gym
+// duration histograms export by default. The instruments set none, as NeMo
+// Gym's do, so these are the OpenTelemetry SDK's default explicit buckets;
+// the slice only states them (for the report, the docs and the tests).
+// Treat it as read-only.
+var DefaultBucketsMS = []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000,
+	2500, 5000, 7500, 10000}
 
 // Names returns every declared instrument name.
 func Names() []string {
@@ -102,8 +109,9 @@ func New(m metric.Meter) (*Instruments, error) {
 	i := &Instruments{}
 	var errs []error
 	hist := func(name, desc string) metric.Float64Histogram {
-		h, err := m.Float64Histogram(name, metric.WithUnit("ms"), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(DurationBucketsMS...))
+		// No bucket boundaries: the reader's (by default the SDK's
+		// default explicit buckets, DefaultBucketsMS) apply, as upstream.
+		h, err := m.Float64Histogram(name, metric.WithUnit("ms"), metric.WithDescription(desc))
 		errs = append(errs, err)
 		return h
 	}
@@ -112,10 +120,10 @@ func New(m metric.Meter) (*Instruments, error) {
 	i.requestDuration = hist(ServerRequestDurationName, "Declared for compatibility and never recorded; use http.server.request.duration.")
 
 	var err error
-	i.serversActive, err = m.Int64Gauge(ServersActiveName, metric.WithUnit("{server}"),
+	i.serversActive, err = m.Int64Gauge(ServersActiveName, // no unit, as upstream
 		metric.WithDescription("Servers the orchestrator runs; written by the orchestrator only."))
 	errs = append(errs, err)
-	i.successRate, err = m.Float64ObservableGauge(VerifySuccessRateName, metric.WithUnit("1"),
+	i.successRate, err = m.Float64ObservableGauge(VerifySuccessRateName, // no unit, as upstream
 		metric.WithDescription("Cumulative fraction of verifications that completed, since process start."))
 	errs = append(errs, err)
 	i.verifyCalls, err = m.Int64ObservableCounter(VerifyCallsName, metric.WithUnit("{call}"),
