@@ -1,0 +1,170 @@
+package contract
+
+// Instrumentation scopes. NeMo Gym records its gym.* metrics through
+// nemo-lens's meter and starts its own spans from the tracer "nemo.gym";
+// gymlens names its meter and tracer alike, so a query on the scope finds
+// the Go and the Python processes of one fleet together.
+const (
+	// MeterScope is the scope of every instrument a gymlens process
+	// records (gym.*, gen_ai.*, http.*).
+	MeterScope = "nemo.lens"
+	// TracerScope is the scope of every span a gymlens process starts.
+	TracerScope = "nemo.gym"
+)
+
+// Server types, as NeMo Gym's config dict names them (the key between a
+// server instance and its implementation), plus the orchestrator's role.
+const (
+	ServerTypeResources    = "resources_servers"
+	ServerTypeAgent        = "responses_api_agents"
+	ServerTypeModel        = "responses_api_models"
+	ServerTypeOrchestrator = "orchestrator"
+)
+
+// ServerTypes returns the three NeMo Gym server types, in config order.
+func ServerTypes() []string {
+	return []string{ServerTypeResources, ServerTypeModel, ServerTypeAgent}
+}
+
+// Resource attribute keys a gymlens process puts on every signal.
+const (
+	AttrServiceGroup = "nemo.gym.service_group"
+	AttrServerName   = "nemo.gym.server.name"
+	AttrServerType   = "nemo.gym.server.type"
+	AttrVersion      = "nemo.gym.version"
+	AttrRunID        = "nemo.run.id"
+	// AttrDLRank and AttrDLWorldSize are nemo-lens's rank resource keys.
+	AttrDLRank      = "dl.rank"
+	AttrDLWorldSize = "dl.world_size"
+)
+
+// Gym attribute keys of spans and metric points.
+const (
+	// AttrRolloutID is the rollout id (upstream's _ng_rollout_id, else
+	// "<task>-<rollout>", "-a<n>" on a re-dispatch) on every span of a
+	// rollout, in every process.
+	AttrRolloutID = "nemo.gym.rollout.id"
+	// AttrTaskID is a task's id, when the dataset row carries one.
+	AttrTaskID = "nemo.gym.task.id"
+	// AttrJobTasks is the number of tasks on the gym.job span.
+	AttrJobTasks = "nemo.gym.job.tasks"
+	// AttrVerifyReward is the reward on the gym.verify span.
+	AttrVerifyReward = "nemo.gym.verify.reward"
+	// AttrModelMode says how the built-in model server answered
+	// (ModeBuiltin or ModeUpstream).
+	AttrModelMode = "nemo.gym.model.mode"
+
+	AttrVerifyOutcome   = "nemo.gym.verify.outcome"
+	AttrRolloutOutcome  = "nemo.gym.rollout.outcome"
+	AttrConcurrencySite = "nemo.gym.concurrency.site"
+	AttrModelDialect    = "nemo.gym.model.dialect"
+	AttrHTTPInternal    = "nemo.gym.http.internal"
+	AttrHTTPRetryReason = "nemo.gym.http.retry_reason"
+	AttrAgentName       = "nemo.gym.agent.name"
+	AttrToolName        = "nemo.gym.tool.name"
+)
+
+// Values of AttrVerifyOutcome and AttrRolloutOutcome.
+const (
+	OutcomeSuccess = "success"
+	OutcomeFailure = "failure"
+)
+
+// Values of AttrHTTPRetryReason, as upstream's egress client classifies a
+// failed attempt it retries.
+const (
+	RetryServerDisconnected = "server_disconnected"
+	RetryClientOSError      = "client_os_error"
+	RetryTimeout            = "timeout"
+	RetryOther              = "other"
+)
+
+// Values of AttrModelDialect: the API a model call spoke.
+const (
+	DialectResponses       = "responses"
+	DialectChatCompletions = "chat_completions"
+)
+
+// Values of AttrConcurrencySite gymlens records.
+const (
+	// SiteRolloutCollection is the collection driver's limit on rollouts
+	// in flight (num_samples_in_parallel, gym rollouts collect
+	// --concurrency).
+	SiteRolloutCollection = "rollout_collection"
+)
+
+// Values of AttrModelMode.
+const (
+	ModeBuiltin  = "builtin"
+	ModeUpstream = "upstream"
+)
+
+// OpenTelemetry semantic-convention attribute keys gymlens sets.
+const (
+	AttrHTTPRoute          = "http.route"
+	AttrHTTPRequestMethod  = "http.request.method"
+	AttrHTTPResponseStatus = "http.response.status_code"
+	AttrURLScheme          = "url.scheme"
+	AttrURLFull            = "url.full"
+	AttrErrorType          = "error.type"
+	AttrServerAddress      = "server.address"
+	AttrServerPort         = "server.port"
+
+	// The semantic conventions before HTTP went stable, which Python's
+	// FastAPI instrumentation still emits unless
+	// OTEL_SEMCONV_STABILITY_OPT_IN says otherwise.
+	AttrOldHTTPMethod     = "http.method"
+	AttrOldHTTPStatusCode = "http.status_code"
+	AttrOldHTTPScheme     = "http.scheme"
+	AttrOldHTTPFlavor     = "http.flavor"
+	AttrOldHTTPTarget     = "http.target"
+	AttrOldHTTPHost       = "http.host"
+	AttrOldHTTPServerName = "http.server_name"
+	AttrOldNetHostPort    = "net.host.port"
+
+	AttrGenAIOperationName = "gen_ai.operation.name"
+	AttrGenAIProviderName  = "gen_ai.provider.name"
+	AttrGenAIRequestModel  = "gen_ai.request.model"
+	AttrGenAIResponseModel = "gen_ai.response.model"
+	AttrGenAIResponseID    = "gen_ai.response.id"
+	AttrGenAIFinishReasons = "gen_ai.response.finish_reasons"
+	AttrGenAIInputTokens   = "gen_ai.usage.input_tokens"
+	AttrGenAIOutputTokens  = "gen_ai.usage.output_tokens"
+	AttrGenAITokenType     = "gen_ai.token.type"
+	GenAIOperationChat     = "chat"
+	GenAITokenTypeInput    = "input"
+	GenAITokenTypeOutput   = "output"
+)
+
+// Span names.
+const (
+	SpanJob                  = "gym.job"
+	SpanRollout              = "gym.rollout"
+	SpanVerify               = "gym.verify"
+	SpanAgentResponses       = "gym.agent.responses"
+	SpanModelResponses       = "gym.model.responses"
+	SpanModelChatCompletions = "gym.model.chat_completions"
+)
+
+// ClientSpanName is the name of the CLIENT span of one outgoing call, as
+// upstream's egress client names it: "HTTP " and the method, upper case
+// ("HTTP POST"). The route is in url.full, not in the name.
+func ClientSpanName(method string) string {
+	switch method {
+	case "POST":
+		return "HTTP POST"
+	case "GET":
+		return "HTTP GET"
+	}
+	return "HTTP " + upper(method)
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}

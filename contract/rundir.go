@@ -1,0 +1,33 @@
+package contract
+
+// The layout of a run directory (runs/<run id>/), which gym run, gym env
+// start and the orchestrator write and gym report reads.
+const (
+	// RunConfigFile is the fleet configuration the run used, secrets
+	// redacted.
+	RunConfigFile = "config.yaml"
+	// RunTasksFile is gym run's copy of the dataset it ran.
+	RunTasksFile = "tasks.jsonl"
+	// RunRolloutsFile is the collected rollouts, one JSON line each.
+	RunRolloutsFile = "rollouts.jsonl"
+	// RunFailuresFile is the rollouts that failed every attempt.
+	RunFailuresFile = "rollouts_failures.jsonl"
+	// RunTelemetryDir holds one telemetry file per process,
+	// <server name>.jsonl, and RunOrchestratorTelemetry.
+	RunTelemetryDir = "telemetry"
+	// RunOrchestratorTelemetry is the orchestrator's telemetry file in
+	// RunTelemetryDir.
+	RunOrchestratorTelemetry = "orchestrator.jsonl"
+	// RunLogsDir holds one log per server process, <server name>.log.
+	RunLogsDir = "logs"
+	// RunPrometheusDir holds the Prometheus configuration written for a
+	// run that exports to Prometheus.
+	RunPrometheusDir = "prometheus"
+)
+
+// TelemetryFileName is the name of server's telemetry file in
+// RunTelemetryDir.
+func TelemetryFileName(server string) string { return server + ".jsonl" }
+
+// LogFileName is the name of server's log in RunLogsDir.
+func LogFileName(server string) string { return server + ".log" }
