@@ -55,7 +55,7 @@ func TestPrometheusName(t *testing.T) {
 		RolloutCompleted:          "gym_rollout_completed_total",
 		VerifyCalls:               "gym_verify_calls_total",
 		ConcurrencyLimit:          "gym_concurrency_limit_ratio",
-		ConcurrencyActive:         "gym_concurrency_active_ratio",
+		ConcurrencyActive:         "gym_concurrency_active",
 		HTTPRetries:               "gym_http_retry_total",
 		HTTPServerRequestDuration: "http_server_request_duration_seconds",
 		GenAITokenUsage:           "gen_ai_client_token_usage",

@@ -67,8 +67,9 @@ func (s Source) String() string {
 type Instrument struct {
 	Name string
 	Kind Kind
-	// Float is true for a float64 instrument (every histogram, the
-	// success-rate and process gauges), false for int64.
+	// Float is true for a float64 instrument (every histogram but the
+	// token-usage one, the success-rate and process gauges), false for
+	// int64.
 	Float bool
 	// Observed is true for an instrument read by a callback at export
 	// time rather than recorded at a call site.
@@ -89,8 +90,9 @@ type Instrument struct {
 // the instrument (without the _bucket, _sum and _count suffixes of a
 // histogram): dots become underscores, the unit is appended as a word
 // (ms: milliseconds, s: seconds, MiBy: mebibytes, %: percent; "1" only on
-// what Prometheus calls a gauge, a Gauge or an UpDownCounter, as ratio; a
-// {annotation} unit adds nothing), and a counter ends in _total.
+// a Gauge, as ratio: the exporter adds no _ratio to an UpDownCounter,
+// though Prometheus types both gauge; a {annotation} unit adds nothing),
+// and a counter ends in _total.
 func (i Instrument) PrometheusName() string {
 	name := strings.ReplaceAll(i.Name, ".", "_")
 	suffix := ""
@@ -106,7 +108,7 @@ func (i Instrument) PrometheusName() string {
 	case "%":
 		suffix = "percent"
 	case "1":
-		if i.Kind == Gauge || i.Kind == UpDownCounter {
+		if i.Kind == Gauge {
 			suffix = "ratio"
 		}
 	}
@@ -198,13 +200,13 @@ var catalogue = []Instrument{
 		Description: "Rollouts finished, by outcome."},
 	{Name: ConcurrencyQueueWait, Kind: Histogram, Float: true, Unit: "ms", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
 		Description: "Time a unit of work waited for a concurrency slot, in milliseconds."},
-	{Name: ConcurrencyLimit, Kind: Gauge, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
+	{Name: ConcurrencyLimit, Kind: Gauge, Observed: true, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
 		Description: "Slots of a concurrency limiter."},
-	{Name: ConcurrencyActive, Kind: UpDownCounter, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
+	{Name: ConcurrencyActive, Kind: UpDownCounter, Observed: true, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
 		Description: "Slots of a concurrency limiter in use."},
-	{Name: ConcurrencyAvailable, Kind: UpDownCounter, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
+	{Name: ConcurrencyAvailable, Kind: UpDownCounter, Observed: true, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
 		Description: "Slots of a concurrency limiter free."},
-	{Name: ConcurrencyQueueDepth, Kind: UpDownCounter, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
+	{Name: ConcurrencyQueueDepth, Kind: UpDownCounter, Observed: true, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
 		Description: "Units of work waiting for a concurrency slot."},
 	{Name: ConcurrencyAdmissionCanc, Kind: Counter, Unit: "1", Attrs: []string{AttrConcurrencySite}, Source: SourceGymNewer,
 		Description: "Units of work cancelled while waiting for a concurrency slot."},
@@ -231,8 +233,22 @@ var catalogue = []Instrument{
 		Description: "Verifications finished, by outcome."},
 
 	{Name: HTTPServerRequestDuration, Kind: Histogram, Float: true, Unit: "s", Boundaries: HTTPDurationBucketsS, Source: SourceSemconv,
-		Attrs:       []string{AttrHTTPRoute, AttrHTTPRequestMethod, AttrHTTPResponseStatus, AttrURLScheme, AttrErrorType},
+		Attrs:       []string{AttrHTTPRoute, AttrHTTPRequestMethod, AttrHTTPResponseStatus, AttrURLScheme, AttrNetworkProtocolVersion, AttrErrorType},
 		Description: "Duration of HTTP server requests."},
+	// The HTTP server conventions before they went stable, which Python's
+	// ASGI instrumentation emits by default; gymlens emits them when
+	// OTEL_SEMCONV_STABILITY_OPT_IN asks for them (server/semconv.go).
+	{Name: HTTPServerDurationOld, Kind: Histogram, Float: true, Unit: "ms", Source: SourceSemconv,
+		Attrs: []string{AttrOldHTTPMethod, AttrOldHTTPScheme, AttrOldHTTPStatusCode, AttrOldHTTPFlavor,
+			AttrOldHTTPHost, AttrOldHTTPServerName, AttrOldNetHostPort, AttrOldHTTPTarget},
+		Description: "Measures the duration of inbound HTTP requests."},
+	// Recorded under every setting of OTEL_SEMCONV_STABILITY_OPT_IN; the
+	// new keys (the first two) with http or http/dup, the old ones without
+	// http or with http/dup, as Python's ASGI instrumentation does.
+	{Name: HTTPServerActiveRequests, Kind: UpDownCounter, Observed: true, Unit: "{request}", Source: SourceSemconv,
+		Attrs: []string{AttrHTTPRequestMethod, AttrURLScheme, AttrOldHTTPMethod, AttrOldHTTPScheme,
+			AttrOldHTTPFlavor, AttrOldHTTPHost, AttrOldHTTPServerName},
+		Description: "Number of active HTTP server requests."},
 	{Name: GenAIOperationDuration, Kind: Histogram, Float: true, Unit: "s", Boundaries: GenAIDurationBucketsS, Source: SourceSemconv,
 		Attrs:       []string{AttrGenAIOperationName, AttrGenAIProviderName, AttrGenAIRequestModel, AttrGenAIResponseModel, AttrServerAddress, AttrServerPort, AttrErrorType},
 		Description: "Duration of a GenAI client operation."},

@@ -109,6 +109,9 @@ const (
 	AttrErrorType          = "error.type"
 	AttrServerAddress      = "server.address"
 	AttrServerPort         = "server.port"
+	// AttrNetworkProtocolVersion is the HTTP version of a request ("1.1",
+	// "2"), which the HTTP server duration carries in the new conventions.
+	AttrNetworkProtocolVersion = "network.protocol.version"
 
 	// The semantic conventions before HTTP went stable, which Python's
 	// FastAPI instrumentation still emits unless
@@ -167,4 +170,92 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// OpenTelemetry resource attribute keys gymlens reads back (gym report).
+const (
+	AttrServiceName       = "service.name"
+	AttrServiceInstanceID = "service.instance.id"
+	AttrProcessPID        = "process.pid"
+)
+
+// Version is the gymlens release, reported as service.version and
+// nemo.gym.version on every signal's resource.
+const Version = "0.1.0"
+
+// Resource attribute keys nemo-lens detects that the OpenTelemetry semantic
+// conventions do not define (or define under another name now); the
+// standard ones (host.name, process.pid, k8s.*) come from the semconv
+// package.
+const (
+	// AttrDeploymentEnvironment is nemo-lens's deployment.environment,
+	// from DEPLOYMENT_ENV, else ENVIRONMENT (semconv has since renamed it
+	// deployment.environment.name).
+	AttrDeploymentEnvironment = "deployment.environment"
+	// AttrHostGPUCount is the number of GPUs CUDA_VISIBLE_DEVICES lists.
+	AttrHostGPUCount = "host.gpu.count"
+
+	AttrSlurmJobID       = "slurm.job.id"
+	AttrSlurmJobName     = "slurm.job.name"
+	AttrSlurmNodeList    = "slurm.nodelist"
+	AttrSlurmNNodes      = "slurm.nnodes"
+	AttrSlurmNTasks      = "slurm.ntasks"
+	AttrSlurmPartition   = "slurm.partition"
+	AttrSlurmClusterName = "slurm.cluster.name"
+)
+
+// Other is the attribute value a recorder puts in place of a value past
+// its cardinality cap (64 distinct values per recorder), as the
+// OpenTelemetry SDK's own overflow series does.
+const Other = "_OTHER"
+
+// Values of AttrGenAIProviderName on model calls. Every model call of a
+// fleet speaks an OpenAI API (Responses or Chat Completions): the agent's
+// calls to a model server, and a model server's forwarded calls to an
+// OpenAI-compatible endpoint, are GenAIProviderOpenAI. The built-in model
+// server's deterministic policy answers itself: GenAIProviderGymlens.
+const (
+	GenAIProviderOpenAI  = "openai"
+	GenAIProviderGymlens = "gymlens"
+)
+
+// Values of AttrGenAIFinishReasons gymlens maps a Responses API answer to
+// (a chat completion's finish_reason is passed on as it is).
+const (
+	FinishReasonStop          = "stop"
+	FinishReasonLength        = "length"
+	FinishReasonContentFilter = "content_filter"
+	FinishReasonToolCalls     = "tool_calls"
+	FinishReasonError         = "error"
+)
+
+// ResponseFinishReason maps a Responses API answer (its status, the
+// incomplete_details reason, and whether it asks for function calls) to
+// the finish reason the GenAI conventions name, as a chat completion's
+// finish_reason would read: completed is "stop", or "tool_calls" when the
+// answer calls a function; incomplete for max_output_tokens is "length",
+// for content_filter "content_filter"; failed is "error"; any other
+// status is passed on as it is.
+func ResponseFinishReason(status, incompleteReason string, functionCalls bool) string {
+	switch status {
+	case "completed":
+		if functionCalls {
+			return FinishReasonToolCalls
+		}
+		return FinishReasonStop
+	case "incomplete":
+		switch incompleteReason {
+		case "max_output_tokens":
+			return FinishReasonLength
+		case "content_filter":
+			return FinishReasonContentFilter
+		}
+		if incompleteReason != "" {
+			return incompleteReason
+		}
+		return FinishReasonLength
+	case "failed":
+		return FinishReasonError
+	}
+	return status
 }

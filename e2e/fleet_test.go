@@ -116,6 +116,42 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 			}
 		}
 	}
+	// The id is upstream's ("<task index>-<rollout index>"), on every span
+	// of the rollout's trace in every process, and the agent's calls carry
+	// it in their path (/ng-rollout/<id>/...): telemetry is exporting.
+	upstreamID := regexp.MustCompile(`^[0-9]+-[0-9]+(-a[0-9]+)?$`)
+	inRollout, prefixed := map[string]int{}, 0
+	for name, p := range procs {
+		for _, s := range p.spans {
+			want, ok := traceRollout[s.TraceID]
+			if !ok {
+				continue // the job's trace
+			}
+			inRollout[name]++
+			if !upstreamID.MatchString(want) {
+				t.Fatalf("rollout id %q is not upstream's <task>-<rollout>", want)
+			}
+			if got, _ := s.Attributes["nemo.gym.rollout.id"].(string); got != want {
+				t.Errorf("%s span %q (%v): nemo.gym.rollout.id %q, want %q", name, s.Name, s.Kind, got, want)
+			}
+			if name == "simple_agent" && s.Kind == telfile.KindClient {
+				if full, _ := s.Attributes["url.full"].(string); !strings.Contains(full, "/ng-rollout/"+want+"/") {
+					t.Errorf("agent CLIENT span url.full %q lacks /ng-rollout/%s/", full, want)
+				} else {
+					prefixed++
+				}
+			}
+		}
+	}
+	for _, name := range []string{"orchestrator", "arithmetic", "policy_model", "simple_agent"} {
+		if inRollout[name] == 0 {
+			t.Errorf("no span of %s in a rollout's trace (%v)", name, inRollout)
+		}
+	}
+	// Per rollout: seed_session, the model call, verify.
+	if prefixed < 3*n {
+		t.Errorf("%d prefixed agent CLIENT spans, want at least %d", prefixed, 3*n)
+	}
 	// Each rollout's trace links back to the collection's gym.job span, and
 	// the run directory keeps the link.
 	var jobSpan *telfile.Span
@@ -201,9 +237,9 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 	if got := agent.histogramCount("gym.rollout.duration_ms"); got != n {
 		t.Errorf("gym.rollout.duration_ms count %d, want %d", got, n)
 	}
-	rcalls := agent.counterByOutcome("gym.rollout.calls", "nemo.gym.rollout.outcome")
+	rcalls := agent.counterByOutcome("gym.rollout.completed_total", "nemo.gym.rollout.outcome")
 	if rcalls["failure"] != 9 || rcalls["success"] != n-9 {
-		t.Errorf("gym.rollout.calls = %v", rcalls)
+		t.Errorf("gym.rollout.completed_total = %v", rcalls)
 	}
 	// http.server.request.duration carries the route pattern.
 	routes := map[string]bool{}

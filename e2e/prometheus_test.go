@@ -20,9 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/rollout"
 )
 
 // promFleet is the default three servers, with a verifier that panics on
@@ -44,6 +46,19 @@ simple_agent:
 
 // promRulesDir is deploy/prometheus, relative to this package.
 const promRulesDir = "../deploy/prometheus"
+
+// promName is the Prometheus name of the contract's instrument name.
+func promName(name string) string { return contract.MustLookup(name).PrometheusName() }
+
+// promDefaultLE are the le labels of a gym.* ms histogram: the
+// OpenTelemetry default boundaries, then +Inf.
+func promDefaultLE() []string {
+	var le []string
+	for _, b := range contract.DefaultBucketsMS {
+		le = append(le, strconv.FormatFloat(b, 'f', -1, 64))
+	}
+	return append(le, "+Inf")
+}
 
 // TestPrometheusScrapesFleet runs a fleet with the prometheus exporter and
 // a real Prometheus 2.x that finds it through the file_sd configuration the
@@ -73,7 +88,7 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	fl := startPromFleet(t, filepath.Join(dir, "runs"), cfgPath)
 	t.Logf("fleet up after %s: run %s", time.Since(testStart).Round(time.Millisecond), fl.runID)
 
-	promDir := filepath.Join(fl.runDir, "prometheus")
+	promDir := filepath.Join(fl.runDir, contract.RunPrometheusDir)
 	targetsPath := filepath.Join(promDir, "targets.json")
 	if _, err := os.Stat(targetsPath); err != nil {
 		t.Fatalf("the orchestrator wrote no %s (%v): with the prometheus exporter it must call "+
@@ -99,7 +114,7 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 		tasks[i].TaskIndex = &idx
 	}
 	batchA, batchB := tasks[:12], tasks[12:]
-	rollouts := filepath.Join(fl.runDir, "rollouts.jsonl")
+	rollouts := filepath.Join(fl.runDir, contract.RunRolloutsFile)
 	promCollect(t, fl.agentURL, filepath.Join(dir, "a.jsonl"), rollouts, batchA)
 	afterA := time.Now()
 
@@ -119,32 +134,39 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 
 	// gym_servers_active: the server count, from the orchestrator's target
 	// and nowhere else.
-	active := prom.query(t, "gym_servers_active")
+	serversActive := promName(contract.ServersActive)
+	active := prom.query(t, serversActive)
 	if len(active) != 1 {
-		t.Fatalf("gym_servers_active has %d series, want exactly 1 (the orchestrator's): %v", len(active), active)
+		t.Fatalf("%s has %d series, want exactly 1 (the orchestrator's): %v", serversActive, len(active), active)
 	}
-	want := map[string]string{"job": "gym", "gym_server_type": "orchestrator", "gym_server_name": "orchestrator", "gym_run_id": fl.runID}
+	want := map[string]string{"job": "gym", "gym_server_type": contract.ServerTypeOrchestrator, "gym_server_name": "orchestrator", "gym_run_id": fl.runID}
 	for k, v := range want {
 		if active[0].labels[k] != v {
-			t.Errorf("gym_servers_active label %s = %q, want %q (labels %v)", k, active[0].labels[k], v, active[0].labels)
+			t.Errorf("%s label %s = %q, want %q (labels %v)", serversActive, k, active[0].labels[k], v, active[0].labels)
 		}
 	}
 	if active[0].value != 3 {
-		t.Errorf("gym_servers_active = %v, want 3", active[0].value)
+		t.Errorf("%s = %v, want 3", serversActive, active[0].value)
 	}
-	t.Logf("gym_servers_active = %v from %s", active[0].value, active[0].labels["gym_server_name"])
+	t.Logf("%s = %v from %s", serversActive, active[0].value, active[0].labels["gym_server_name"])
 
-	// Upstream's series names and buckets: the success-rate gauge has no
-	// unit (so no _ratio suffix), and the gym histograms' le labels are the
-	// OpenTelemetry default buckets.
-	if got := prom.query(t, "gym_verify_success_rate"); len(got) != 1 || got[0].labels["gym_server_type"] != "resources_servers" {
-		t.Errorf("gym_verify_success_rate = %v, want one series, from the resources server", got)
+	// Upstream's series names and buckets: the success-rate gauge and the
+	// servers gauge have no unit (so no _ratio or other suffix), the gym
+	// histograms' le labels are the OpenTelemetry default buckets, and the
+	// rollout counter is gym.rollout.completed_total.
+	verifyRate := promName(contract.VerifySuccessRate)
+	if serversActive != "gym_servers_active" || verifyRate != "gym_verify_success_rate" {
+		t.Errorf("the contract names the gauges %s and %s in Prometheus, upstream gym_servers_active and gym_verify_success_rate", serversActive, verifyRate)
 	}
-	if got := prom.query(t, `{__name__=~"gym_verify_success_rate_ratio|gym_servers_active_.*"}`); len(got) != 0 {
+	if got := prom.query(t, verifyRate); len(got) != 1 || got[0].labels["gym_server_type"] != contract.ServerTypeResources {
+		t.Errorf("%s = %v, want one series, from the resources server", verifyRate, got)
+	}
+	if got := prom.query(t, `{__name__=~"`+verifyRate+`_.+|`+serversActive+`_.+"}`); len(got) != 0 {
 		t.Errorf("series with unit suffixes upstream lacks: %v", got)
 	}
-	wantLE := []string{"0", "5", "10", "25", "50", "75", "100", "250", "500", "750", "1000", "2500", "5000", "7500", "10000", "+Inf"}
-	for _, h := range []string{"gym_rollout_duration_ms_milliseconds_bucket", "gym_verify_duration_ms_milliseconds_bucket"} {
+	wantLE := promDefaultLE()
+	for _, name := range []string{contract.RolloutDuration, contract.VerifyDuration} {
+		h := promName(name) + "_bucket"
 		var le []string
 		for _, s := range prom.query(t, "count by (le) ("+h+")") {
 			le = append(le, s.labels["le"])
@@ -156,20 +178,41 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	}
 
 	// Fleet success rates from the counters equal rollouts.jsonl.
-	verifyRate := prom.scalar(t, `sum(gym_verify_calls_total{nemo_gym_verify_outcome="success"}) / sum(gym_verify_calls_total)`)
-	verifyTotal := prom.scalar(t, `sum(gym_verify_calls_total)`)
+	verifyCalls := promName(contract.VerifyCalls)
+	verifyOutcome := promLabel(contract.AttrVerifyOutcome)
+	verifyFrac := prom.scalar(t, `sum(`+verifyCalls+`{`+verifyOutcome+`="`+contract.OutcomeSuccess+`"}) / sum(`+verifyCalls+`)`)
+	verifyTotal := prom.scalar(t, `sum(`+verifyCalls+`)`)
 	wantVerify := float64(truth.verifyOK) / float64(truth.verifyOK+truth.verifyFailed)
-	if verifyTotal != float64(truth.verifyOK+truth.verifyFailed) || !promNear(verifyRate, wantVerify) {
+	if verifyTotal != float64(truth.verifyOK+truth.verifyFailed) || !promNear(verifyFrac, wantVerify) {
 		t.Errorf("verify from counters: rate %v over %v calls; rollouts.jsonl: %d completed, %d failed (rate %v)",
-			verifyRate, verifyTotal, truth.verifyOK, truth.verifyFailed, wantVerify)
+			verifyFrac, verifyTotal, truth.verifyOK, truth.verifyFailed, wantVerify)
 	}
-	t.Logf("verify success rate from counters = %v over %v calls (rollouts.jsonl: %v)", verifyRate, verifyTotal, wantVerify)
-	rolloutRate := prom.scalar(t, `sum(gym_rollout_calls_total{nemo_gym_rollout_outcome="success"}) / sum(gym_rollout_calls_total)`)
-	if want := float64(truth.ok) / float64(truth.lines); !promNear(rolloutRate, want) {
-		t.Errorf("rollout success rate from counters = %v, rollouts.jsonl says %v", rolloutRate, want)
+	t.Logf("verify success rate from counters = %v over %v calls (rollouts.jsonl: %v)", verifyFrac, verifyTotal, wantVerify)
+	if got := prom.query(t, `count by (gym_server_type) (`+verifyCalls+`)`); len(got) != 1 || got[0].labels["gym_server_type"] != contract.ServerTypeResources {
+		t.Errorf("%s comes from %v, want the resources server only", verifyCalls, got)
 	}
-	if got := prom.query(t, `count by (gym_server_type) (gym_verify_calls_total)`); len(got) != 1 || got[0].labels["gym_server_type"] != "resources_servers" {
-		t.Errorf("gym_verify_calls_total comes from %v, want the resources server only", got)
+
+	// gym_rollout_completed_total, from the agent only: one series per
+	// outcome, counting every rollout of rollouts.jsonl and its failures.
+	completed := promName(contract.RolloutCompleted)
+	rolloutOutcome := promLabel(contract.AttrRolloutOutcome)
+	if completed != "gym_rollout_completed_total" {
+		t.Errorf("the contract names the rollout counter %s in Prometheus, upstream gym_rollout_completed_total", completed)
+	}
+	byOutcome := map[string]float64{}
+	for _, s := range prom.query(t, `sum by (gym_server_type, `+rolloutOutcome+`) (`+completed+`)`) {
+		if s.labels["gym_server_type"] != contract.ServerTypeAgent {
+			t.Errorf("%s from %v, want the agent only", completed, s.labels)
+		}
+		byOutcome[s.labels[rolloutOutcome]] += s.value
+	}
+	if len(byOutcome) != 2 || byOutcome[contract.OutcomeSuccess] != float64(truth.ok) ||
+		byOutcome[contract.OutcomeFailure] != float64(truth.lines-truth.ok) {
+		t.Errorf("%s by outcome = %v; rollouts.jsonl: %d completed, %d failed", completed, byOutcome, truth.ok, truth.lines-truth.ok)
+	}
+	t.Logf("%s by outcome = %v", completed, byOutcome)
+	if got := prom.query(t, `{__name__="gym_rollout_calls_total"}`); len(got) != 0 {
+		t.Errorf("the removed gym.rollout.calls is still exported: %v", got)
 	}
 
 	// Request latency has a series per route, from the server that serves it.
@@ -237,10 +280,10 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	if err := syscall.Kill(fl.pids["policy_model"], syscall.SIGKILL); err != nil {
 		t.Fatalf("kill policy_model (pid %d): %v", fl.pids["policy_model"], err)
 	}
-	promWaitGauge(t, targets[0], 2, 10*time.Second)
+	promWaitGauge(t, targets[0], serversActive, 2, 10*time.Second)
 	prom.waitEvaluated(t, prom.waitScraped(t, time.Now(), 1, 20*time.Second), 20*time.Second)
-	if got := prom.scalar(t, "gym_servers_active"); got != 2 {
-		t.Errorf("gym_servers_active after a server died = %v, want 2", got)
+	if got := prom.scalar(t, serversActive); got != 2 {
+		t.Errorf("%s after a server died = %v, want 2", serversActive, got)
 	}
 	alerts := prom.alerts(t, "GymServersBelowStarted")
 	if len(alerts) != 1 || alerts[0].Labels["gym_run_id"] != fl.runID || (alerts[0].State != "pending" && alerts[0].State != "firing") {
@@ -378,31 +421,42 @@ func promLE(s string) float64 {
 	return f
 }
 
-// promLintExempt are the promtool lint findings accepted on a scrape: the
-// NeMo Gym duration histograms are named *_duration_ms with unit ms, and
-// the exporter appends _milliseconds. Renaming them would break drop-in
-// compatibility with NeMo Gym dashboards.
-var promLintExempt = []string{
-	"gym_rollout_duration_ms_milliseconds metric names should not contain abbreviated units",
-	`gym_rollout_duration_ms_milliseconds use base unit "seconds" instead of "milliseconds"`,
-	"gym_verify_duration_ms_milliseconds metric names should not contain abbreviated units",
-	`gym_verify_duration_ms_milliseconds use base unit "seconds" instead of "milliseconds"`,
+// promLintExempt are the promtool lint findings accepted on a scrape:
+// NeMo Gym names its duration histograms *_duration_ms (and others *_ms)
+// with unit ms, and the exporter appends _milliseconds. Renaming them
+// would break drop-in compatibility with NeMo Gym dashboards, so those
+// two findings are accepted for every NeMo Gym instrument whose name
+// carries its unit. The Go runtime instrumentation's go.goroutine.count
+// (a semantic-convention name, an up-down counter) draws the _count
+// finding; it is not gymlens's to rename either. Nothing else is
+// accepted.
+func promLintExempt() []string {
+	out := []string{`go_goroutine_count non-histogram and non-summary metrics should not have "_count" suffix`}
+	for _, in := range contract.Instruments() {
+		if in.Unit != "ms" || (in.Source != contract.SourceGym && in.Source != contract.SourceGymNewer) {
+			continue
+		}
+		name := in.PrometheusName()
+		out = append(out, name+" metric names should not contain abbreviated units",
+			name+` use base unit "seconds" instead of "milliseconds"`)
+	}
+	return out
 }
 
 // promCheckScrape feeds one raw /metrics page to `promtool check metrics`.
-// The orchestrator and model pages must pass outright; the others may
-// only have the exempt findings.
+// Every page must pass, apart from the exempt findings.
 func promCheckScrape(t *testing.T, promtool string, tg promTarget) {
 	t.Helper()
 	page := promFetch(t, "http://"+tg.Targets[0]+"/metrics")
 	out, code := runPromtool(t, promtool, page, "check", "metrics")
 	name := tg.Labels["gym_server_name"]
-	switch typ := tg.Labels["gym_server_type"]; {
+	switch {
 	case code == 0:
 		return
-	case code == 3 && (typ == "resources_servers" || typ == "responses_api_agents"):
+	case code == 3:
+		exempt := promLintExempt()
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			if !slices.Contains(promLintExempt, strings.TrimSpace(l)) {
+			if !slices.Contains(exempt, strings.TrimSpace(l)) {
 				t.Errorf("promtool check metrics on %s: %s", name, l)
 			}
 		}
@@ -444,7 +498,7 @@ type promTruth struct {
 func promReadTruth(t *testing.T, path string) promTruth {
 	t.Helper()
 	tr := promTruth{byTask: map[string]string{}}
-	for _, file := range []string{path, strings.TrimSuffix(path, ".jsonl") + "_failures.jsonl"} {
+	for _, file := range []string{path, rollout.FailuresPath(path)} {
 		b, err := os.ReadFile(file)
 		if os.IsNotExist(err) {
 			continue
@@ -496,14 +550,14 @@ func (tr promTruth) only(rows []protocol.RunRequest) promTruth {
 	return sub
 }
 
-// promWaitGauge polls a process's /metrics until gym_servers_active is want.
-func promWaitGauge(t *testing.T, tg promTarget, want float64, bound time.Duration) {
+// promWaitGauge polls a process's /metrics until the gauge is want.
+func promWaitGauge(t *testing.T, tg promTarget, gauge string, want float64, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
 		page := promFetch(t, "http://"+tg.Targets[0]+"/metrics")
 		for _, l := range strings.Split(page, "\n") {
-			if strings.HasPrefix(l, "gym_servers_active") {
+			if strings.HasPrefix(l, gauge+" ") || strings.HasPrefix(l, gauge+"{") {
 				f := strings.Fields(l)
 				if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v == want {
 					return
@@ -511,7 +565,7 @@ func promWaitGauge(t *testing.T, tg promTarget, want float64, bound time.Duratio
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gym_servers_active did not become %v within %s:\n%s", want, bound, page)
+			t.Fatalf("%s did not become %v within %s:\n%s", gauge, want, bound, page)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -798,3 +852,6 @@ func promFetch(t *testing.T, u string) string {
 }
 
 func promNear(a, b float64) bool { return math.Abs(a-b) <= 1e-9 }
+
+// promLabel is the Prometheus label name of an attribute key.
+func promLabel(key string) string { return strings.ReplaceAll(key, ".", "_") }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -39,7 +40,7 @@ func (e *Environment) ListenAndServe(ctx context.Context, addr string) error {
 }
 
 func (e *Environment) serve(ctx context.Context, addr, instance string, log *slog.Logger) error {
-	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: instance, ServerType: telemetry.ServerTypeResources}); err != nil {
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: instance, ServerType: contract.ServerTypeResources}); err != nil {
 		log.Warn("telemetry is off", "err", err)
 	}
 	defer func() {

@@ -13,11 +13,11 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/gymlens/gymlens/environment"
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -33,7 +33,7 @@ func telemetryOn(t *testing.T) (*lens.Handle, *sdkmetric.ManualReader, *tracetes
 	reader := sdkmetric.NewManualReader()
 	exp := tracetest.NewInMemoryExporter()
 	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: fleetName,
-		ServerType: telemetry.ServerTypeResources, MetricReader: reader, SpanExporter: exp})
+		ServerType: contract.ServerTypeResources, MetricReader: reader, SpanExporter: exp})
 	return h, reader, exp
 }
 
@@ -49,19 +49,19 @@ func verifyMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, rat
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch m.Name {
-			case gym.VerifyCallsName:
+			case contract.VerifyCalls:
 				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-					v, _ := p.Attributes.Value(attribute.Key(gym.VerifyOutcomeKey))
+					v, _ := p.Attributes.Value(attribute.Key(contract.AttrVerifyOutcome))
 					switch v.AsString() {
-					case gym.OutcomeSuccess:
+					case contract.OutcomeSuccess:
 						ok = p.Value
-					case gym.OutcomeFailure:
+					case contract.OutcomeFailure:
 						fail = p.Value
 					}
 				}
-			case gym.VerifySuccessRateName:
+			case contract.VerifySuccessRate:
 				rate = m.Data.(metricdata.Gauge[float64]).DataPoints[0].Value
-			case gym.VerifyDurationName:
+			case contract.VerifyDuration:
 				for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 					durations += p.Count
 				}
@@ -154,6 +154,10 @@ func TestVerifySpan(t *testing.T) {
 
 	byRollout := map[string]tracetest.SpanStub{}
 	verifySpans := 0
+	spanByID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		spanByID[s.SpanContext.SpanID()] = s
+	}
 	for _, s := range exp.GetSpans() {
 		for _, kv := range s.Attributes {
 			if strings.Contains(kv.Value.Emit(), "7731") {
@@ -167,17 +171,24 @@ func TestVerifySpan(t *testing.T) {
 				}
 			}
 		}
-		if s.Name != environment.SpanName {
+		if s.Name != contract.SpanVerify {
 			continue
 		}
 		verifySpans++
-		id, _ := spanAttr(s, telemetry.AttrRolloutID)
+		id, _ := spanAttr(s, contract.AttrRolloutID)
 		byRollout[id.AsString()] = s
-		if v, _ := spanAttr(s, telemetry.AttrServerName); v.AsString() != fleetName {
+		if v, _ := spanAttr(s, contract.AttrServerName); v.AsString() != fleetName {
 			t.Errorf("gym.verify %s: server name %q, want %q", id.AsString(), v.AsString(), fleetName)
 		}
 		if !s.Parent.IsValid() {
 			t.Errorf("gym.verify %s has no parent: the SERVER span should be it", id.AsString())
+		}
+		// The SERVER span names the same rollout (from the prefix, or the
+		// baggage when there is none).
+		if parent, ok := spanByID[s.Parent.SpanID()]; !ok || parent.SpanKind != trace.SpanKindServer {
+			t.Errorf("gym.verify %s: parent is not an exported SERVER span", id.AsString())
+		} else if pid, _ := spanAttr(parent, contract.AttrRolloutID); pid.AsString() != id.AsString() {
+			t.Errorf("SERVER span of gym.verify %s has rollout id %q", id.AsString(), pid.AsString())
 		}
 	}
 	if verifySpans != 6 {
@@ -189,7 +200,7 @@ func TestVerifySpan(t *testing.T) {
 			t.Errorf("no gym.verify span with rollout id %q; have %v", id, keys(byRollout))
 			continue
 		}
-		if v, _ := spanAttr(s, environment.AttrReward); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 1 {
+		if v, _ := spanAttr(s, contract.AttrVerifyReward); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 1 {
 			t.Errorf("rollout %q: reward attribute %s, want float 1", id, v.Emit())
 		}
 		if s.Status.Code == codes.Error {
@@ -205,7 +216,7 @@ func TestVerifySpan(t *testing.T) {
 		if s.Status.Code != codes.Error {
 			t.Errorf("%s: status %v, want error", id, s.Status)
 		}
-		if _, has := spanAttr(s, environment.AttrReward); has {
+		if _, has := spanAttr(s, contract.AttrVerifyReward); has {
 			t.Errorf("%s: a failed verification carries a reward", id)
 		}
 	}

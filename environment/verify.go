@@ -13,18 +13,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
-
-// SpanName is the name of the span around one verification.
-const SpanName = "gym.verify"
-
-// AttrReward is the gym.verify span attribute that carries the reward.
-const AttrReward = "nemo.gym.verify.reward"
 
 // Score is what a verify function concludes: the reward, and the members
 // the verify response carries besides the echoed request and the reward
@@ -155,14 +150,14 @@ func (e *Environment) observe(ctx context.Context, call func(context.Context) (S
 	start := time.Now()
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupVerify) {
-		ctx, span = lens.Start(ctx, telemetry.GroupVerify, SpanName)
-		span.SetAttributes(attribute.String(telemetry.AttrServerName, e.serverName()))
+		ctx, span = lens.Start(ctx, telemetry.GroupVerify, contract.SpanVerify)
+		span.SetAttributes(attribute.String(contract.AttrServerName, e.serverName()))
 		id := server.RolloutID(ctx)
 		if id == "" {
 			id = telemetry.RolloutIDFrom(ctx)
 		}
 		if id != "" {
-			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 		}
 	}
 	defer func() {
@@ -175,7 +170,7 @@ func (e *Environment) observe(ctx context.Context, call func(context.Context) (S
 		metrics.RecordVerify(time.Since(start), err == nil)
 		if span != nil {
 			if err == nil {
-				span.SetAttributes(attribute.Float64(AttrReward, score.Reward))
+				span.SetAttributes(attribute.Float64(contract.AttrVerifyReward, score.Reward))
 			}
 			lens.End(span, err)
 		}
@@ -194,7 +189,7 @@ func (e *Environment) observe(ctx context.Context, call func(context.Context) (S
 // name in the fleet, as telemetry was initialised with, else the
 // environment's.
 func (e *Environment) serverName() string {
-	if v, ok := telemetry.Get().Resource().Set().Value(attribute.Key(telemetry.AttrServerName)); ok && v.AsString() != "" {
+	if v, ok := telemetry.Get().Resource().Set().Value(contract.AttrServerName); ok && v.AsString() != "" {
 		return v.AsString()
 	}
 	return e.name

@@ -28,10 +28,14 @@ const (
 	ExporterNone       = "none"
 )
 
-// OTLP transport protocols accepted by OTEL_EXPORTER_OTLP_PROTOCOL.
+// OTLP transport protocols accepted by OTEL_EXPORTER_OTLP_PROTOCOL and its
+// per-signal variants.
 const (
 	ProtocolGRPC         = "grpc"
 	ProtocolHTTPProtobuf = "http/protobuf"
+	// ProtocolHTTPJSON is OTLP/HTTP with the JSON encoding of the
+	// protobuf messages (hex trace and span ids).
+	ProtocolHTTPJSON = "http/json"
 )
 
 // Histogram aggregations accepted by
@@ -58,9 +62,6 @@ type Setting struct {
 	Default string
 	// Doc is a one-line description.
 	Doc string
-	// EmptyIsValue marks a setting for which an empty value is a real
-	// choice (an empty span-group list enables no group) rather than unset.
-	EmptyIsValue bool
 }
 
 // Setting keys. The prefixed ones are read as PrimaryPrefix+Key, falling back
@@ -82,12 +83,18 @@ const (
 	KeyServiceName          = "OTEL_SERVICE_NAME"
 	KeyOTLPEndpoint         = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	KeyOTLPProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	KeyOTLPTracesProtocol   = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	KeyOTLPMetricsProtocol  = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
+	KeyOTLPLogsProtocol     = "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"
 	KeyMetricExportInterval = "OTEL_METRIC_EXPORT_INTERVAL"
 	KeyBSPScheduleDelay     = "OTEL_BSP_SCHEDULE_DELAY"
 	KeyBSPExportTimeout     = "OTEL_BSP_EXPORT_TIMEOUT"
 	KeyBSPMaxQueueSize      = "OTEL_BSP_MAX_QUEUE_SIZE"
 	KeyBSPMaxExportBatch    = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
 	KeyHistogramAggregation = "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"
+	// KeySemconvStabilityOptIn picks the HTTP server metric conventions
+	// (server/semconv.go): "http" new only, "http/dup" old and new.
+	KeySemconvStabilityOptIn = "OTEL_SEMCONV_STABILITY_OPT_IN"
 )
 
 // Span batching defaults. The interval and timeout are the OpenTelemetry
@@ -109,13 +116,13 @@ const (
 // Settings lists every variable lens reads, in display order.
 var settings = []Setting{
 	{Key: KeyEnabled, Default: "false", Doc: "master switch; nothing is set up while false"},
-	{Key: KeySpanGroups, Default: "default", EmptyIsValue: true, Doc: "comma-separated presets and span-group names to trace; empty enables none"},
+	{Key: KeySpanGroups, Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none"},
 	{Key: KeyExporter, Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none"},
 	{Key: KeyTracesEnabled, Default: "true", Doc: "export traces"},
 	{Key: KeyMetricsEnabled, Default: "true", Doc: "export metrics"},
 	{Key: KeyLogsEnabled, Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs"},
 	{Key: KeyExportStrategy, Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one"},
-	{Key: KeyExportRank, Default: "-1", Doc: "the exporting rank for single_rank; -1 means the last rank"},
+	{Key: KeyExportRank, Default: "-1", Doc: "the exporting rank for single_rank; a negative rank means the last rank"},
 	{Key: KeyExportSampleRate, Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]"},
 	{Key: KeyRunID, Default: "", Doc: "run id shared by every process of one fleet"},
 	{Key: KeyServiceNamePerServer, Default: "true", Doc: "name each server's service <service name>/<server name>"},
@@ -123,9 +130,13 @@ var settings = []Setting{
 	{Key: KeyPrometheusAddr, Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint"},
 	{Key: KeyServiceName, Standard: true, Default: "nemo-gym", Doc: "service name (group) of every process"},
 	{Key: KeyOTLPEndpoint, Standard: true, Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
-	{Key: KeyOTLPProtocol, Standard: true, Default: ProtocolGRPC, Doc: "OTLP transport: grpc or http/protobuf"},
+	{Key: KeyOTLPProtocol, Standard: true, Default: ProtocolGRPC, Doc: "OTLP transport: grpc, http/protobuf or http/json"},
+	{Key: KeyOTLPTracesProtocol, Standard: true, Default: "", Doc: "OTLP transport of traces; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
+	{Key: KeyOTLPMetricsProtocol, Standard: true, Default: "", Doc: "OTLP transport of metrics; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
+	{Key: KeyOTLPLogsProtocol, Standard: true, Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
 	{Key: KeyMetricExportInterval, Standard: true, Default: "10000", Doc: "milliseconds between metric exports"},
 	{Key: KeyHistogramAggregation, Standard: true, Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram"},
+	{Key: KeySemconvStabilityOptIn, Standard: true, Default: "http", Doc: "HTTP server metric conventions, a comma list as Python's instrumentation reads it: http (new only), http/dup (old and new); a list with neither means the old ones (Python's default when unset)"},
 	{Key: KeyBSPScheduleDelay, Standard: true, Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported"},
 	{Key: KeyBSPExportTimeout, Standard: true, Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned"},
 	{Key: KeyBSPMaxQueueSize, Standard: true, Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted"},
@@ -164,7 +175,13 @@ type Config struct {
 	PrometheusAddr       string
 	ServiceName          string
 	OTLPEndpoint         string
+	// OTLPProtocol is OTEL_EXPORTER_OTLP_PROTOCOL; TracesProtocol,
+	// MetricsProtocol and LogsProtocol are what each signal uses: its own
+	// OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL, else OTLPProtocol.
 	OTLPProtocol         string
+	TracesProtocol       string
+	MetricsProtocol      string
+	LogsProtocol         string
 	MetricExportInterval time.Duration
 	// HistogramAggregation is HistogramExplicit (the OpenTelemetry default
 	// buckets) or HistogramBase2Exponential, for the gym.* histograms.
@@ -230,28 +247,19 @@ func (e *ConfigError) Error() string {
 
 // LookupVar finds the value of setting key in the environment: the primary
 // prefix first, then the fallback. It returns the variable name that held
-// it. Empty values count as unset, except for settings where empty is a
-// value of its own (SPAN_GROUPS).
+// it. Empty values (and values of spaces only) count as unset, as they do
+// for nemo-lens.
 func (o LoadOptions) LookupVar(key string) (name, value string, ok bool) {
 	lookup := o.Lookup
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	for _, n := range o.varNames(key) {
-		if v, found := lookup(n); found && (strings.TrimSpace(v) != "" || emptyIsValue(key)) {
+		if v, found := lookup(n); found && strings.TrimSpace(v) != "" {
 			return n, v, true
 		}
 	}
 	return "", "", false
-}
-
-func emptyIsValue(key string) bool {
-	for _, s := range settings {
-		if s.Key == key {
-			return s.EmptyIsValue
-		}
-	}
-	return false
 }
 
 func (o LoadOptions) varNames(key string) []string {
@@ -282,7 +290,7 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 		if d, ok := opts.Defaults[s.Key]; ok {
 			src.Value = d
 		}
-		if v, ok := opts.Overlay[s.Key]; ok && (strings.TrimSpace(v) != "" || s.EmptyIsValue) {
+		if v, ok := opts.Overlay[s.Key]; ok && strings.TrimSpace(v) != "" {
 			origin := "overlay " + s.Key
 			if opts.OverlayOrigin != nil {
 				origin = opts.OverlayOrigin(s.Key)
@@ -337,9 +345,8 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	}
 	if n, err := strconv.Atoi(text(KeyExportRank)); err != nil {
 		bad(KeyExportRank, "not an integer")
-	} else if n < -1 {
-		bad(KeyExportRank, "must be -1 (last rank) or a rank >= 0")
 	} else {
+		// Any negative rank means the last one, as in nemo-lens.
 		cfg.ExportRank = n
 	}
 	if f, err := ParseFloat(text(KeyExportSampleRate)); err != nil {
@@ -358,10 +365,22 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 		cfg.ServiceName = "nemo-gym"
 	}
 	cfg.OTLPEndpoint = text(KeyOTLPEndpoint)
-	cfg.OTLPProtocol = strings.ToLower(text(KeyOTLPProtocol))
-	if cfg.OTLPProtocol != ProtocolGRPC && cfg.OTLPProtocol != ProtocolHTTPProtobuf {
-		bad(KeyOTLPProtocol, "must be grpc or http/protobuf")
+	protocol := func(key, inherit string) string {
+		p := strings.ToLower(text(key))
+		if p == "" {
+			return inherit
+		}
+		switch p {
+		case ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON:
+		default:
+			bad(key, "must be grpc, http/protobuf or http/json")
+		}
+		return p
 	}
+	cfg.OTLPProtocol = protocol(KeyOTLPProtocol, ProtocolGRPC)
+	cfg.TracesProtocol = protocol(KeyOTLPTracesProtocol, cfg.OTLPProtocol)
+	cfg.MetricsProtocol = protocol(KeyOTLPMetricsProtocol, cfg.OTLPProtocol)
+	cfg.LogsProtocol = protocol(KeyOTLPLogsProtocol, cfg.OTLPProtocol)
 	cfg.HistogramAggregation = strings.ToLower(text(KeyHistogramAggregation))
 	if cfg.HistogramAggregation != HistogramExplicit && cfg.HistogramAggregation != HistogramBase2Exponential {
 		bad(KeyHistogramAggregation, "must be "+HistogramExplicit+" or "+HistogramBase2Exponential)

@@ -71,14 +71,14 @@ func refParseBool(s string) (value, ok bool) {
 
 // refSource says where a setting's value must come from: the primary
 // variable, else the fallback, else the default. A blank value counts as
-// unset except for settings where empty is a value of its own.
+// unset.
 func refSource(env map[string]string, s lens.Setting) lens.Source {
 	names := []string{lens.PrimaryPrefix + s.Key, lens.FallbackPrefix + s.Key}
 	if s.Standard {
 		names = []string{s.Key}
 	}
 	for _, n := range names {
-		if v, ok := env[n]; ok && (strings.TrimSpace(v) != "" || s.EmptyIsValue) {
+		if v, ok := env[n]; ok && strings.TrimSpace(v) != "" {
 			return lens.Source{Key: s.Key, Value: v, Origin: "env " + n}
 		}
 	}
@@ -241,9 +241,13 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 
 		// A configuration without error is a usable one.
-		if cfg.ExportRank < -1 || !(cfg.ExportSampleRate >= 0 && cfg.ExportSampleRate <= 1) ||
+		knownProtocol := func(p string) bool {
+			return p == lens.ProtocolGRPC || p == lens.ProtocolHTTPProtobuf || p == lens.ProtocolHTTPJSON
+		}
+		if !(cfg.ExportSampleRate >= 0 && cfg.ExportSampleRate <= 1) ||
 			cfg.MetricExportInterval <= 0 || cfg.ServiceName == "" ||
-			(cfg.OTLPProtocol != lens.ProtocolGRPC && cfg.OTLPProtocol != lens.ProtocolHTTPProtobuf) {
+			!knownProtocol(cfg.OTLPProtocol) || !knownProtocol(cfg.TracesProtocol) ||
+			!knownProtocol(cfg.MetricsProtocol) || !knownProtocol(cfg.LogsProtocol) {
 			t.Errorf("accepted configuration out of range: %+v", cfg)
 		}
 		if len(cfg.Exporters) == 0 || (len(cfg.Exporters) > 1 && slices.Contains(cfg.Exporters, lens.ExporterNone)) {

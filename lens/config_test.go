@@ -255,7 +255,6 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 		{"bad bool per server", "NEMO_GYM_OTEL_SERVICE_NAME_PER_SERVER", "y", nil, ""},
 		{"rank not int", "NEMO_GYM_OTEL_EXPORT_RANK", "abc", nil, "not an integer"},
 		{"rank float", "NEMO_GYM_OTEL_EXPORT_RANK", "1.5", nil, "not an integer"},
-		{"rank below -1", "NEMO_GYM_OTEL_EXPORT_RANK", "-2", nil, "-1"},
 		{"rate above 1", "NEMO_GYM_OTEL_EXPORT_SAMPLE_RATE", "1.5", nil, "[0, 1]"},
 		{"rate negative", "NEMO_GYM_OTEL_EXPORT_SAMPLE_RATE", "-0.1", nil, "[0, 1]"},
 		{"rate NaN", "NEMO_GYM_OTEL_EXPORT_SAMPLE_RATE", "NaN", nil, "finite"},
@@ -265,7 +264,10 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 		{"interval negative", "OTEL_METRIC_EXPORT_INTERVAL", "-5", nil, "positive"},
 		{"interval with unit", "OTEL_METRIC_EXPORT_INTERVAL", "1s", nil, "milliseconds"},
 		{"interval overflowing a duration", "OTEL_METRIC_EXPORT_INTERVAL", "18446744073710", nil, "at most"},
-		{"protocol http/json", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", nil, "grpc or http/protobuf"},
+		{"protocol unknown", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/thrift", nil, "grpc, http/protobuf or http/json"},
+		{"traces protocol unknown", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "zipkin", nil, "http/json"},
+		{"metrics protocol unknown", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "json", nil, "http/json"},
+		{"logs protocol unknown", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "http", nil, "http/json"},
 		{"schedule delay zero", "OTEL_BSP_SCHEDULE_DELAY", "0", nil, "positive"},
 		{"schedule delay with unit", "OTEL_BSP_SCHEDULE_DELAY", "5s", nil, "milliseconds"},
 		{"export timeout negative", "OTEL_BSP_EXPORT_TIMEOUT", "-1", nil, "positive"},
@@ -339,7 +341,7 @@ func TestLoadConfigReportsEveryBadValue(t *testing.T) {
 		"NEMO_GYM_OTEL_EXPORT_RANK":        "abc",
 		"NEMO_GYM_OTEL_EXPORT_SAMPLE_RATE": "1.5",
 		"OTEL_METRIC_EXPORT_INTERVAL":      "1s",
-		"OTEL_EXPORTER_OTLP_PROTOCOL":      "http/json",
+		"OTEL_EXPORTER_OTLP_PROTOCOL":      "http/xml",
 		"NEMO_LENS_EXPORTER":               "zipkin",
 	}
 	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(vars)})
@@ -458,19 +460,82 @@ func TestDefaultPrometheusAddrIsLoopback(t *testing.T) {
 	}
 }
 
-func TestLoadConfigEmptySpanGroupsIsAValue(t *testing.T) {
-	cfg := mustLoad(t, map[string]string{
-		"NEMO_GYM_OTEL_SPAN_GROUPS": "",
-		"NEMO_LENS_SPAN_GROUPS":     "job",
-	})
-	if cfg.SpanGroups != "" {
-		t.Errorf("SpanGroups = %q, want the primary's empty list", cfg.SpanGroups)
+// An empty SPAN_GROUPS (or one of spaces) is unset, as nemo-lens's from_env
+// reads it: the fallback prefix and then the default apply. A list naming
+// no group ("," or " , ") is how to enable none.
+func TestLoadConfigEmptySpanGroupsMeansDefault(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		env            map[string]string
+		overlay        map[string]string
+		want, wantFrom string
+	}{
+		{"empty", map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": ""}, nil, "default", "default"},
+		{"spaces", map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "  \t"}, nil, "default", "default"},
+		{"empty primary, fallback set", map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "", "NEMO_LENS_SPAN_GROUPS": "job"}, nil, "job", "env NEMO_LENS_SPAN_GROUPS"},
+		{"empty overlay", nil, map[string]string{lens.KeySpanGroups: ""}, "default", "default"},
+		{"empty env over overlay", map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": " "}, map[string]string{lens.KeySpanGroups: "step"}, "step", "overlay SPAN_GROUPS"},
+		{"comma", map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": ","}, nil, ",", "env NEMO_GYM_OTEL_SPAN_GROUPS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(c.env), Overlay: c.overlay, Groups: lens.NewGroupSet()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, _ := cfg.Source(lens.KeySpanGroups)
+			if cfg.SpanGroups != c.want || src.Origin != c.wantFrom {
+				t.Errorf("SpanGroups = %q from %q, want %q from %q", cfg.SpanGroups, src.Origin, c.want, c.wantFrom)
+			}
+		})
 	}
-	if src, _ := cfg.Source(lens.KeySpanGroups); src.Origin != "env NEMO_GYM_OTEL_SPAN_GROUPS" {
-		t.Errorf("SPAN_GROUPS origin = %q", src.Origin)
+	// "default" resolves to the default preset's groups; "," to none.
+	gs := lens.NewGroupSet()
+	if m, _ := gs.Resolve("default"); gs.Names(m) == nil {
+		t.Error("the default preset resolves to no group")
 	}
-	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(nil), Overlay: map[string]string{lens.KeySpanGroups: ""}})
-	if err != nil || cfg.SpanGroups != "" {
-		t.Errorf("empty overlay SPAN_GROUPS -> %q, %v", cfg.SpanGroups, err)
+	if m, err := gs.Resolve(","); err != nil || m != 0 {
+		t.Errorf(`Resolve(",") = %b, %v; want no group`, m, err)
+	}
+}
+
+// Any negative EXPORT_RANK is accepted and means the last rank, as in
+// nemo-lens's single_rank strategy.
+func TestExportRankBelowMinusOneIsLastRank(t *testing.T) {
+	for _, v := range []string{"-1", "-2", "-100"} {
+		cfg := mustLoad(t, map[string]string{"NEMO_GYM_OTEL_EXPORT_STRATEGY": "single_rank", "NEMO_GYM_OTEL_EXPORT_RANK": v})
+		for rank, want := range []bool{false, false, false, true} {
+			got, err := lens.ShouldExport(cfg, rank, 4, 0)
+			if err != nil || got != want {
+				t.Errorf("EXPORT_RANK=%s rank %d of 4: export %v, %v; want %v", v, rank, got, err, want)
+			}
+		}
+	}
+}
+
+// Each signal's protocol is its own variable, else the general one, else
+// grpc; values are matched without regard to case or surrounding spaces.
+func TestOTLPProtocolPerSignal(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		env                     map[string]string
+		general, tr, metr, logs string
+	}{
+		{"defaults", nil, "grpc", "grpc", "grpc", "grpc"},
+		{"general json", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": " HTTP/JSON "}, "http/json", "http/json", "http/json", "http/json"},
+		{"per signal", map[string]string{
+			"OTEL_EXPORTER_OTLP_PROTOCOL":         "http/protobuf",
+			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL":  "grpc",
+			"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/json",
+			"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":    "",
+		}, "http/protobuf", "grpc", "http/json", "http/protobuf"},
+		{"signal only", map[string]string{"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "http/json"}, "grpc", "grpc", "grpc", "http/json"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := mustLoad(t, c.env)
+			got := [4]string{cfg.OTLPProtocol, cfg.TracesProtocol, cfg.MetricsProtocol, cfg.LogsProtocol}
+			if want := [4]string{c.general, c.tr, c.metr, c.logs}; got != want {
+				t.Errorf("general, traces, metrics, logs = %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -69,7 +69,30 @@ func (s *exporterSet) fileSink() (*fileexport.Sink, error) {
 	return s.file, nil
 }
 
-func (s *exporterSet) grpc() bool { return s.cfg.OTLPProtocol != ProtocolHTTPProtobuf }
+// protocol resolves a signal's OTLP protocol: its own setting, else the
+// general one, else grpc (a Config built by hand may leave them empty).
+func (s *exporterSet) protocol(signal string) string {
+	for _, p := range []string{signal, s.cfg.OTLPProtocol} {
+		if p != "" {
+			return p
+		}
+	}
+	return ProtocolGRPC
+}
+
+// jsonClient builds the http/json client of one signal and closes its idle
+// connections at shutdown.
+func (s *exporterSet) jsonClient(signal string, msgs otlpMessages) (*http.Client, error) {
+	c, tr, err := newJSONHTTPClient(signal, msgs, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	*s.closers = append(*s.closers, func(context.Context) error {
+		tr.CloseIdleConnections()
+		return nil
+	})
+	return c, nil
+}
 
 func (s *exporterSet) spanExporters(ctx context.Context) (out []spanExporter, err error) {
 	if s.opts.SpanExporter != nil {
@@ -89,10 +112,14 @@ func (s *exporterSet) spanExporters(ctx context.Context) (out []spanExporter, er
 		switch name {
 		case ExporterOTLP:
 			var c otlptrace.Client
-			if s.grpc() {
+			switch s.protocol(s.cfg.TracesProtocol) {
+			case ProtocolHTTPProtobuf:
+				c = otlptracehttp.NewClient(otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf))
+			case ProtocolHTTPJSON:
+				// The trace client writes OTLP/JSON itself.
+				c = otlptracehttp.NewClient(otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
+			default:
 				c = otlptracegrpc.NewClient()
-			} else {
-				c = otlptracehttp.NewClient()
 			}
 			if err := c.Start(ctx); err != nil {
 				return nil, fmt.Errorf("lens: otlp trace exporter: %w", err)
@@ -129,10 +156,16 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 			// themselves and apply it to every histogram they export, as
 			// the Python SDK's do; histogramView applies it to the gym.*
 			// histograms for the other exporters too.
-			if s.grpc() {
-				e, err = otlpmetricgrpc.New(ctx)
-			} else {
+			switch s.protocol(s.cfg.MetricsProtocol) {
+			case ProtocolHTTPProtobuf:
 				e, err = otlpmetrichttp.New(ctx)
+			case ProtocolHTTPJSON:
+				var hc *http.Client
+				if hc, err = s.jsonClient("METRICS", metricsMessages); err == nil {
+					e, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithHTTPClient(hc))
+				}
+			default:
+				e, err = otlpmetricgrpc.New(ctx)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("lens: otlp metric exporter: %w", err)
@@ -167,10 +200,16 @@ func (s *exporterSet) logExporters(ctx context.Context) ([]sdklog.Exporter, erro
 		case ExporterOTLP:
 			var e sdklog.Exporter
 			var err error
-			if s.grpc() {
-				e, err = otlploggrpc.New(ctx)
-			} else {
+			switch s.protocol(s.cfg.LogsProtocol) {
+			case ProtocolHTTPProtobuf:
 				e, err = otlploghttp.New(ctx)
+			case ProtocolHTTPJSON:
+				var hc *http.Client
+				if hc, err = s.jsonClient("LOGS", logsMessages); err == nil {
+					e, err = otlploghttp.New(ctx, otlploghttp.WithHTTPClient(hc))
+				}
+			default:
+				e, err = otlploggrpc.New(ctx)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("lens: otlp log exporter: %w", err)

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/telfile"
 	"github.com/gymlens/gymlens/lens"
 )
@@ -116,14 +117,14 @@ func checkSampleTelemetry(t *testing.T, recs []telfile.Record, service string) {
 	if child.Attributes["prompt"] != lens.Redacted || child.Attributes["step"] != float64(7) {
 		t.Errorf("child attributes %v", child.Attributes)
 	}
-	if child.Scope != lens.ScopeName {
+	if child.Scope != contract.TracerScope {
 		t.Errorf("span scope %q", child.Scope)
 	}
 	m := metricByName(recs, "lens_test.items")
 	if m == nil {
 		t.Fatal("metric lens_test.items not written")
 	}
-	if m.Kind != telfile.MetricSum || !m.Monotonic || m.Unit != "{item}" || m.Scope != lens.ScopeName {
+	if m.Kind != telfile.MetricSum || !m.Monotonic || m.Unit != "{item}" || m.Scope != contract.MeterScope {
 		t.Errorf("metric %+v", m)
 	}
 	if len(m.Points) != 1 || m.Points[0].Attributes["kind"] != "a" {

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -345,8 +346,8 @@ func checkExported(t *testing.T, r *otlpReceiver, traceID [16]byte, value int64)
 		if got := serviceName(res); got != "otlp-test" {
 			t.Errorf("span resource service.name = %q, want otlp-test", got)
 		}
-		if scope.GetName() != lens.ScopeName {
-			t.Errorf("span scope %q, want %q", scope.GetName(), lens.ScopeName)
+		if scope.GetName() != contract.TracerScope {
+			t.Errorf("span scope %q, want %q", scope.GetName(), contract.TracerScope)
 		}
 	}
 
@@ -365,8 +366,8 @@ func checkExported(t *testing.T, r *otlpReceiver, traceID [16]byte, value int64)
 	if got := serviceName(res); got != "otlp-test" {
 		t.Errorf("metric resource service.name = %q, want otlp-test", got)
 	}
-	if scope.GetName() != lens.ScopeName {
-		t.Errorf("metric scope %q, want %q", scope.GetName(), lens.ScopeName)
+	if scope.GetName() != contract.MeterScope {
+		t.Errorf("metric scope %q, want %q", scope.GetName(), contract.MeterScope)
 	}
 }
 

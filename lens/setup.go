@@ -2,8 +2,6 @@ package lens
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,17 +26,12 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/gymlens/gymlens/lens/instruments/gym"
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
-
-// ScopeName is the instrumentation scope of the tracer, meter and logger a
-// Handle hands out.
-const ScopeName = "github.com/gymlens/gymlens"
 
 // ErrAlreadySetUp is returned by Setup when an enabled set-up already
 // happened in this process (see ResetForTesting).
@@ -51,10 +44,12 @@ type Options struct {
 	// ServiceName overrides cfg.ServiceName as the service.name resource
 	// attribute (the caller applies per-server naming).
 	ServiceName string
-	// Attributes are added to the resource of every signal.
+	// Attributes are added to the resource of every signal (see
+	// ResourceAttributes for what wins over what).
 	Attributes []attribute.KeyValue
-	// Rank, WorldSize and LocalRank feed the export strategy. WorldSize 0
-	// means a single process.
+	// Rank, WorldSize and LocalRank feed the export strategy; Rank and
+	// WorldSize are also the dl.rank and dl.world_size resource
+	// attributes. WorldSize 0 means a single process.
 	Rank, WorldSize, LocalRank int
 	// MetricReader, when set, replaces the configured metric exporters.
 	MetricReader sdkmetric.Reader
@@ -98,11 +93,13 @@ type Handle struct {
 }
 
 var (
-	noopTracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
-	noopMeter  = metricnoop.NewMeterProvider().Meter(ScopeName)
+	noopTracer = tracenoop.NewTracerProvider().Tracer(contract.TracerScope)
+	noopMeter  = metricnoop.NewMeterProvider().Meter(contract.MeterScope)
 )
 
 // Tracer returns the process tracer (a no-op one when not exporting traces).
+// Its instrumentation scope is contract.TracerScope, the one NeMo Gym starts
+// its spans from.
 func (h *Handle) Tracer() trace.Tracer {
 	if h == nil || h.tracer == nil {
 		return noopTracer
@@ -111,6 +108,7 @@ func (h *Handle) Tracer() trace.Tracer {
 }
 
 // Meter returns the process meter (a no-op one when not exporting metrics).
+// Its instrumentation scope is contract.MeterScope, nemo-lens's meter.
 func (h *Handle) Meter() metric.Meter {
 	if h == nil || h.meter == nil {
 		return noopMeter
@@ -365,15 +363,7 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 	}
 	otel.SetErrorHandler(newRateLimitedErrorHandler(warn, 30*time.Second))
 
-	serviceName := opts.ServiceName
-	if serviceName == "" {
-		serviceName = cfg.ServiceName
-	}
-	attrs := append([]attribute.KeyValue{
-		semconv.ServiceName(serviceName),
-		semconv.ServiceInstanceID(newInstanceID()),
-		semconv.ProcessPID(os.Getpid()),
-	}, opts.Attributes...)
+	attrs := resourceAttributes(cfg, opts, processDetectEnv())
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attrs...))
 	if err != nil {
 		// A schema URL clash still yields a usable merged resource.
@@ -416,7 +406,7 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, warn *slog
 		procs = append(procs, b)
 	}
 	h.tp = tracer.NewProvider(h.res, procs...)
-	h.tracer = h.tp.Tracer(ScopeName)
+	h.tracer = h.tp.Tracer(contract.TracerScope)
 	otel.SetTracerProvider(h.tp)
 	return nil
 }
@@ -434,7 +424,7 @@ func (h *Handle) buildMetrics(ctx context.Context, sinks *exporterSet) error {
 		mpOpts = append(mpOpts, sdkmetric.WithReader(r))
 	}
 	h.mp = sdkmetric.NewMeterProvider(mpOpts...)
-	h.meter = h.mp.Meter(ScopeName)
+	h.meter = h.mp.Meter(contract.MeterScope)
 	otel.SetMeterProvider(h.mp)
 	h.promAddr = sinks.promAddr
 	return nil
@@ -462,7 +452,9 @@ func (h *Handle) buildLogs(ctx context.Context, sinks *exporterSet) error {
 		// to where package log wrote instead.
 		prev = slog.NewTextHandler(h.prevLogOut, nil)
 	}
-	bridge := otelslog.NewHandler(ScopeName, otelslog.WithLoggerProvider(h.lp))
+	// Log records carry the tracer's scope: they come from the same Gym
+	// code as its spans.
+	bridge := otelslog.NewHandler(contract.TracerScope, otelslog.WithLoggerProvider(h.lp))
 	slog.SetDefault(slog.New(slog.NewMultiHandler(prev, bridge)))
 	return nil
 }
@@ -479,12 +471,6 @@ func (h *Handle) LoggerProvider() otellog.LoggerProvider {
 		return lognoop.NewLoggerProvider()
 	}
 	return h.lp
-}
-
-func newInstanceID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // rateLimitedErrorHandler turns the SDK's export errors into at most one
@@ -529,7 +515,7 @@ func histogramView(aggregation string) (sdkmetric.View, bool) {
 		return nil, false
 	}
 	return sdkmetric.NewView(
-		sdkmetric.Instrument{Name: gym.HistogramPattern, Kind: sdkmetric.InstrumentKindHistogram},
+		sdkmetric.Instrument{Name: contract.GymPattern, Kind: sdkmetric.InstrumentKindHistogram},
 		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}},
 	), true
 }

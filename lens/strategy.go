@@ -1,8 +1,11 @@
 package lens
 
 import (
+	"crypto/md5"
+	"encoding/binary"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -23,10 +26,10 @@ type ExportContext struct {
 	WorldSize int
 	// LocalRank is the rank within this node (LOCAL_RANK).
 	LocalRank int
-	// ExportRank is the configured EXPORT_RANK, already mapped from -1 to
-	// the last rank.
+	// ExportRank is the configured EXPORT_RANK, a negative one already
+	// mapped to the last rank.
 	ExportRank int
-	// SampleRate is the configured EXPORT_SAMPLE_RATE.
+	// SampleRate is the configured EXPORT_SAMPLE_RATE, in [0, 1].
 	SampleRate float64
 }
 
@@ -41,27 +44,25 @@ var builtinStrategies = map[string]ExportStrategy{
 	StrategyFirstRankPerNode: func(c ExportContext) bool { return c.LocalRank == 0 },
 }
 
-// sampled keeps a fixed, reproducible subset of ranks: a rank's hash places
-// it in [0,1), and it exports when that point falls below the rate. The same
-// rank makes the same choice in every run.
+// sampled keeps a fixed, reproducible subset of ranks, the same subset
+// nemo-lens keeps: a rank's point is the MD5 digest of its decimal text,
+// read as a 128-bit big-endian number, modulo 10000, over 10000; the rank
+// exports when its point is below the rate. The same rank makes the same
+// choice in every run and in a Python process.
 func sampled(c ExportContext) bool {
-	if c.SampleRate >= 1 {
-		return true
-	}
-	if c.SampleRate <= 0 {
-		return false
-	}
-	return rankPoint(c.Rank) < c.SampleRate
+	return float64(rankBucket(c.Rank))/10000 < c.SampleRate
 }
 
-// rankPoint mixes the rank with the splitmix64 finaliser, whose output bits
-// are well spread even for consecutive small inputs.
-func rankPoint(rank int) float64 {
-	x := uint64(rank) + 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / float64(1<<53)
+// rankBucket returns md5(decimal rank) mod 10000. With the digest as
+// hi*2^64 + lo, that is (hi mod m)*(2^64 mod m) + lo mod m, all mod m,
+// which fits in 64 bits for m = 10000.
+func rankBucket(rank int) uint64 {
+	const m = 10000
+	const twoTo64ModM = 1616 // 18446744073709551616 mod 10000
+	sum := md5.Sum([]byte(strconv.Itoa(rank)))
+	hi := binary.BigEndian.Uint64(sum[:8])
+	lo := binary.BigEndian.Uint64(sum[8:])
+	return ((hi%m)*twoTo64ModM + lo%m) % m
 }
 
 // strategies holds custom strategies registered by the application. It is

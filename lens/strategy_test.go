@@ -244,3 +244,50 @@ func TestUnknownStrategyErrorListsRegistered(t *testing.T) {
 		t.Error("custom strategy not listed")
 	}
 }
+
+// upstreamBuckets holds, for each rank, int(md5(str(rank)).hexdigest(), 16)
+// % 10000 as nemo-lens's sampled strategy computes it, worked out once with
+// Python's hashlib.
+var upstreamBuckets = []struct{ rank, bucket int }{
+	{0, 7850}, {1, 8411}, {2, 9212}, {3, 883}, {4, 1900}, {5, 693}, {6, 412},
+	{7, 5555}, {8, 3101}, {9, 8374}, {10, 1824}, {11, 2650}, {12, 8112},
+	{13, 4873}, {14, 6038}, {15, 7603}, {31, 901}, {63, 7796}, {64, 789},
+	{100, 1869}, {127, 4850}, {255, 8754}, {511, 5599}, {1000, 6517},
+	{1023, 7227}, {4095, 9157}, {9999, 1549}, {65535, 3515}, {123456789, 1435},
+}
+
+// TestStrategySampledMatchesUpstream pins each rank's point exactly: a rank
+// exports when bucket/10000 < rate, so at rate bucket/10000 it must not and
+// at (bucket+1)/10000 it must.
+func TestStrategySampledMatchesUpstream(t *testing.T) {
+	for _, c := range upstreamBuckets {
+		cfg := lens.Config{ExportStrategy: lens.StrategySampled}
+		world := c.rank + 1
+		for _, tc := range []struct {
+			rate float64
+			want bool
+		}{
+			{float64(c.bucket) / 10000, false},
+			{float64(c.bucket+1) / 10000, true},
+			{0, false},
+			{1, true},
+		} {
+			cfg.ExportSampleRate = tc.rate
+			got, err := lens.ShouldExport(cfg, c.rank, world, 0)
+			if err != nil || got != tc.want {
+				t.Errorf("rank %d (bucket %d) at rate %v: export %v, %v; want %v", c.rank, c.bucket, tc.rate, got, err, tc.want)
+			}
+		}
+	}
+	// Which of ranks 0..15 a quarter keeps, as a Python process decides.
+	cfg := lens.Config{ExportStrategy: lens.StrategySampled, ExportSampleRate: 0.25}
+	var kept []int
+	for r := range 16 {
+		if ok, _ := lens.ShouldExport(cfg, r, 16, 0); ok {
+			kept = append(kept, r)
+		}
+	}
+	if want := []int{3, 4, 5, 6, 10}; !slices.Equal(kept, want) {
+		t.Errorf("rate 0.25 keeps ranks %v of 0..15, want %v", kept, want)
+	}
+}

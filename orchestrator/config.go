@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/servers/registry"
 	"github.com/gymlens/gymlens/telemetry"
@@ -399,8 +400,8 @@ func typoedTypes(gc *gymconfig.Config) error {
 
 // refFields are an agent's references and the server type each points at.
 var refFields = []struct{ field, typ string }{
-	{"model_server", telemetry.ServerTypeModel},
-	{"resources_server", telemetry.ServerTypeResources},
+	{"model_server", contract.ServerTypeModel},
+	{"resources_server", contract.ServerTypeResources},
 }
 
 // fillAgentRefs gives every agent without a model_server or
@@ -414,7 +415,7 @@ func fillAgentRefs(d *gymconfig.Dict, gc *gymconfig.Config) (changed bool, err e
 	}
 	var errs []error
 	for _, inst := range gc.Instances {
-		if inst.Type != telemetry.ServerTypeAgent {
+		if inst.Type != contract.ServerTypeAgent {
 			continue
 		}
 		argv, _ := inst.Command() // a bad command is reported later
@@ -499,7 +500,7 @@ func checkFree(addr string) error {
 func (c Config) Agents() []ServerSpec {
 	var out []ServerSpec
 	for _, s := range c.Servers {
-		if s.Type == telemetry.ServerTypeAgent {
+		if s.Type == contract.ServerTypeAgent {
 			out = append(out, s)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/servers/registry"
@@ -123,15 +124,15 @@ func FuzzParseFleetConfig(f *testing.F) {
 			if s.External() {
 				continue
 			}
-			if m, ok := byName[s.ModelServer]; !ok || m.Type != telemetry.ServerTypeModel {
+			if m, ok := byName[s.ModelServer]; !ok || m.Type != contract.ServerTypeModel {
 				t.Errorf("agent %q: model_server %q is not a model of the fleet", s.Name, s.ModelServer)
 			}
-			if r, ok := byName[s.ResourcesServer]; !ok || r.Type != telemetry.ServerTypeResources {
+			if r, ok := byName[s.ResourcesServer]; !ok || r.Type != contract.ServerTypeResources {
 				t.Errorf("agent %q: resources_server %q is not a resources server of the fleet", s.Name, s.ResourcesServer)
 			}
 		}
-		if got := cfg.Agents(); len(got) != countType(cfg.Servers, telemetry.ServerTypeAgent) {
-			t.Errorf("Agents() returned %d of %d agents", len(got), countType(cfg.Servers, telemetry.ServerTypeAgent))
+		if got := cfg.Agents(); len(got) != countType(cfg.Servers, contract.ServerTypeAgent) {
+			t.Errorf("Agents() returned %d of %d agents", len(got), countType(cfg.Servers, contract.ServerTypeAgent))
 		}
 	})
 }

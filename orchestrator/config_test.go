@@ -12,8 +12,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/orchestrator"
-	"github.com/gymlens/gymlens/telemetry"
 )
 
 // wantErr fails unless err is non-nil and contains every fragment.
@@ -217,9 +217,9 @@ func TestFreeFixedPortAccepted(t *testing.T) {
 func TestDefaultConfig(t *testing.T) {
 	cfg := orchestrator.DefaultConfig()
 	want := []struct{ name, typ, impl string }{
-		{"arithmetic", telemetry.ServerTypeResources, "arithmetic"},
-		{"policy_model", telemetry.ServerTypeModel, "policy_model"},
-		{"simple_agent", telemetry.ServerTypeAgent, "simple_agent"},
+		{"arithmetic", contract.ServerTypeResources, "arithmetic"},
+		{"policy_model", contract.ServerTypeModel, "policy_model"},
+		{"simple_agent", contract.ServerTypeAgent, "simple_agent"},
 	}
 	if len(cfg.Servers) != len(want) {
 		t.Fatalf("%d servers, want %d: %+v", len(cfg.Servers), len(want), cfg.Servers)

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/telemetry"
@@ -145,7 +146,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 	// Peers first, then the agents that call them.
 	var first, agents []ServerSpec
 	for _, s := range specs {
-		if s.Type == telemetry.ServerTypeAgent {
+		if s.Type == contract.ServerTypeAgent {
 			agents = append(agents, s)
 		} else {
 			first = append(first, s)
@@ -213,7 +214,7 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
-	for _, sub := range []string{"logs", "telemetry"} {
+	for _, sub := range []string{contract.RunLogsDir, contract.RunTelemetryDir} {
 		if err := os.MkdirAll(filepath.Join(opts.RunDir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
 		}
@@ -544,7 +545,7 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server %q: metrics_addr: %w", spec.Name, err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(f.opts.RunDir, "logs", spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(f.opts.RunDir, contract.RunLogsDir, contract.LogFileName(spec.Name)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
@@ -555,7 +556,7 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), f.opts.ExtraEnv...)
 	cmd.Env = append(cmd.Env,
-		lens.PrimaryPrefix+lens.KeyFilePath+"="+filepath.Join(f.opts.RunDir, "telemetry", spec.Name+".jsonl"),
+		lens.PrimaryPrefix+lens.KeyFilePath+"="+filepath.Join(f.opts.RunDir, contract.RunTelemetryDir, contract.TelemetryFileName(spec.Name)),
 		lens.PrimaryPrefix+lens.KeyPrometheusAddr+"="+metricsAddr,
 		// The launch contract: the whole dict (secrets included, hence the
 		// environment rather than the world-readable command line) and
@@ -786,7 +787,7 @@ func (f *Fleet) Redacted() (map[string]any, error) {
 // AgentURL returns the URL of the first agent server.
 func (f *Fleet) AgentURL() string {
 	for _, s := range f.Servers() {
-		if s.Spec.Type == telemetry.ServerTypeAgent {
+		if s.Spec.Type == contract.ServerTypeAgent {
 			return s.URL
 		}
 	}
@@ -797,7 +798,7 @@ func (f *Fleet) AgentURL() string {
 func (f *Fleet) AgentURLs() map[string]string {
 	out := map[string]string{}
 	for _, s := range f.Servers() {
-		if s.Spec.Type == telemetry.ServerTypeAgent {
+		if s.Spec.Type == contract.ServerTypeAgent {
 			out[s.Spec.Name] = s.URL
 		}
 	}

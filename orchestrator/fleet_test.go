@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/internal/telfile"
 	"github.com/gymlens/gymlens/orchestrator"
@@ -178,7 +179,7 @@ func TestFleetStartHealthStop(t *testing.T) {
 			t.Errorf("%s: spec not filled in: %+v", s.Spec.Name, s.Spec)
 		}
 		// Agents start after the servers they call.
-		if s.Spec.Type == telemetry.ServerTypeAgent && i != len(servers)-1 {
+		if s.Spec.Type == contract.ServerTypeAgent && i != len(servers)-1 {
 			t.Errorf("agent %s started at position %d, before its peers", s.Spec.Name, i)
 		}
 		if got := f.URL(s.Spec.Name); got != s.URL {
@@ -252,7 +253,7 @@ func orchestratorTelemetry(t *testing.T) *sdkmetric.ManualReader {
 	telemetry.ResetForTesting()
 	t.Cleanup(telemetry.ResetForTesting)
 	reader := sdkmetric.NewManualReader()
-	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "orchestrator", ServerType: telemetry.ServerTypeOrchestrator, MetricReader: reader})
+	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "orchestrator", ServerType: contract.ServerTypeOrchestrator, MetricReader: reader})
 	if err != nil || !h.MetricsExporting() {
 		t.Fatalf("telemetry.Init: exporting=%v err=%v", h.MetricsExporting(), err)
 	}
@@ -699,11 +700,11 @@ func TestFleetTelemetryFilePerProcess(t *testing.T) {
 			t.Errorf("log of %s: %v", name, err)
 		}
 		p := readTelemetry(t, filepath.Join(runDir, "telemetry", name+".jsonl"))
-		if got := p.resource[telemetry.AttrServerName]; got != name {
-			t.Errorf("%s.jsonl: %s = %v", name, telemetry.AttrServerName, got)
+		if got := p.resource[contract.AttrServerName]; got != name {
+			t.Errorf("%s.jsonl: %s = %v", name, contract.AttrServerName, got)
 		}
-		if got := p.resource[telemetry.AttrServerType]; got != s.Spec.Type {
-			t.Errorf("%s.jsonl: %s = %v, want %s", name, telemetry.AttrServerType, got, s.Spec.Type)
+		if got := p.resource[contract.AttrServerType]; got != s.Spec.Type {
+			t.Errorf("%s.jsonl: %s = %v, want %s", name, contract.AttrServerType, got, s.Spec.Type)
 		}
 		if _, ok := p.metrics[serversActive]; ok {
 			t.Errorf("%s wrote %s; only the orchestrator may", name, serversActive)

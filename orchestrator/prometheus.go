@@ -13,15 +13,16 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	gymprom "github.com/gymlens/gymlens/deploy/prometheus"
-	"github.com/gymlens/gymlens/telemetry"
 )
 
 // Files the orchestrator writes under runs/<run id>/ when processes serve
 // Prometheus metrics.
 const (
-	// PrometheusDir is the run-directory subdirectory holding them.
-	PrometheusDir = "prometheus"
+	// PrometheusDir is the run-directory subdirectory holding them
+	// (contract.RunPrometheusDir).
+	PrometheusDir = contract.RunPrometheusDir
 	// PrometheusTargetsFile is the file_sd target list, one target per
 	// process.
 	PrometheusTargetsFile = "targets.json"
@@ -95,7 +96,7 @@ type promFileSD struct {
 // the fleet changed is safe while a Prometheus watches the file.
 func WritePrometheusConfig(runDir, runID string, orchestratorMetricsAddr string, servers []ServerInfo, scrapeInterval time.Duration) error {
 	type proc struct{ name, typ, addr string }
-	procs := []proc{{"orchestrator", telemetry.ServerTypeOrchestrator, orchestratorMetricsAddr}}
+	procs := []proc{{"orchestrator", contract.ServerTypeOrchestrator, orchestratorMetricsAddr}}
 	for _, s := range servers {
 		procs = append(procs, proc{s.Spec.Name, s.Spec.Type, s.MetricsAddr})
 	}

@@ -12,9 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	gymprom "github.com/gymlens/gymlens/deploy/prometheus"
 	"github.com/gymlens/gymlens/orchestrator"
-	"github.com/gymlens/gymlens/telemetry"
 )
 
 type targetGroup struct {
@@ -68,10 +68,10 @@ func readPromConfig(t *testing.T, runDir string) generatedConfig {
 
 func fleetInfo() []orchestrator.ServerInfo {
 	return []orchestrator.ServerInfo{
-		{Spec: orchestrator.ServerSpec{Name: "arithmetic", Type: telemetry.ServerTypeResources}, MetricsAddr: "127.0.0.1:40001"},
-		{Spec: orchestrator.ServerSpec{Name: "policy_model", Type: telemetry.ServerTypeModel}, MetricsAddr: "0.0.0.0:40002"},
-		{Spec: orchestrator.ServerSpec{Name: "quiet", Type: telemetry.ServerTypeModel}}, // no metrics endpoint
-		{Spec: orchestrator.ServerSpec{Name: "simple_agent", Type: telemetry.ServerTypeAgent}, MetricsAddr: "[::]:40003"},
+		{Spec: orchestrator.ServerSpec{Name: "arithmetic", Type: contract.ServerTypeResources}, MetricsAddr: "127.0.0.1:40001"},
+		{Spec: orchestrator.ServerSpec{Name: "policy_model", Type: contract.ServerTypeModel}, MetricsAddr: "0.0.0.0:40002"},
+		{Spec: orchestrator.ServerSpec{Name: "quiet", Type: contract.ServerTypeModel}},
+		{Spec: orchestrator.ServerSpec{Name: "simple_agent", Type: contract.ServerTypeAgent}, MetricsAddr: "[::]:40003"},
 	}
 }
 
@@ -173,7 +173,7 @@ func TestWritePrometheusConfigRewritesTargets(t *testing.T) {
 
 func TestWritePrometheusConfigNothingToScrape(t *testing.T) {
 	runDir := t.TempDir()
-	servers := []orchestrator.ServerInfo{{Spec: orchestrator.ServerSpec{Name: "a", Type: telemetry.ServerTypeAgent}}}
+	servers := []orchestrator.ServerInfo{{Spec: orchestrator.ServerSpec{Name: "a", Type: contract.ServerTypeAgent}}}
 	if err := orchestrator.WritePrometheusConfig(runDir, "r", "", servers, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestWritePrometheusConfigNothingToScrape(t *testing.T) {
 func TestWritePrometheusConfigBadAddress(t *testing.T) {
 	runDir := t.TempDir()
 	for _, addr := range []string{"localhost", "127.0.0.1:0", "127.0.0.1:http"} {
-		servers := []orchestrator.ServerInfo{{Spec: orchestrator.ServerSpec{Name: "broken", Type: telemetry.ServerTypeAgent}, MetricsAddr: addr}}
+		servers := []orchestrator.ServerInfo{{Spec: orchestrator.ServerSpec{Name: "broken", Type: contract.ServerTypeAgent}, MetricsAddr: addr}}
 		err := orchestrator.WritePrometheusConfig(runDir, "r", "127.0.0.1:40000", servers, 0)
 		if err == nil || !strings.Contains(err.Error(), "broken") {
 			t.Errorf("metrics address %q: err = %v, want one naming the server", addr, err)

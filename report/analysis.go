@@ -8,37 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
-)
 
-// Names the report looks for. They repeat the metric contract (the
-// lens/instruments/gym and server packages) rather than importing it, so
-// reading a run never pulls in OpenTelemetry; a test keeps them in step.
-const (
-	MetricRolloutDuration = "gym.rollout.duration_ms"
-	MetricVerifyDuration  = "gym.verify.duration_ms"
-	MetricVerifyRate      = "gym.verify.success_rate"
-	MetricVerifyCalls     = "gym.verify.calls"
-	MetricRolloutCalls    = "gym.rollout.calls"
-	MetricServersActive   = "gym.servers.active"
-	MetricHTTPServer      = "http.server.request.duration"
-
-	AttrVerifyOutcome  = "nemo.gym.verify.outcome"
-	AttrRolloutOutcome = "nemo.gym.rollout.outcome"
-	AttrRolloutID      = "nemo.gym.rollout.id"
-	AttrTaskID         = "nemo.gym.task.id"
-	AttrHTTPRoute      = "http.route"
-	AttrHTTPMethod     = "http.request.method"
-	AttrHTTPStatus     = "http.response.status_code"
-
-	OutcomeSuccess = "success"
-	OutcomeFailure = "failure"
-
-	SpanRollout = "gym.rollout"
-	SpanVerify  = "gym.verify"
-	SpanJob     = "gym.job"
-
-	TypeOrchestrator = "orchestrator"
-	TypeAgent        = "responses_api_agents"
+	"github.com/gymlens/gymlens/contract"
 )
 
 // DefaultExportInterval is OTEL_METRIC_EXPORT_INTERVAL's default, used
@@ -79,7 +50,7 @@ func (r *Run) SpanDurations(name string, agentsOnly bool) []time.Duration {
 	agents := agentsOnly && haveAgent(r.Processes)
 	var out []time.Duration
 	for _, p := range r.Processes {
-		if !agents || p.ServerType == TypeAgent {
+		if !agents || p.ServerType == contract.ServerTypeAgent {
 			out = append(out, r.index.durations[durationKey{p, name}]...)
 		}
 	}
@@ -141,15 +112,15 @@ func (r *Run) VerifyTallies() []VerifyTally {
 			}
 			last := s.Last()
 			switch s.Name {
-			case MetricVerifyCalls:
+			case contract.VerifyCalls:
 				seen = true
-				switch s.Attr(AttrVerifyOutcome) {
-				case OutcomeSuccess:
+				switch s.Attr(contract.AttrVerifyOutcome) {
+				case contract.OutcomeSuccess:
 					t.Success += last.Value
-				case OutcomeFailure:
+				case contract.OutcomeFailure:
 					t.Failure += last.Value
 				}
-			case MetricVerifyRate:
+			case contract.VerifySuccessRate:
 				seen = true
 				if !last.Time.Before(rateAt) {
 					t.Rate, rateAt = last.Value, last.Time
@@ -201,9 +172,9 @@ func (r *Run) VerifyWindows(width time.Duration) []Window {
 	}
 	var incs []inc
 	last := time.Duration(-1)
-	for _, s := range r.SeriesNamed(MetricVerifyCalls) {
-		outcome := s.Attr(AttrVerifyOutcome)
-		if outcome != OutcomeSuccess && outcome != OutcomeFailure {
+	for _, s := range r.SeriesNamed(contract.VerifyCalls) {
+		outcome := s.Attr(contract.AttrVerifyOutcome)
+		if outcome != contract.OutcomeSuccess && outcome != contract.OutcomeFailure {
 			continue
 		}
 		prev := 0.0
@@ -214,7 +185,7 @@ func (r *Run) VerifyWindows(width time.Duration) []Window {
 			}
 			prev = p.Value
 			at := r.Offset(p.Time)
-			incs = append(incs, inc{at, outcome == OutcomeSuccess, d})
+			incs = append(incs, inc{at, outcome == contract.OutcomeSuccess, d})
 			last = max(last, at)
 		}
 	}
@@ -278,17 +249,17 @@ type RouteStats struct {
 func (r *Run) HTTPRoutes() ([]RouteStats, error) {
 	byKey := map[string]*RouteStats{}
 	var out []*RouteStats
-	for _, s := range r.SeriesNamed(MetricHTTPServer) {
+	for _, s := range r.SeriesNamed(contract.HTTPServerRequestDuration) {
 		h := s.Last().Histogram
 		if h == nil {
 			continue
 		}
-		rs := RouteStats{Process: s.Process, Route: s.Attr(AttrHTTPRoute), Method: s.Attr(AttrHTTPMethod), Status: s.Attr(AttrHTTPStatus)}
+		rs := RouteStats{Process: s.Process, Route: s.Attr(contract.AttrHTTPRoute), Method: s.Attr(contract.AttrHTTPRequestMethod), Status: s.Attr(contract.AttrHTTPResponseStatus)}
 		key := strings.Join([]string{s.Process.File, rs.Route, rs.Method, rs.Status}, "\x00")
 		if have := byKey[key]; have != nil {
 			merged, err := MergeHistograms(have.Histogram, h)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s %s %s: %w", MetricHTTPServer, s.Process.Name(), rs.Route, rs.Status, err)
+				return nil, fmt.Errorf("%s %s %s %s: %w", contract.HTTPServerRequestDuration, s.Process.Name(), rs.Route, rs.Status, err)
 			}
 			have.Histogram = merged
 			continue
@@ -334,7 +305,7 @@ type GaugeReading struct {
 // time and then process file.
 func (r *Run) ServersActive() []GaugeReading {
 	var out []GaugeReading
-	for _, s := range r.SeriesNamed(MetricServersActive) {
+	for _, s := range r.SeriesNamed(contract.ServersActive) {
 		for _, p := range s.Points {
 			out = append(out, GaugeReading{Process: s.Process, Time: p.Time, Value: p.Value})
 		}
@@ -375,7 +346,7 @@ func (r *Run) SlowestRollouts(k int) []RolloutTrace {
 // ids returns the rollout id and task id to show for the rollout: the
 // span's attributes, else the recorded rollout's, else "-".
 func (rt RolloutTrace) ids() (rolloutID, taskID string) {
-	rolloutID, taskID = rt.Span.Attr(AttrRolloutID), rt.Span.Attr(AttrTaskID)
+	rolloutID, taskID = rt.Span.Attr(contract.AttrRolloutID), rt.Span.Attr(contract.AttrTaskID)
 	if ro := rt.Rollout; ro != nil {
 		rolloutID, taskID = cmp.Or(rolloutID, ro.RolloutID), cmp.Or(taskID, ro.TaskID)
 	}
@@ -383,7 +354,7 @@ func (rt RolloutTrace) ids() (rolloutID, taskID string) {
 }
 
 func (r *Run) rolloutFor(s *Span) *Rollout {
-	id := s.Attr(AttrRolloutID)
+	id := s.Attr(contract.AttrRolloutID)
 	for i := range r.Rollouts {
 		if id != "" && r.Rollouts[i].RolloutID == id {
 			return &r.Rollouts[i]
@@ -459,18 +430,18 @@ func (r *Run) Problems() []Problem {
 			if r.Process(s.Name) != nil {
 				continue
 			}
-			msg := fmt.Sprintf("server %s (%s) is in %s but wrote no telemetry file", s.Name, orDash(s.Type), ConfigFile)
+			msg := fmt.Sprintf("server %s (%s) is in %s but wrote no telemetry file", s.Name, orDash(s.Type), contract.RunConfigFile)
 			if c.ExportStrategy != "" && c.ExportStrategy != "all_ranks" {
 				msg += fmt.Sprintf(" (export strategy %s may leave it out)", c.ExportStrategy)
 			}
 			out = append(out, Problem{Kind: ProblemMissingTelemetry, Message: msg})
 		}
 	}
-	for _, s := range r.SeriesNamed(MetricServersActive) {
-		if s.Process.ServerType != TypeOrchestrator {
+	for _, s := range r.SeriesNamed(contract.ServersActive) {
+		if s.Process.ServerType != contract.ServerTypeOrchestrator {
 			out = append(out, Problem{Kind: ProblemServersActiveWriter, File: telemetryPath(s.Process),
 				Message: fmt.Sprintf("%s (%s) exported %s; only the orchestrator may write it",
-					s.Process.Name(), orDash(s.Process.ServerType), MetricServersActive)})
+					s.Process.Name(), orDash(s.Process.ServerType), contract.ServersActive)})
 		}
 	}
 	for _, p := range r.Processes {
@@ -501,7 +472,7 @@ func (r *Run) Unlisted(kind ProblemKind) int {
 	return 0
 }
 
-func telemetryPath(p *Process) string { return TelemetryDir + "/" + p.File }
+func telemetryPath(p *Process) string { return contract.RunTelemetryDir + "/" + p.File }
 
 func orDash(s string) string {
 	if s == "" {

@@ -28,9 +28,14 @@
 // The report works only from what was exported and written; it never
 // re-times anything. Metric records are cumulative and repeat at every
 // export, so totals come from a stream's last record and "over time" views
-// from the sequence of records. Percentiles of exported histograms are
-// estimates: the rank is located in a bucket and interpolated linearly
-// inside it, the outer buckets being closed by the recorded min and max.
+// from the sequence of records. Duration percentiles ([Run.Distribution])
+// come from the spans first, exact; only when no span of the name was
+// exported (sampled away, or sent to a collector) are they estimated from
+// the histogram, whose bucket boundaries are read from the records (the
+// SDK's default 0 .. 10000 ms for the gym.* histograms): the rank is
+// located in a bucket and interpolated linearly inside it, the outer
+// buckets being closed by the recorded min and max, and the report names
+// the bucket each estimate lies in.
 //
 // Damage is handled in two ways. A truncated last line of a telemetry file
 // (a writer that died mid-line) or an unreadable line of the rollout

@@ -73,8 +73,15 @@ func (h *Histogram) firstBound() float64 {
 // estimate whose error is bounded by the bucket's width. It returns NaN
 // for an empty histogram.
 func (h *Histogram) Quantile(q float64) float64 {
+	v, _ := h.quantileBucket(q)
+	return v
+}
+
+// quantileBucket is Quantile, also returning the index of the bucket the
+// estimate lies in (-1 with NaN).
+func (h *Histogram) quantileBucket(q float64) (float64, int) {
 	if h == nil || h.Count == 0 || len(h.Counts) == 0 {
-		return math.NaN()
+		return math.NaN(), -1
 	}
 	q = math.Max(0, math.Min(1, q))
 	rank := q * float64(h.Count)
@@ -87,7 +94,7 @@ func (h *Histogram) Quantile(q float64) float64 {
 		if below+n >= rank {
 			lo, hi := h.BucketRange(i)
 			frac := (rank - below) / n
-			return lo + (hi-lo)*frac
+			return lo + (hi-lo)*frac, i
 		}
 		below += n
 	}
@@ -96,10 +103,10 @@ func (h *Histogram) Quantile(q float64) float64 {
 	for i := len(h.Counts) - 1; i >= 0; i-- {
 		if h.Counts[i] > 0 {
 			_, hi := h.BucketRange(i)
-			return hi
+			return hi, i
 		}
 	}
-	return math.NaN()
+	return math.NaN(), -1
 }
 
 // Clone returns a deep copy of h.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 // HTMLOptions tunes WriteHTML.
@@ -94,6 +96,13 @@ type htmlProcess struct {
 
 type htmlDist struct {
 	ID, Title, Metric, SpanName string
+	// Source says where the percentiles come from; Resolution, for an
+	// estimate, the bucket each lies in.
+	Source, Resolution string
+	// HistogramNote describes the histogram when the spans gave the
+	// percentiles; NoSpans is set when no span was exported.
+	HistogramNote string
+	NoSpans       bool
 	// Err is set when the histograms cannot be merged; Missing when the
 	// metric was not exported.
 	Err     string
@@ -244,8 +253,8 @@ func buildPage(r *Run, opts HTMLOptions) *htmlPage {
 	p.header(r)
 	p.processes(r, swatch)
 	p.Dists = []htmlDist{
-		buildDist(r, "rollout-duration", "Rollout duration", MetricRolloutDuration, SpanRollout, true),
-		buildDist(r, "verify-duration", "Verify duration", MetricVerifyDuration, SpanVerify, false),
+		buildDist(r, "rollout-duration", "Rollout duration", contract.RolloutDuration, contract.SpanRollout, true),
+		buildDist(r, "verify-duration", "Verify duration", contract.VerifyDuration, contract.SpanVerify, false),
 	}
 	p.verify(r)
 	p.routes(r)
@@ -337,31 +346,53 @@ func (p *htmlPage) processes(r *Run, swatch map[*Process]string) {
 }
 
 func buildDist(r *Run, id, title, metric, spanName string, agentsOnly bool) htmlDist {
-	d := htmlDist{ID: id, Title: title, Metric: metric, SpanName: spanName}
-	h, err := r.LastHistogram(metric)
+	dist := r.Distribution(metric, spanName, agentsOnly)
+	d := htmlDist{ID: id, Title: title, Metric: metric, SpanName: spanName, Source: upperFirst(dist.sourceText())}
+	h := dist.Histogram
 	switch {
-	case err != nil:
-		d.Err = err.Error()
+	case dist.HistogramErr != nil:
+		d.Err = dist.HistogramErr.Error()
 	case h == nil || h.Count == 0:
 		d.Missing = true
-	default:
-		d.Rows = append(d.Rows, htmlQuantRow{
-			Source: "histogram, last export (bucket estimates)", N: fmtCount(float64(h.Count)),
-			P50: fmtMS(h.Quantile(0.5)), P90: fmtMS(h.Quantile(0.9)), P99: fmtMS(h.Quantile(0.99)), Max: fmtMaxMS(h),
-		})
-		if len(h.Counts) > 0 {
-			d.Hist = histogramChart("chart-"+id+"-buckets", title+": values per histogram bucket", h, "ms")
-		}
 	}
-	if ds := r.SpanDurations(spanName, agentsOnly); len(ds) > 0 {
-		d.Rows = append(d.Rows, htmlQuantRow{
-			Source: spanName + " spans (exact)", N: strconv.Itoa(len(ds)),
-			P50: fmtDuration(DurationQuantile(ds, 0.5)), P90: fmtDuration(DurationQuantile(ds, 0.9)),
-			P99: fmtDuration(DurationQuantile(ds, 0.99)), Max: fmtDuration(ds[len(ds)-1]),
-		})
+	switch dist.Source {
+	case FromSpans:
+		d.Rows = append(d.Rows, dist.quantRow(spanName+" spans (exact)", strconv.Itoa(len(dist.Spans))))
+	case FromBuckets:
+		d.Rows = append(d.Rows, dist.quantRow(metric+" buckets, last export (estimate)", fmtCount(float64(h.Count))))
+		d.Resolution = upperFirst(dist.resolutionText())
+	}
+	d.NoSpans = len(dist.Spans) == 0
+	if dist.Source == FromSpans && h != nil && h.Count > 0 {
+		d.HistogramNote = fmt.Sprintf("The %s histogram holds %s values at the last export; its buckets are drawn below, the percentiles are the spans'.",
+			metric, fmtCount(float64(h.Count)))
+	}
+	if dist.HistogramErr == nil && h != nil && h.Count > 0 && len(h.Counts) > 0 {
+		d.Hist = histogramChart("chart-"+id+"-buckets", title+": values per histogram bucket", h, "ms")
+	}
+	if ds := dist.Spans; len(ds) > 0 {
 		d.Strip = stripChart("chart-"+id+"-spans", title+": every "+spanName+" span", ds)
 	}
 	return d
+}
+
+// upperFirst returns s with its first letter in upper case (s is ASCII
+// text made here).
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// quantRow is the distribution's percentiles as one table row.
+func (d Distribution) quantRow(source, n string) htmlQuantRow {
+	mark := ""
+	if d.Source == FromBuckets {
+		mark = "~"
+	}
+	return htmlQuantRow{Source: source, N: n, P50: mark + fmtMS(d.Quantiles[0]), P90: mark + fmtMS(d.Quantiles[1]),
+		P99: mark + fmtMS(d.Quantiles[2]), Max: fmtMS(d.Max)}
 }
 
 // verifyWindowWidth is the window width of the "over time" view: the
@@ -749,7 +780,7 @@ func windowsChart(id string, ws []Window) *svgChart {
 // activeChart draws each process's gym.servers.active readings as a step
 // line over the run's time.
 func activeChart(id string, r *Run, readings []GaugeReading, swatch map[*Process]string) *svgChart {
-	c := &svgChart{ID: id, Label: "gym.servers.active over time", W: wideW, H: chartH, Wide: true}
+	c := &svgChart{ID: id, Label: contract.ServersActive + " over time", W: wideW, H: chartH, Wide: true}
 	x0, x1, y0, y1 := float64(chartPadL), float64(wideW-chartPadR), float64(chartPadT), float64(chartH-chartPadB)
 	peak, end := 0.0, 0.0
 	for _, g := range readings {
@@ -1113,9 +1144,12 @@ const pageHTML = `<!DOCTYPE html>
 {{range .Dists}}
 <section id="{{.ID}}" aria-labelledby="h-{{.ID}}">
 <h2 id="h-{{.ID}}">{{.Title}}</h2>
-<p class="sub"><code>{{.Metric}}</code> histogram and <code>{{.SpanName}}</code> spans. Histogram percentiles are estimates inside a bucket; span percentiles are exact.</p>
+<p class="sub">{{.Source}}. The <code>{{.SpanName}}</code> spans give exact durations; the <code>{{.Metric}}</code> histogram only estimates inside a bucket, and is used when no span was exported.</p>
+{{- if .NoSpans}}<p class="muted">No <code>{{.SpanName}}</code> spans exported.</p>{{end}}
+{{- with .Resolution}}<p class="muted">{{.}}</p>{{end}}
+{{- with .HistogramNote}}<p class="muted">{{.}}</p>{{end}}
 {{- if .Err}}<p class="bad">Cannot combine the exported histograms: {{.Err}}</p>{{end}}
-{{- if .Missing}}<p class="muted">Histogram not exported.</p>{{end}}
+{{- if .Missing}}<p class="muted">Histogram <code>{{.Metric}}</code> not exported.</p>{{end}}
 <div class="dist">
 {{- if .Rows}}
 <div class="stats scroll"><table>
@@ -1130,12 +1164,12 @@ const pageHTML = `<!DOCTYPE html>
 {{end}}
 <section id="verify-success" aria-labelledby="h-verify-success">
 <h2 id="h-verify-success">Verify success</h2>
-<p class="sub"><code>gym.verify.calls</code>; a failure is a verification that errored, not a wrong answer.</p>
+<p class="sub"><code>{{name "VerifyCalls"}}</code>; a failure is a verification that errored, not a wrong answer.</p>
 {{- with .Verify}}
 {{- if .Tallies}}
 <h3>Per process, at its last export</h3>
 <div class="scroll"><table>
-<thead><tr><th>Process</th><th class="n">Succeeded</th><th class="n">Failed</th><th class="n">Completed</th><th class="n">Success</th><th class="n">gym.verify.success_rate</th></tr></thead>
+<thead><tr><th>Process</th><th class="n">Succeeded</th><th class="n">Failed</th><th class="n">Completed</th><th class="n">Success</th><th class="n">{{name "VerifySuccessRate"}}</th></tr></thead>
 <tbody>
 {{- range .Tallies}}
 <tr><td>{{.Name}}</td><td class="n">{{.Success}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failure}}</td><td class="n">{{.Calls}}</td><td class="n">{{.Fraction}}<span class="meter"><i style="{{.Meter}}"></i></span></td><td class="n">{{.Gauge}}</td></tr>
@@ -1162,7 +1196,7 @@ const pageHTML = `<!DOCTYPE html>
 
 <section id="http" aria-labelledby="h-http">
 <h2 id="h-http">HTTP server requests</h2>
-<p class="sub"><code>http.server.request.duration</code> per server, route, method and status; percentiles are bucket estimates.</p>
+<p class="sub"><code>{{name "HTTPServerRequestDuration"}}</code> per server, route, method and status; percentiles are bucket estimates.</p>
 {{- with .Routes}}
 {{- if .Err}}<p class="bad">Cannot combine the exported histograms: {{.Err}}</p>
 {{- else if .Rows}}
@@ -1181,7 +1215,7 @@ const pageHTML = `<!DOCTYPE html>
 
 <section id="servers-active" aria-labelledby="h-servers-active">
 <h2 id="h-servers-active">Active servers</h2>
-<p class="sub"><code>gym.servers.active</code> at every export.</p>
+<p class="sub"><code>{{name "ServersActive"}}</code> at every export.</p>
 {{- with .Active}}
 {{- if .Chart}}
 {{template "chart" .Chart}}
@@ -1199,7 +1233,7 @@ const pageHTML = `<!DOCTYPE html>
 <section id="slowest" aria-labelledby="h-slowest">
 <div class="tools" id="wf-tools" hidden><button type="button" data-open="1">Open all</button><button type="button" data-open="0">Close all</button></div>
 <h2 id="h-slowest">Slowest rollouts</h2>
-<p class="sub">The {{len .Traces}} longest <code>gym.rollout</code> spans, each with its whole trace drawn to its own scale. Click a rollout to open its waterfall, and a span to see its attributes.</p>
+<p class="sub">The {{len .Traces}} longest <code>{{name "SpanRollout"}}</code> spans, each with its whole trace drawn to its own scale. Click a rollout to open its waterfall, and a span to see its attributes.</p>
 {{- if .Traces}}
 <div class="legend">{{range .Legend}}<span><i class="sw {{.Class}}"></i>{{.Label}}</span>{{end}}<span><i class="sw err"></i>error status</span></div>
 {{- range .Traces}}
@@ -1220,7 +1254,7 @@ const pageHTML = `<!DOCTYPE html>
 </details>
 {{- end}}
 {{- else}}
-<p class="muted">No gym.rollout spans exported.</p>
+<p class="muted">No {{name "SpanRollout"}} spans exported.</p>
 {{- end}}
 </section>
 {{end}}
@@ -1271,6 +1305,25 @@ var pageCSP = func() string {
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"n":      func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"name":   templateName,
 	"style":  func() template.CSS { return template.CSS(pageStyle) },
 	"script": func() template.JS { return template.JS(pageScript) },
 }).Parse(strings.Replace(pageHTML, "CSP_PLACEHOLDER", pageCSP, 1)))
+
+// templateNames are the contract names the page's fixed text mentions.
+var templateNames = map[string]string{
+	"VerifyCalls":               contract.VerifyCalls,
+	"VerifySuccessRate":         contract.VerifySuccessRate,
+	"HTTPServerRequestDuration": contract.HTTPServerRequestDuration,
+	"ServersActive":             contract.ServersActive,
+	"SpanRollout":               contract.SpanRollout,
+}
+
+// templateName returns the contract name the template asks for by key; a
+// key missing here fails the page's rendering, and so every test of it.
+func templateName(key string) (string, error) {
+	if v, ok := templateNames[key]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("no contract name %q", key)
+}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 func renderHTML(t *testing.T, run Run, opts HTMLOptions) string {
@@ -39,8 +41,8 @@ func TestHTMLSections(t *testing.T) {
 	out := renderHTML(t, run, HTMLOptions{SlowestK: 3})
 	// The figures the page must agree with, taken from the run itself so
 	// they hold for any regeneration of the fixture.
-	rollouts := run.SpanDurations(SpanRollout, true)
-	verifies := run.SpanDurations(SpanVerify, false)
+	rollouts := run.SpanDurations(contract.SpanRollout, true)
+	verifies := run.SpanDurations(contract.SpanVerify, false)
 	if len(rollouts) == 0 || len(verifies) == 0 {
 		t.Fatalf("fixture has %d gym.rollout and %d gym.verify spans", len(rollouts), len(verifies))
 	}
@@ -186,7 +188,7 @@ func hostileRun(t *testing.T) Run {
 		s = strings.ReplaceAll(s, `"nemo.gym.model.mode"`, `"<b onmouseover=alert(4)>mode"`)
 		return strings.Replace(s, `"service.name":"nemo-gym/policy_model"`, `"service.name":"nemo-gym/<img src=x onerror=console.error(\"service\")>"`, 1)
 	})
-	editFile(t, dir, FailuresFile, func(s string) string {
+	editFile(t, dir, contract.RunFailuresFile, func(s string) string {
 		return strings.Replace(s, `"_ng_failure_error":"`, `"_ng_failure_error":"<script>console.error(\"rollout error ran\")</script>`, 1)
 	})
 	run, err := Load(dir)
@@ -229,8 +231,9 @@ func TestHTMLEscapesTelemetry(t *testing.T) {
 func TestHTMLSparseRuns(t *testing.T) {
 	// Nothing at all: every section says so rather than failing.
 	out := renderHTML(t, Run{ID: "empty", Dir: "runs/empty"}, HTMLOptions{SlowestK: 3})
-	for _, want := range []string{"Run</span>empty", "No telemetry files.", "Histogram not exported.",
-		"Not exported.", "No gym.rollout spans exported.", "None found.", "Telemetry</dt><dd>none exported"} {
+	for _, want := range []string{"Run</span>empty", "No telemetry files.",
+		"Histogram <code>" + contract.RolloutDuration + "</code> not exported.", "No <code>" + contract.SpanVerify + "</code> spans exported.",
+		"Not exported.", "No " + contract.SpanRollout + " spans exported.", "None found.", "Telemetry</dt><dd>none exported"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("empty run: page lacks %q", want)
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/telfile"
 )
 
@@ -226,14 +227,14 @@ func (c *collector) add(p *Process, line int, s *telfile.Span) {
 	c.durations[key] = append(c.durations[key], d)
 
 	switch s.Name {
-	case SpanJob:
+	case contract.SpanJob:
 		// Ties keep the span read first, as the stable sort of a trace's
 		// spans does.
 		j, seen := c.jobs[ti]
 		if !seen || s.StartNS < j.start || s.StartNS == j.start && s.SpanID < j.spanID {
 			c.jobs[ti] = jobSpan{start: s.StartNS, spanID: s.SpanID, dur: d}
 		}
-	case SpanRollout:
+	case contract.SpanRollout:
 		if c.keep > 0 {
 			c.slowest[f].offer(rankEntry{dur: int64(d), start: s.StartNS, trace: ti, file: uint32(f),
 				line: uint32(line), spanID: s.SpanID})
@@ -378,7 +379,7 @@ func (c *collector) slowestEntries() []rankEntry {
 	agents := haveAgent(c.run.Processes)
 	var all []rankEntry
 	for f, h := range c.slowest {
-		if !agents || c.run.Processes[f].ServerType == TypeAgent {
+		if !agents || c.run.Processes[f].ServerType == contract.ServerTypeAgent {
 			all = append(all, h.e...)
 		}
 	}
@@ -500,7 +501,7 @@ func (d *detailLoader) load(want []bool, orphans []int) error {
 			return err
 		}
 		if len(jobs) > 0 {
-			return &FileError{Path: filepath.Join(d.l.run.Dir, TelemetryDir, p.File), Line: int(jobs[0].line),
+			return &FileError{Path: filepath.Join(d.l.run.Dir, contract.RunTelemetryDir, p.File), Line: int(jobs[0].line),
 				Err: errors.New("line gone on second reading; the file changed while it was read")}
 		}
 	}
@@ -510,7 +511,7 @@ func (d *detailLoader) load(want []bool, orphans []int) error {
 // scan calls fn with every line of the process's telemetry file, numbered
 // as telfile.Read numbers them, until fn returns false or an error.
 func (d *detailLoader) scan(p *Process, fn func(line uint32, text []byte) (bool, error)) error {
-	path := filepath.Join(d.l.run.Dir, TelemetryDir, p.File)
+	path := filepath.Join(d.l.run.Dir, contract.RunTelemetryDir, p.File)
 	f, err := os.Open(path)
 	if err != nil {
 		return &FileError{Path: path, Err: pathless(err)}
@@ -581,7 +582,7 @@ func (c *collector) buildIndex(l *loader) (*spanIndex, error) {
 		s := d.byPos[spanPos{e.file, e.line}]
 		if s == nil {
 			return nil, fmt.Errorf("%s: span of line %d not found on second reading",
-				filepath.Join(l.run.Dir, TelemetryDir, l.run.Processes[e.file].File), e.line)
+				filepath.Join(l.run.Dir, contract.RunTelemetryDir, l.run.Processes[e.file].File), e.line)
 		}
 		idx.slowest = append(idx.slowest, s)
 	}
@@ -608,7 +609,7 @@ func brokenTraceProblem(p *Process, line int, traceID, spanID, parentID, kind, n
 // haveAgent reports whether some process says it is an agent.
 func haveAgent(procs []*Process) bool {
 	for _, p := range procs {
-		if p.ServerType == TypeAgent {
+		if p.ServerType == contract.ServerTypeAgent {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/telfile"
 )
 
@@ -45,7 +46,7 @@ func readRaw(t *testing.T, dir string) rawRun {
 		}
 		raw.end = max(raw.end, ns)
 	}
-	names, err := filepath.Glob(filepath.Join(dir, TelemetryDir, "*.jsonl"))
+	names, err := filepath.Glob(filepath.Join(dir, contract.RunTelemetryDir, "*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func readRaw(t *testing.T, dir string) rawRun {
 			switch {
 			case rec.Resource != nil:
 				if headers++; headers == 1 {
-					typ, _ = rec.Resource.Attributes["nemo.gym.server.type"].(string)
+					typ, _ = rec.Resource.Attributes[contract.AttrServerType].(string)
 				}
 			case rec.Span != nil:
 				raw.spans = append(raw.spans, rawSpan{Span: *rec.Span, file: filepath.Base(path), line: rec.Line})
@@ -77,9 +78,9 @@ func readRaw(t *testing.T, dir string) rawRun {
 			t.Fatal(err)
 		}
 		for i := first; i < len(raw.spans); i++ {
-			raw.spans[i].agent = typ == TypeAgent
+			raw.spans[i].agent = typ == contract.ServerTypeAgent
 		}
-		raw.anyAgent = raw.anyAgent || typ == TypeAgent
+		raw.anyAgent = raw.anyAgent || typ == contract.ServerTypeAgent
 	}
 	return raw
 }
@@ -117,7 +118,7 @@ func (raw *rawRun) durations(name string, agents bool) []time.Duration {
 func (raw *rawRun) slowest(k int) []*rawSpan {
 	var out []*rawSpan
 	for i := range raw.spans {
-		if s := &raw.spans[i]; s.Name == SpanRollout && (!raw.anyAgent || s.agent) {
+		if s := &raw.spans[i]; s.Name == contract.SpanRollout && (!raw.anyAgent || s.agent) {
 			out = append(out, s)
 		}
 	}
@@ -156,7 +157,7 @@ func (raw *rawRun) job() (time.Duration, bool) {
 			start = min(start, s.StartNS)
 		}
 		for _, s := range spans {
-			if s.Name != SpanJob {
+			if s.Name != contract.SpanJob {
 				continue
 			}
 			if best == nil || cmp.Or(cmp.Compare(start, bestStart), strings.Compare(id, best.TraceID),
@@ -242,7 +243,7 @@ func checkLoad(t *testing.T, dir string, keep int) Run {
 	}
 	for i := range min(len(broken), len(orphans)) {
 		p, o := broken[i], orphans[i]
-		if p.File != TelemetryDir+"/"+o.file || p.Line != o.line || p.TraceID != o.TraceID || p.SpanID != o.SpanID ||
+		if p.File != contract.RunTelemetryDir+"/"+o.file || p.Line != o.line || p.TraceID != o.TraceID || p.SpanID != o.SpanID ||
 			!strings.Contains(p.Message, "names parent "+o.ParentSpanID+",") {
 			t.Errorf("broken trace #%d: %+v, want span %s of trace %s at %s:%d", i+1, p, o.SpanID, o.TraceID, o.file, o.line)
 		}
@@ -295,7 +296,7 @@ func TestLoadAgreesWithRawFiles(t *testing.T) {
 	})
 	t.Run("broken traces", func(t *testing.T) {
 		dir := copyFixture(t)
-		if err := os.Remove(filepath.Join(dir, TelemetryDir, "orchestrator.jsonl")); err != nil {
+		if err := os.Remove(filepath.Join(dir, contract.RunTelemetryDir, "orchestrator.jsonl")); err != nil {
 			t.Fatal(err)
 		}
 		checkLoad(t, dir, 3)
@@ -335,7 +336,7 @@ func TestLoadAgreesWithRawFiles(t *testing.T) {
 					`"span_id":"`+child.SpanID+`","parent_span_id":"not hex"`)
 			})
 		}
-		editFile(t, dir, RolloutsFile, func(s string) string { return strings.ReplaceAll(s, first.ID, "trace one") })
+		editFile(t, dir, contract.RunRolloutsFile, func(s string) string { return strings.ReplaceAll(s, first.ID, "trace one") })
 		checkLoad(t, dir, 3)
 		// The traces with odd ids are checked without being held.
 		part := checkLoad(t, dir, 1)
@@ -373,7 +374,7 @@ func TestLoadKeepsFewTraces(t *testing.T) {
 	if run.SpanCount() != spans || run.TraceCount() != rollouts+1 {
 		t.Errorf("%d spans in %d traces, want %d in %d", run.SpanCount(), run.TraceCount(), spans, rollouts+1)
 	}
-	if n := len(run.SpanDurations(SpanRollout, true)); n != rollouts {
+	if n := len(run.SpanDurations(contract.SpanRollout, true)); n != rollouts {
 		t.Errorf("%d rollout durations, want %d", n, rollouts)
 	}
 	if len(run.Traces) != 5 {
@@ -389,7 +390,7 @@ func TestLoadKeepsFewTraces(t *testing.T) {
 		}
 		for _, s := range rt.Trace.Spans {
 			for _, l := range s.Links {
-				if target := run.LinkTarget(l); target == nil || target.Name != SpanJob {
+				if target := run.LinkTarget(l); target == nil || target.Name != contract.SpanJob {
 					t.Errorf("link of %s resolves to %+v, want the gym.job span", s.Name, target)
 				}
 			}
@@ -434,25 +435,14 @@ func TestFileChangedBetweenReadings(t *testing.T) {
 // resource header naming the server type, then the spans.
 func writeTelemetry(t *testing.T, dir, file, serverType string, spans []telfile.Span) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Join(dir, TelemetryDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	buf, err := telfile.AppendLine(nil, telfile.Resource{Format: telfile.FormatVersion, TimeNS: 1,
-		Attributes: map[string]any{"nemo.gym.server.name": strings.TrimSuffix(file, ".jsonl"), "nemo.gym.server.type": serverType}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := make([]telfile.Entry, 0, len(spans))
 	for _, s := range spans {
 		if s.Kind == "" {
 			s.Kind, s.Status = telfile.KindInternal, telfile.StatusUnset
 		}
-		if buf, err = telfile.AppendLine(buf, s); err != nil {
-			t.Fatal(err)
-		}
+		entries = append(entries, s)
 	}
-	if err := os.WriteFile(filepath.Join(dir, TelemetryDir, file), buf, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRecords(t, dir, file, serverType, entries...)
 }
 
 // TestOddSpanIDs: span ids that are not 16 lowercase hex digits, as
@@ -470,7 +460,7 @@ func TestOddSpanIDs(t *testing.T) {
 			StartNS: base + start, EndNS: base + end}
 	}
 	agent := []telfile.Span{
-		span(t1, "root span", "", SpanRollout, 0, 1000),
+		span(t1, "root span", "", contract.SpanRollout, 0, 1000),
 		// An odd span under a canonical parent.
 		span(t1, "Child-2", "0000000000000001", "child", 10, 20),
 		// An orphan whose odd parent's number is sure to be some
@@ -485,7 +475,7 @@ func TestOddSpanIDs(t *testing.T) {
 		span(t1, "00000000000000ae", "00000000000000EF", "under upper of lower", 71, 79),
 		// The same odd ids in other traces: they match within a trace
 		// only.
-		span(t2, "root span", "", SpanRollout, 100, 900),
+		span(t2, "root span", "", contract.SpanRollout, 100, 900),
 		span(t2, "0000000000000001", "root span", "child", 110, 120),
 		span(t3, "Child-2", "root span", "orphan elsewhere", 200, 210),
 	}
@@ -495,7 +485,7 @@ func TestOddSpanIDs(t *testing.T) {
 		model = append(model, span(t1, fmt.Sprintf("%016x", i), "root span", "leaf", 5+int64(i), 6+int64(i)))
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	writeTelemetry(t, dir, "agent.jsonl", TypeAgent, agent)
+	writeTelemetry(t, dir, "agent.jsonl", contract.ServerTypeAgent, agent)
 	writeTelemetry(t, dir, "model.jsonl", "responses_api_models", model)
 
 	wantBroken := []string{"00000000000000aa", "00000000000000ad", "00000000000000ae", "Child-2"}
@@ -555,12 +545,12 @@ func TestOddSpanIDsKeepLoadBounded(t *testing.T) {
 		}
 		return `"` + sub[1] + `":"` + id + `"`
 	}
-	files, err := filepath.Glob(filepath.Join(dir, TelemetryDir, "*.jsonl"))
+	files, err := filepath.Glob(filepath.Join(dir, contract.RunTelemetryDir, "*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		editFile(t, dir, filepath.Join(TelemetryDir, filepath.Base(f)), func(s string) string {
+		editFile(t, dir, filepath.Join(contract.RunTelemetryDir, filepath.Base(f)), func(s string) string {
 			return ids.ReplaceAllStringFunc(s, respell)
 		})
 	}
@@ -588,10 +578,10 @@ func TestOddSpanIDsKeepLoadBounded(t *testing.T) {
 func TestJobTraceNotHeld(t *testing.T) {
 	fix := loadFixture(t)
 	job := fix.LinkTarget(fix.SlowestRollouts(1)[0].Trace.Spans[0].Links[0])
-	if job == nil || job.Name != SpanJob {
+	if job == nil || job.Name != contract.SpanJob {
 		t.Fatalf("the fixture's rollouts do not link to its gym.job span: %+v", job)
 	}
-	header := "collection " + fmtDuration(job.Duration()) + " (" + SpanJob + " span)"
+	header := "collection " + fmtDuration(job.Duration()) + " (" + contract.SpanJob + " span)"
 
 	t.Run("no rollout kept", func(t *testing.T) {
 		run := checkLoad(t, fixture, 0)
@@ -623,10 +613,10 @@ func TestJobTraceNotHeld(t *testing.T) {
 		dir := copyFixture(t)
 		start := fix.Start.UnixNano() - int64(time.Second)
 		spans := []telfile.Span{
-			{TraceID: strings.Repeat("b", 32), SpanID: "0000000000000001", Name: SpanJob, StartNS: start, EndNS: start + 9e6},
-			{TraceID: strings.Repeat("a", 32), SpanID: "2222222222222222", Name: SpanJob, StartNS: start, EndNS: start + 5e6},
-			{TraceID: strings.Repeat("a", 32), SpanID: "1111111111111111", Name: SpanJob, StartNS: start, EndNS: start + 7e6},
-			{TraceID: strings.Repeat("a", 32), SpanID: "0000000000000003", Name: SpanJob, StartNS: start + 1, EndNS: start + 3e6},
+			{TraceID: strings.Repeat("b", 32), SpanID: "0000000000000001", Name: contract.SpanJob, StartNS: start, EndNS: start + 9e6},
+			{TraceID: strings.Repeat("a", 32), SpanID: "2222222222222222", Name: contract.SpanJob, StartNS: start, EndNS: start + 5e6},
+			{TraceID: strings.Repeat("a", 32), SpanID: "1111111111111111", Name: contract.SpanJob, StartNS: start, EndNS: start + 7e6},
+			{TraceID: strings.Repeat("a", 32), SpanID: "0000000000000003", Name: contract.SpanJob, StartNS: start + 1, EndNS: start + 3e6},
 		}
 		var extra []byte
 		for _, s := range spans {

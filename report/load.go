@@ -19,21 +19,14 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/telfile"
 )
 
-// Names of the files and directories inside a run directory.
-const (
-	ConfigFile   = "config.yaml"
-	RolloutsFile = "rollouts.jsonl"
-	// FailuresFile is the failures file of RolloutsFile, as the
-	// collector names it (rollout.FailuresPath).
-	FailuresFile = "rollouts_failures.jsonl"
-	// KeyBookkeeping is the member of a rollout line holding the
-	// collector's record of the rollout (rollout.KeyBookkeeping).
-	KeyBookkeeping = "_gymlens"
-	TelemetryDir   = "telemetry"
-)
+// KeyBookkeeping is the member of a rollout line holding the collector's
+// record of the rollout (rollout.KeyBookkeeping). The run directory's
+// file names are contract.Run*.
+const KeyBookkeeping = "_gymlens"
 
 // FileError reports a file of the run directory that cannot be read. Load
 // returns it for damage it cannot step over (a corrupt line in the middle
@@ -61,7 +54,8 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 // ErrNotRunDir is wrapped by Load's error for a directory that holds none
 // of config.yaml, rollouts.jsonl and telemetry/.
-var ErrNotRunDir = errors.New("not a run directory (no config.yaml, rollouts.jsonl or telemetry/)")
+var ErrNotRunDir = errors.New("not a run directory (no " + contract.RunConfigFile + ", " +
+	contract.RunRolloutsFile + " or " + contract.RunTelemetryDir + "/)")
 
 // DefaultKeepSlowest is the number of slowest rollouts whose traces Load
 // keeps in full.
@@ -119,7 +113,7 @@ func LoadWith(dir string, opts LoadOptions) (Run, error) {
 		return run, fmt.Errorf("run directory %s is not a directory", dir)
 	}
 	found := 0
-	for _, name := range []string{ConfigFile, RolloutsFile, FailuresFile, TelemetryDir} {
+	for _, name := range []string{contract.RunConfigFile, contract.RunRolloutsFile, contract.RunFailuresFile, contract.RunTelemetryDir} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			found++
 		}
@@ -187,7 +181,7 @@ type configYAML struct {
 }
 
 func (l *loader) readConfig() error {
-	path := filepath.Join(l.run.Dir, ConfigFile)
+	path := filepath.Join(l.run.Dir, contract.RunConfigFile)
 	raw, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -197,7 +191,7 @@ func (l *loader) readConfig() error {
 	}
 	var c configYAML
 	if err := yaml.Unmarshal(raw, &c); err != nil {
-		l.note(ConfigFile, 0, "unreadable, ignored: %v", err)
+		l.note(contract.RunConfigFile, 0, "unreadable, ignored: %v", err)
 		return nil
 	}
 	cfg := &Config{RunID: c.RunID, TelemetryEnabled: true}
@@ -243,11 +237,11 @@ func truthy(v any) bool {
 }
 
 func (l *loader) readTelemetry() error {
-	tdir := filepath.Join(l.run.Dir, TelemetryDir)
+	tdir := filepath.Join(l.run.Dir, contract.RunTelemetryDir)
 	entries, err := os.ReadDir(tdir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		l.note(TelemetryDir, 0, "no telemetry directory; the run exported no telemetry here")
+		l.note(contract.RunTelemetryDir, 0, "no telemetry directory; the run exported no telemetry here")
 		return nil
 	case err != nil:
 		return &FileError{Path: tdir, Err: pathless(err)}
@@ -264,8 +258,8 @@ func (l *loader) readTelemetry() error {
 }
 
 func (l *loader) readTelemetryFile(name string) error {
-	rel := filepath.ToSlash(filepath.Join(TelemetryDir, name))
-	path := filepath.Join(l.run.Dir, TelemetryDir, name)
+	rel := filepath.ToSlash(filepath.Join(contract.RunTelemetryDir, name))
+	path := filepath.Join(l.run.Dir, contract.RunTelemetryDir, name)
 	f, err := os.Open(path)
 	if err != nil {
 		return &FileError{Path: path, Err: pathless(err)}
@@ -281,21 +275,25 @@ func (l *loader) readTelemetryFile(name string) error {
 	p := &Process{File: name}
 	l.run.Processes = append(l.run.Processes, p)
 	l.spans.startFile()
-	instance := ""
+	// writer tells apart the processes that appended to one file: the
+	// instance id alone does not (under a run id every rank-0 server's is
+	// <run>-rank0, as nemo-lens names it), the process id with it does.
+	instance, writer := "", ""
 	headerless := 0
 	err = telfile.Read(f, func(rec telfile.Record) error {
 		switch {
 		case rec.Resource != nil:
 			p.Headers++
 			a := rec.Resource.Attributes
-			instance = attrText(a["service.instance.id"])
+			instance = attrText(a[contract.AttrServiceInstanceID])
+			writer = instance + "\x00" + attrText(a[contract.AttrProcessPID])
 			if p.Headers == 1 {
 				p.Resource = a
-				p.ServiceName = attrText(a["service.name"])
-				p.ServerName = attrText(a["nemo.gym.server.name"])
-				p.ServerType = attrText(a["nemo.gym.server.type"])
+				p.ServiceName = attrText(a[contract.AttrServiceName])
+				p.ServerName = attrText(a[contract.AttrServerName])
+				p.ServerType = attrText(a[contract.AttrServerType])
 				p.InstanceID = instance
-				p.RunID = attrText(a["nemo.run.id"])
+				p.RunID = attrText(a[contract.AttrRunID])
 			}
 			return nil
 		case p.Headers == 0 && headerless == 0:
@@ -307,7 +305,7 @@ func (l *loader) readTelemetryFile(name string) error {
 			l.spans.add(p, rec.Line, rec.Span)
 		case rec.Metric != nil:
 			p.Metrics++
-			l.addMetric(p, instance, rec.Metric)
+			l.addMetric(p, instance, writer, rec.Metric)
 		case rec.Log != nil:
 			p.Logs++
 		}
@@ -424,9 +422,9 @@ func (l *loader) addSpan(p *Process, line int, in *telfile.Span) *Span {
 	return s
 }
 
-func (l *loader) addMetric(p *Process, instance string, m *telfile.Metric) {
+func (l *loader) addMetric(p *Process, instance, writer string, m *telfile.Metric) {
 	for _, pt := range m.Points {
-		key := p.File + "\x00" + instance + "\x00" + m.Name + "\x00" + attrKey(pt.Attributes)
+		key := p.File + "\x00" + writer + "\x00" + m.Name + "\x00" + attrKey(pt.Attributes)
 		s := l.series[key]
 		if s == nil {
 			s = &Series{Process: p, Instance: instance, Name: m.Name, Unit: m.Unit, Kind: m.Kind,
@@ -508,7 +506,7 @@ func (r *rolloutJSON) rollout(file string, line int) Rollout {
 		ro.Reward = *r.Reward
 	}
 	ro.FailureClass = jsonText(r.FailureClass)
-	failed := file == FailuresFile || ro.FailureClass != ""
+	failed := file == contract.RunFailuresFile || ro.FailureClass != ""
 	if failed {
 		ro.Error = cmp.Or(jsonText(r.FailureError), jsonText(r.JudgeError))
 		if ro.Error == "" {
@@ -536,12 +534,12 @@ func jsonText(raw json.RawMessage) string {
 // readRollouts reads rollouts.jsonl and then the failures file, keeping
 // the failure lines no later line supersedes.
 func (l *loader) readRollouts() error {
-	missing, err := l.readRolloutFile(RolloutsFile, func(ro Rollout) { l.run.Rollouts = append(l.run.Rollouts, ro) })
+	missing, err := l.readRolloutFile(contract.RunRolloutsFile, func(ro Rollout) { l.run.Rollouts = append(l.run.Rollouts, ro) })
 	if err != nil {
 		return err
 	}
 	if missing {
-		l.note(RolloutsFile, 0, "not found; no rollouts to report")
+		l.note(contract.RunRolloutsFile, 0, "not found; no rollouts to report")
 	}
 	completed := map[[2]int]bool{}
 	for _, ro := range l.run.Rollouts {
@@ -551,7 +549,7 @@ func (l *loader) readRollouts() error {
 	}
 	var fails []Rollout
 	last := map[[2]int]int{} // rollout -> index in fails of its latest line
-	_, err = l.readRolloutFile(FailuresFile, func(ro Rollout) {
+	_, err = l.readRolloutFile(contract.RunFailuresFile, func(ro Rollout) {
 		if ro.TaskIndex >= 0 && ro.RolloutIndex >= 0 {
 			last[[2]int{ro.TaskIndex, ro.RolloutIndex}] = len(fails)
 		}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 // fixture is a run directory made by testdata/gen.go: 12 rollouts of which
@@ -54,7 +57,7 @@ func TestLoadFixture(t *testing.T) {
 	for i, ro := range run.Rollouts {
 		// The resources server panics on the verifications of the last
 		// three tasks (see testdata/README.md).
-		if ro.Failed() != (ro.TaskIndex >= 9) || ro.Failed() != (ro.File == FailuresFile) {
+		if ro.Failed() != (ro.TaskIndex >= 9) || ro.Failed() != (ro.File == contract.RunFailuresFile) {
 			t.Errorf("rollout %s of %s:%d: failed %v (%s)", ro.RolloutID, ro.File, ro.Line, ro.Failed(), ro.Error)
 		}
 		if ro.Failed() {
@@ -118,7 +121,7 @@ func TestLoadFixture(t *testing.T) {
 
 func TestFixtureMetrics(t *testing.T) {
 	run := loadFixture(t)
-	for _, name := range []string{MetricRolloutDuration, MetricVerifyDuration} {
+	for _, name := range []string{contract.RolloutDuration, contract.VerifyDuration} {
 		h, err := run.LastHistogram(name)
 		if err != nil || h == nil || h.Count != 12 {
 			t.Errorf("%s: %+v, %v; want 12 values", name, h, err)
@@ -140,7 +143,7 @@ func TestFixtureMetrics(t *testing.T) {
 	if success != 9 || failure != 3 {
 		t.Errorf("windows add up to %v ok, %v failed; want 9 and 3", success, failure)
 	}
-	if c := run.CounterTotals(MetricRolloutCalls, AttrRolloutOutcome); c[OutcomeSuccess] != 9 || c[OutcomeFailure] != 3 {
+	if c := run.CounterTotals(contract.RolloutCompleted, contract.AttrRolloutOutcome); c[contract.OutcomeSuccess] != 9 || c[contract.OutcomeFailure] != 3 {
 		t.Errorf("rollout calls %v", c)
 	}
 	active := run.ServersActive()
@@ -168,7 +171,7 @@ func TestFixtureMetrics(t *testing.T) {
 		t.Fatalf("%d slowest rollouts", len(slow))
 	}
 	for i, s := range slow {
-		if s.Rollout == nil || s.Trace == nil || s.Span.Name != SpanRollout {
+		if s.Rollout == nil || s.Trace == nil || s.Span.Name != contract.SpanRollout {
 			t.Errorf("slowest #%d: %+v", i+1, s)
 		}
 		if i > 0 && s.Span.Duration() > slow[i-1].Span.Duration() {
@@ -312,7 +315,7 @@ func TestMissingOrWrongDirectory(t *testing.T) {
 
 func TestBrokenRolloutLine(t *testing.T) {
 	dir := copyFixture(t)
-	editFile(t, dir, RolloutsFile, func(s string) string { return replaceLine(t, s, 4, `{"_ng_task_index": 3`) })
+	editFile(t, dir, contract.RunRolloutsFile, func(s string) string { return replaceLine(t, s, 4, `{"_ng_task_index": 3`) })
 	run, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +323,7 @@ func TestBrokenRolloutLine(t *testing.T) {
 	if len(run.Rollouts) != 11 {
 		t.Errorf("%d rollouts, want the 11 readable ones", len(run.Rollouts))
 	}
-	if len(run.Notes) != 1 || run.Notes[0].File != RolloutsFile || run.Notes[0].Line != 4 {
+	if len(run.Notes) != 1 || run.Notes[0].File != contract.RunRolloutsFile || run.Notes[0].Line != 4 {
 		t.Fatalf("notes %v, want one for rollouts.jsonl:4", run.Notes)
 	}
 	if out := render(t, run, goldenOptions); !strings.Contains(out, "rollouts.jsonl:4: unreadable rollout line skipped") {
@@ -329,7 +332,7 @@ func TestBrokenRolloutLine(t *testing.T) {
 
 	// A cut-short last line reads as such.
 	dir = copyFixture(t)
-	editFile(t, dir, RolloutsFile, func(s string) string { return strings.TrimSuffix(s, "\n")[:len(s)-30] })
+	editFile(t, dir, contract.RunRolloutsFile, func(s string) string { return strings.TrimSuffix(s, "\n")[:len(s)-30] })
 	run, err = Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -340,26 +343,26 @@ func TestBrokenRolloutLine(t *testing.T) {
 
 	// So does one of the failures file.
 	dir = copyFixture(t)
-	editFile(t, dir, FailuresFile, func(s string) string { return strings.TrimSuffix(s, "\n")[:len(s)-30] })
+	editFile(t, dir, contract.RunFailuresFile, func(s string) string { return strings.TrimSuffix(s, "\n")[:len(s)-30] })
 	run, err = Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.Notes) != 1 || run.Notes[0].File != FailuresFile || run.Notes[0].Line != 3 || len(run.Rollouts) != 11 {
-		t.Errorf("notes %v, want %s:3 cut short", run.Notes, FailuresFile)
+	if len(run.Notes) != 1 || run.Notes[0].File != contract.RunFailuresFile || run.Notes[0].Line != 3 || len(run.Rollouts) != 11 {
+		t.Errorf("notes %v, want %s:3 cut short", run.Notes, contract.RunFailuresFile)
 	}
 }
 
 func TestTelemetryOff(t *testing.T) {
 	// What gym run --no-telemetry leaves: an empty telemetry directory.
 	dir := copyFixture(t)
-	if err := os.RemoveAll(filepath.Join(dir, TelemetryDir)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, contract.RunTelemetryDir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, TelemetryDir), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, contract.RunTelemetryDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	editFile(t, dir, ConfigFile, func(s string) string { return strings.Replace(s, `enabled: "1"`, `enabled: "0"`, 1) })
+	editFile(t, dir, contract.RunConfigFile, func(s string) string { return strings.Replace(s, `enabled: "1"`, `enabled: "0"`, 1) })
 	run, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -449,7 +452,7 @@ func TestProblemSilentAndMissingProcesses(t *testing.T) {
 	}
 
 	// Exported over OTLP, no server is expected to have a file.
-	editFile(t, dir, ConfigFile, func(s string) string { return strings.Replace(s, "exporter: file", "exporter: otlp", 1) })
+	editFile(t, dir, contract.RunConfigFile, func(s string) string { return strings.Replace(s, "exporter: file", "exporter: otlp", 1) })
 	run, err = Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -521,14 +524,14 @@ func TestWaterfallSurvivesCycles(t *testing.T) {
 
 func TestDeltaStreamsAreAccumulated(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, TelemetryDir), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, contract.RunTelemetryDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	lines := `{"type":"resource","format":1,"time_ns":1,"attributes":{"nemo.gym.server.name":"r","nemo.gym.server.type":"resources_servers"}}
 {"type":"metric","time_ns":1000,"scope":"s","name":"gym.verify.calls","unit":"{call}","kind":"sum","temporality":"delta","monotonic":true,"points":[{"attributes":{"nemo.gym.verify.outcome":"success"},"start_ns":0,"time_ns":1000,"value":2}]}
 {"type":"metric","time_ns":2000,"scope":"s","name":"gym.verify.calls","unit":"{call}","kind":"sum","temporality":"delta","monotonic":true,"points":[{"attributes":{"nemo.gym.verify.outcome":"success"},"start_ns":1000,"time_ns":2000,"value":3}]}
 `
-	if err := os.WriteFile(filepath.Join(dir, TelemetryDir, "r.jsonl"), []byte(lines), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, contract.RunTelemetryDir, "r.jsonl"), []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run, err := Load(dir)
@@ -539,14 +542,14 @@ func TestDeltaStreamsAreAccumulated(t *testing.T) {
 	if len(tl) != 1 || tl[0].Success != 5 || !math.IsNaN(tl[0].Rate) {
 		t.Errorf("tallies %+v, want 5 successes", tl)
 	}
-	if len(run.Notes) != 1 || run.Notes[0].File != RolloutsFile {
+	if len(run.Notes) != 1 || run.Notes[0].File != contract.RunRolloutsFile {
 		t.Errorf("notes %v, want one about the missing rollouts.jsonl", run.Notes)
 	}
 }
 
 func TestVerifyWindowsAssignIncreases(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, TelemetryDir), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, contract.RunTelemetryDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	const ms = int64(time.Millisecond)
@@ -560,7 +563,7 @@ func TestVerifyWindowsAssignIncreases(t *testing.T) {
 		point(1350, "success", 1) + // reset: window 1: +1
 		point(1350, "failure", 4) + // window 1: +4 failed
 		point(1700, "failure", 4) // window 3: nothing new
-	if err := os.WriteFile(filepath.Join(dir, TelemetryDir, "r.jsonl"), []byte(lines), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, contract.RunTelemetryDir, "r.jsonl"), []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run, err := Load(dir)
@@ -604,7 +607,7 @@ func TestLinksResolve(t *testing.T) {
 			for _, l := range s.Links {
 				linked++
 				target := run.LinkTarget(l)
-				if target == nil || target.Name != "gym.job" || target.TraceID == s.TraceID {
+				if target == nil || target.Name != contract.SpanJob || target.TraceID == s.TraceID {
 					t.Errorf("%s in trace %s links to %+v, resolved to %+v; want gym.job in another trace", s.Name, s.TraceID, l, target)
 				}
 			}
@@ -635,13 +638,13 @@ func TestRolloutLines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(RolloutsFile,
+	write(contract.RunRolloutsFile,
 		`{"_ng_task_index":0,"_ng_rollout_index":0,"reward":1,"expected_answer":"4","_gymlens":{"trace_id":"0af7651916cd43dd8448eb211c80319c","rollout_id":"0-0","duration_ms":12.5,"attempted_at":"2026-01-02T03:04:05Z","attempts":1}}`,
 		`{"_ng_task_index":0,"_ng_rollout_index":1,"reward":0}`,
 		`{"_ng_task_index":1,"_ng_rollout_index":0,"reward":0.5,"_ng_failure_class":"judge_failed","_ng_failure_judge_error":"judge down"}`,
 		`{"reward":1}`,
 	)
-	write(FailuresFile,
+	write(contract.RunFailuresFile,
 		`{"_ng_task_index":0,"_ng_rollout_index":1,"_ng_failure_class":"rollout_error","_ng_failure_error":"since completed"}`,
 		`{"_ng_task_index":2,"_ng_rollout_index":0,"_ng_failure_class":"rollout_error","_ng_failure_error":"first try"}`,
 		`{"_ng_task_index":2,"_ng_rollout_index":0,"_ng_attempt_index":3,"_ng_failure_class":"rollout_error","_ng_failure_error":"second try","_gymlens":{"trace_id":"","rollout_id":"2-0-a3","duration_ms":3,"attempted_at":"2026-01-02T03:04:05Z","attempts":3}}`,
@@ -653,13 +656,13 @@ func TestRolloutLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Rollout{
-		{File: RolloutsFile, Line: 1, TaskIndex: 0, RolloutIndex: 0, TaskID: "0", RolloutID: "0-0", TraceID: "0af7651916cd43dd8448eb211c80319c", Reward: 1, Rewarded: true, DurationMS: 12.5},
-		{File: RolloutsFile, Line: 2, TaskIndex: 0, RolloutIndex: 1, TaskID: "0", RolloutID: "0-1"},
-		{File: RolloutsFile, Line: 3, TaskIndex: 1, RolloutIndex: 0, TaskID: "1", RolloutID: "1-0", Reward: 0.5, FailureClass: "judge_failed", Error: "judge down"},
-		{File: RolloutsFile, Line: 4, TaskIndex: -1, RolloutIndex: -1, Reward: 1, Rewarded: true},
-		{File: FailuresFile, Line: 3, TaskIndex: 2, RolloutIndex: 0, TaskID: "2", RolloutID: "2-0-a3", FailureClass: "rollout_error", Error: "second try", DurationMS: 3},
-		{File: FailuresFile, Line: 4, TaskIndex: -1, RolloutIndex: -1, FailureClass: "kill_shaped", Error: "failure class kill_shaped"},
-		{File: FailuresFile, Line: 5, TaskIndex: 3, RolloutIndex: 0, TaskID: "3", RolloutID: "3-0", Reward: 1, Error: "failure class not given"},
+		{File: contract.RunRolloutsFile, Line: 1, TaskIndex: 0, RolloutIndex: 0, TaskID: "0", RolloutID: "0-0", TraceID: "0af7651916cd43dd8448eb211c80319c", Reward: 1, Rewarded: true, DurationMS: 12.5},
+		{File: contract.RunRolloutsFile, Line: 2, TaskIndex: 0, RolloutIndex: 1, TaskID: "0", RolloutID: "0-1"},
+		{File: contract.RunRolloutsFile, Line: 3, TaskIndex: 1, RolloutIndex: 0, TaskID: "1", RolloutID: "1-0", Reward: 0.5, FailureClass: "judge_failed", Error: "judge down"},
+		{File: contract.RunRolloutsFile, Line: 4, TaskIndex: -1, RolloutIndex: -1, Reward: 1, Rewarded: true},
+		{File: contract.RunFailuresFile, Line: 3, TaskIndex: 2, RolloutIndex: 0, TaskID: "2", RolloutID: "2-0-a3", FailureClass: "rollout_error", Error: "second try", DurationMS: 3},
+		{File: contract.RunFailuresFile, Line: 4, TaskIndex: -1, RolloutIndex: -1, FailureClass: "kill_shaped", Error: "failure class kill_shaped"},
+		{File: contract.RunFailuresFile, Line: 5, TaskIndex: 3, RolloutIndex: 0, TaskID: "3", RolloutID: "3-0", Reward: 1, Error: "failure class not given"},
 	}
 	if len(run.Rollouts) != len(want) {
 		t.Fatalf("%d rollouts, want %d: %+v", len(run.Rollouts), len(want), run.Rollouts)
@@ -687,5 +690,34 @@ func TestRolloutLines(t *testing.T) {
 	out := render(t, run, goldenOptions)
 	if !strings.Contains(out, "7 (4 in rollouts.jsonl, 3 in rollouts_failures.jsonl): 4 failed, 2 rewarded") {
 		t.Errorf("report:\n%s", out)
+	}
+}
+
+// TestWritersSharingAnInstanceID: two processes appended to one file with
+// the same service.instance.id (nemo-lens names every rank-0 process of a
+// run <run>-rank0) keep their own cumulative streams, told apart by
+// process.pid; taken as one stream, the later total would hide the other.
+func TestWritersSharingAnInstanceID(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, contract.RunTelemetryDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	header := func(pid int) string {
+		return fmt.Sprintf(`{"type":"resource","format":1,"time_ns":1,"attributes":{"nemo.gym.server.name":"r","nemo.gym.server.type":"resources_servers","service.instance.id":"run-rank0","process.pid":%d}}`, pid)
+	}
+	point := func(v int) string {
+		return fmt.Sprintf(`{"type":"metric","time_ns":2000,"scope":"nemo.lens","name":"gym.verify.calls","unit":"{call}","kind":"sum","temporality":"cumulative","monotonic":true,"points":[{"attributes":{"nemo.gym.verify.outcome":"success"},"start_ns":0,"time_ns":2000,"value":%d}]}`, v)
+	}
+	lines := strings.Join([]string{header(101), point(2), header(102), point(3)}, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, contract.RunTelemetryDir, "r.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := run.VerifyTallies()
+	if len(tl) != 1 || tl[0].Success != 5 {
+		t.Errorf("tallies %+v, want the two writers' 2 and 3 successes summed to 5", tl)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 // Run is what Load read from one run directory. It holds the data as it
@@ -289,7 +291,7 @@ type Point struct {
 // Rollout is one rollout the collector recorded: a line of rollouts.jsonl
 // (a completed rollout) or of its failures file (a failed one).
 type Rollout struct {
-	// File is the file of the line, RolloutsFile or FailuresFile; Line
+	// File is the file of the line, contract.RunRolloutsFile or contract.RunFailuresFile; Line
 	// is its 1-based line number.
 	File string
 	Line int
@@ -400,7 +402,7 @@ func (r *Run) rolloutCounts() (failed, rewarded, inFailures int) {
 		if ro.Rewarded {
 			rewarded++
 		}
-		if ro.File == FailuresFile {
+		if ro.File == contract.RunFailuresFile {
 			inFailures++
 		}
 	}

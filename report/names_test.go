@@ -6,32 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gymlens/gymlens/lens/instruments/gym"
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/rollout"
-	"github.com/gymlens/gymlens/server"
 )
 
-// The report spells the metric contract's names itself; keep them equal to
-// the writers'.
-func TestNamesMatchTheWriters(t *testing.T) {
-	for _, c := range [][2]string{
-		{MetricRolloutDuration, gym.RolloutDurationName},
-		{MetricVerifyDuration, gym.VerifyDurationName},
-		{MetricVerifyRate, gym.VerifySuccessRateName},
-		{MetricVerifyCalls, gym.VerifyCallsName},
-		{MetricRolloutCalls, gym.RolloutCallsName},
-		{MetricServersActive, gym.ServersActiveName},
-		{MetricHTTPServer, server.RequestDurationName},
-		{AttrVerifyOutcome, gym.VerifyOutcomeKey},
-		{AttrRolloutOutcome, gym.RolloutOutcomeKey},
-		{OutcomeSuccess, gym.OutcomeSuccess},
-		{OutcomeFailure, gym.OutcomeFailure},
-		{FailuresFile, filepath.Base(rollout.FailuresPath(RolloutsFile))},
-		{KeyBookkeeping, rollout.KeyBookkeeping},
-	} {
-		if c[0] != c[1] {
-			t.Errorf("report uses %q, the writer %q", c[0], c[1])
-		}
+// The report names the run directory's files after the contract, and the
+// collector derives its failures file from its output; the two must agree.
+// The member holding the collector's own record is the rollout package's.
+func TestRunFilesMatchTheCollector(t *testing.T) {
+	if got := filepath.Base(rollout.FailuresPath(contract.RunRolloutsFile)); got != contract.RunFailuresFile {
+		t.Errorf("the collector writes the failures of %s to %s; the report reads %s",
+			contract.RunRolloutsFile, got, contract.RunFailuresFile)
+	}
+	if KeyBookkeeping != rollout.KeyBookkeeping {
+		t.Errorf("report reads member %q, the collector writes %q", KeyBookkeeping, rollout.KeyBookkeeping)
 	}
 }
 
@@ -51,7 +39,7 @@ func TestRolloutLineMatchesTheCollector(t *testing.T) {
 	if err := json.Unmarshal(line, &r); err != nil {
 		t.Fatal(err)
 	}
-	ro := r.rollout(FailuresFile, 1)
+	ro := r.rollout(contract.RunFailuresFile, 1)
 	if ro.TraceID != "t1" || ro.RolloutID != "4-2-a1" || ro.DurationMS != 1.5 || ro.Error != "boom" ||
 		ro.FailureClass != rollout.FailureRolloutError || ro.TaskID != "4" || ro.RolloutIndex != 2 {
 		t.Errorf("read back %+v", ro)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/telfile"
 )
 
@@ -47,7 +48,7 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 		byTrace[tp.rollout.TraceID] = i
 	}
 	for _, p := range src.Processes {
-		err := telfile.ReadFile(filepath.Join(fixture, TelemetryDir, p.File), func(rec telfile.Record) error {
+		err := telfile.ReadFile(filepath.Join(fixture, contract.RunTelemetryDir, p.File), func(rec telfile.Record) error {
 			if rec.Span == nil {
 				return nil
 			}
@@ -95,7 +96,7 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 	}
 	rolloutID := func(i int) string { return fmt.Sprintf("r%015d", i) }
 
-	if err := os.MkdirAll(filepath.Join(dir, TelemetryDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, contract.RunTelemetryDir), 0o755); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.CopyFS(dir, os.DirFS(fixture)); err != nil {
@@ -105,7 +106,7 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 	for _, p := range src.Processes {
 		// Headers and metric records come from the fixture file as they
 		// are; the spans are replaced.
-		raw, err := os.ReadFile(filepath.Join(fixture, TelemetryDir, p.File))
+		raw, err := os.ReadFile(filepath.Join(fixture, contract.RunTelemetryDir, p.File))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 				tail.Write(line)
 			}
 		}
-		f, err := os.Create(filepath.Join(dir, TelemetryDir, p.File))
+		f, err := os.Create(filepath.Join(dir, contract.RunTelemetryDir, p.File))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -146,12 +147,12 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 				}
 				s.StartNS = pl.offset + int64(float64(s.StartNS-t.start)*pl.stretch)
 				s.EndNS = pl.offset + int64(float64(s.EndNS-t.start)*pl.stretch)
-				if _, ok := s.Attributes[AttrRolloutID]; ok {
+				if _, ok := s.Attributes[contract.AttrRolloutID]; ok {
 					attrs := make(map[string]any, len(s.Attributes))
 					for k, v := range s.Attributes {
 						attrs[k] = v
 					}
-					attrs[AttrRolloutID] = rolloutID(i)
+					attrs[contract.AttrRolloutID] = rolloutID(i)
 					s.Attributes = attrs
 				}
 				write(s)
@@ -170,7 +171,7 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 	// new ids and duration.
 	files := map[string]*bufio.Writer{}
 	var closers []*os.File
-	for _, name := range []string{RolloutsFile, FailuresFile} {
+	for _, name := range []string{contract.RunRolloutsFile, contract.RunFailuresFile} {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			tb.Fatal(err)
@@ -196,7 +197,7 @@ func writeSyntheticRun(tb testing.TB, dir string, n int, seed uint64, stretch bo
 		w.Write(b)
 		w.WriteByte('\n')
 	}
-	for i, name := range []string{RolloutsFile, FailuresFile} {
+	for i, name := range []string{contract.RunRolloutsFile, contract.RunFailuresFile} {
 		if err := files[name].Flush(); err != nil {
 			tb.Fatal(err)
 		}

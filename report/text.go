@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 // Defaults and limits of TextOptions.
@@ -121,22 +123,22 @@ func startedText(r *Run) string {
 func durationText(r *Run) string {
 	d := fmtDuration(r.Duration()) + " from first to last telemetry record"
 	if job, ok := r.jobDuration(); ok {
-		d += "; collection " + fmtDuration(job) + " (" + SpanJob + " span)"
+		d += "; collection " + fmtDuration(job) + " (" + contract.SpanJob + " span)"
 	}
 	return d
 }
 
 func rolloutsText(r *Run) string {
 	failed, rewarded, inFailures := r.rolloutCounts()
-	where := "in " + RolloutsFile
+	where := "in " + contract.RunRolloutsFile
 	if inFailures > 0 {
-		where = fmt.Sprintf("(%d in %s, %d in %s)", len(r.Rollouts)-inFailures, RolloutsFile, inFailures, FailuresFile)
+		where = fmt.Sprintf("(%d in %s, %d in %s)", len(r.Rollouts)-inFailures, contract.RunRolloutsFile, inFailures, contract.RunFailuresFile)
 	}
 	line := fmt.Sprintf("%d %s: %d failed, %d rewarded", len(r.Rollouts), where, failed, rewarded)
-	if len(r.SeriesNamed(MetricRolloutCalls)) > 0 {
-		c := r.CounterTotals(MetricRolloutCalls, AttrRolloutOutcome)
+	if len(r.SeriesNamed(contract.RolloutCompleted)) > 0 {
+		c := r.CounterTotals(contract.RolloutCompleted, contract.AttrRolloutOutcome)
 		line += fmt.Sprintf("; agents counted %s failed of %s (%s)",
-			fmtCount(c[OutcomeFailure]), fmtCount(c[OutcomeSuccess]+c[OutcomeFailure]), MetricRolloutCalls)
+			fmtCount(c[contract.OutcomeFailure]), fmtCount(c[contract.OutcomeSuccess]+c[contract.OutcomeFailure]), contract.RolloutCompleted)
 	}
 	return line
 }
@@ -208,34 +210,98 @@ func (t *textWriter) processes() {
 }
 
 func (t *textWriter) durations() {
-	t.distribution("Rollout duration", MetricRolloutDuration, SpanRollout, true)
-	t.distribution("Verify duration", MetricVerifyDuration, SpanVerify, false)
+	t.distribution("Rollout duration", contract.RolloutDuration, contract.SpanRollout, true)
+	t.distribution("Verify duration", contract.VerifyDuration, contract.SpanVerify, false)
 }
 
 func (t *textWriter) distribution(title, metric, spanName string, agentsOnly bool) {
-	r := t.run
-	h, err := r.LastHistogram(metric)
-	t.section(title, metric)
-	switch {
-	case err != nil:
-		t.printf("  cannot combine the exported histograms: %v\n", err)
-	case h == nil || h.Count == 0:
-		t.printf("  histogram not exported\n")
+	d := t.run.Distribution(metric, spanName, agentsOnly)
+	h := d.Histogram
+	t.section(title, d.sourceText())
+	switch d.Source {
+	case FromSpans:
+		t.printf("  %d %s spans, exact:\n", len(d.Spans), spanName)
+		t.printf("    %s\n", d.percentileText())
+	case FromBuckets:
+		t.printf("  no %s spans exported; estimated from %s buckets, %s values at the last export:\n",
+			spanName, metric, fmtCount(float64(h.Count)))
+		t.printf("    %s\n", d.percentileText())
+		t.printf("    %s\n", d.resolutionText())
 	default:
-		t.printf("  %s values; bucket estimates from the last export:\n", fmtCount(float64(h.Count)))
-		t.printf("    p50 %s  p90 %s  p99 %s  max %s\n",
-			fmtMS(h.Quantile(0.5)), fmtMS(h.Quantile(0.9)), fmtMS(h.Quantile(0.99)), fmtMaxMS(h))
+		t.printf("  no %s spans exported\n", spanName)
 	}
-	if ds := r.SpanDurations(spanName, agentsOnly); len(ds) > 0 {
-		t.printf("  %d %s spans, exact:\n", len(ds), spanName)
-		t.printf("    p50 %s  p90 %s  p99 %s  max %s\n",
-			fmtDuration(DurationQuantile(ds, 0.5)), fmtDuration(DurationQuantile(ds, 0.9)),
-			fmtDuration(DurationQuantile(ds, 0.99)), fmtDuration(ds[len(ds)-1]))
+	switch {
+	case d.HistogramErr != nil:
+		t.printf("  cannot combine the exported %s histograms: %v\n", metric, d.HistogramErr)
+	case h == nil || h.Count == 0:
+		t.printf("  histogram %s not exported\n", metric)
+	case d.Source == FromSpans:
+		t.printf("  histogram %s: %s values at the last export\n", metric, fmtCount(float64(h.Count)))
 	}
-	if err == nil && h != nil && h.Count > 0 && len(h.Counts) > 0 {
+	if d.HistogramErr == nil && h != nil && h.Count > 0 && len(h.Counts) > 0 {
 		t.bucketBars(h, "ms")
 	}
 }
+
+// sourceText says where the distribution's percentiles come from, for a
+// section's heading.
+func (d Distribution) sourceText() string {
+	switch d.Source {
+	case FromSpans:
+		return "percentiles from " + d.SpanName + " spans, exact"
+	case FromBuckets:
+		return "percentiles estimated from " + d.Metric + " buckets"
+	}
+	return d.SpanName + " spans, " + d.Metric
+}
+
+// percentileText is the percentiles and maximum on one line; an estimate's
+// percentiles are marked "~".
+func (d Distribution) percentileText() string {
+	mark := ""
+	if d.Source == FromBuckets {
+		mark = "~"
+	}
+	var b strings.Builder
+	for i, q := range ReportQuantiles {
+		fmt.Fprintf(&b, "%s %s%s  ", quantileName(q), mark, fmtMS(d.Quantiles[i]))
+	}
+	b.WriteString("max " + fmtMS(d.Max))
+	return b.String()
+}
+
+// resolutionText says how fine an estimate is: the bucket each
+// percentile lies in, percentiles of one bucket together.
+func (d Distribution) resolutionText() string {
+	var parts []string
+	for i := 0; i < len(ReportQuantiles); {
+		j := i + 1
+		for j < len(ReportQuantiles) && d.Buckets[j] == d.Buckets[i] {
+			j++
+		}
+		names := make([]string, 0, j-i)
+		for _, q := range ReportQuantiles[i:j] {
+			names = append(names, quantileName(q))
+		}
+		parts = append(parts, strings.Join(names, ", ")+" in "+d.bucketText(d.Buckets[i]))
+		i = j
+	}
+	return "resolution: each estimate lies somewhere in its bucket: " + strings.Join(parts, "; ")
+}
+
+// bucketText names bucket i of the distribution's histogram, in ms.
+func (d Distribution) bucketText(i int) string {
+	h := d.Histogram
+	switch {
+	case i < 0 || h == nil:
+		return "no bucket"
+	case i >= len(h.Bounds) && len(h.Bounds) > 0:
+		return "the overflow bucket " + bucketLabel(h.Bounds, i) + " ms (only the maximum bounds it)"
+	}
+	return bucketLabel(h.Bounds, i) + " ms"
+}
+
+func quantileName(q float64) string { return "p" + strconv.FormatFloat(q*100, 'f', -1, 64) }
 
 // bucketBars draws the non-empty span of a histogram's buckets.
 func (t *textWriter) bucketBars(h *Histogram, unit string) {
@@ -277,7 +343,7 @@ func bucketLabel(bounds []float64, i int) string {
 
 func (t *textWriter) verifySuccess() {
 	r := t.run
-	t.section("Verify success", MetricVerifyCalls+"; a failure is a verification that errored, not a wrong answer")
+	t.section("Verify success", contract.VerifyCalls+"; a failure is a verification that errored, not a wrong answer")
 	tallies := r.VerifyTallies()
 	if len(tallies) == 0 {
 		t.printf("  not exported\n")
@@ -291,7 +357,7 @@ func (t *textWriter) verifySuccess() {
 			gauge = fmtFrac(v.Rate)
 		}
 		fmt.Fprintf(tw, "    %s\t%s of %s completed\t%s\t%s %s\n", v.Process.Name(),
-			fmtCount(v.Success), fmtCount(v.Success+v.Failure), fmtFrac(v.Fraction()), MetricVerifyRate, gauge)
+			fmtCount(v.Success), fmtCount(v.Success+v.Failure), fmtFrac(v.Fraction()), contract.VerifySuccessRate, gauge)
 	}
 	fleet := fleetTally(tallies)
 	fmt.Fprintf(tw, "    fleet\t%s of %s completed\t%s\t\n", fmtCount(fleet.Success), fmtCount(fleet.Success+fleet.Failure), fmtFrac(fleet.Fraction()))
@@ -318,7 +384,7 @@ func (t *textWriter) verifySuccess() {
 }
 
 func (t *textWriter) httpRoutes() {
-	t.section("HTTP server requests", MetricHTTPServer+"; p50 and p95 are bucket estimates")
+	t.section("HTTP server requests", contract.HTTPServerRequestDuration+"; p50 and p95 are bucket estimates")
 	routes, err := t.run.HTTPRoutes()
 	switch {
 	case err != nil:
@@ -339,7 +405,7 @@ func (t *textWriter) httpRoutes() {
 }
 
 func (t *textWriter) serversActive() {
-	t.section("Active servers", MetricServersActive+", every export")
+	t.section("Active servers", contract.ServersActive+", every export")
 	readings := t.run.ServersActive()
 	if len(readings) == 0 {
 		t.printf("  not exported\n")
@@ -384,9 +450,9 @@ func (t *textWriter) slowest() {
 		return
 	}
 	slow := t.run.SlowestRollouts(t.opts.SlowestK)
-	t.section(fmt.Sprintf("Slowest rollouts: %d", len(slow)), SpanRollout+" spans; each trace drawn to its own scale")
+	t.section(fmt.Sprintf("Slowest rollouts: %d", len(slow)), contract.SpanRollout+" spans; each trace drawn to its own scale")
 	if len(slow) == 0 {
-		t.printf("  no %s spans exported\n", SpanRollout)
+		t.printf("  no %s spans exported\n", contract.SpanRollout)
 		return
 	}
 	for i, rt := range slow {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -99,7 +101,7 @@ func TestTextSections(t *testing.T) {
 	}
 	out := render(t, run, TextOptions{})
 	for _, want := range []string{
-		"Run run-small", "Processes seen: 4", "Rollout duration", "bucket estimates",
+		"Run run-small", "Processes seen: 4", "Rollout duration", "percentiles from " + contract.SpanRollout + " spans, exact",
 		"Verify duration", "Verify success", "fleet over time", "HTTP server requests",
 		"Active servers", "Problems\n  none found",
 	} {

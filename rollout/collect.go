@@ -16,11 +16,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
+	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
 // Defaults for Options fields left at zero.
@@ -59,8 +61,8 @@ const (
 
 // Span name and attribute of a collection run.
 const (
-	spanJob      = "gym.job"
-	attrJobTasks = "nemo.gym.job.tasks"
+	spanJob      = contract.SpanJob
+	attrJobTasks = contract.AttrJobTasks
 )
 
 // traceResponseHeader is the W3C Trace Context Level 2 response header
@@ -337,17 +339,23 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	}
 	prog.start()
 
-	var next atomic.Int64
+	// One goroutine per rollout in flight, admitted by the limiter, which
+	// records the gym.concurrency.* metrics of this site; the next rollout
+	// waits here for a slot (queue depth 0 or 1: the rest of the backlog
+	// is not dispatched yet, the progress line counts it).
+	lim := metrics.NewLimiter(contract.SiteRolloutCollection, p.concurrency)
 	var wg sync.WaitGroup
-	for range min(p.concurrency, len(todo)) {
+	for _, job := range todo {
+		if runCtx.Err() != nil || closed(opts.Stop) || lim.Acquire(runCtx) != nil {
+			break
+		}
+		if closed(opts.Stop) { // stopped while waiting for the slot
+			lim.Release()
+			break
+		}
 		wg.Go(func() {
-			for runCtx.Err() == nil && !closed(opts.Stop) {
-				i := int(next.Add(1) - 1)
-				if i >= len(todo) {
-					return
-				}
-				c.run(runCtx, todo[i])
-			}
+			defer lim.Release()
+			c.run(runCtx, job)
 		})
 	}
 	wg.Wait()
@@ -366,8 +374,8 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	}
 	var errs []error
 	if !opts.DisableAggregation {
-		metrics, err := c.aggregate(ctx, AggregateMetricsPath(opts.Output))
-		sum.Metrics = metrics
+		aggregated, err := c.aggregate(ctx, AggregateMetricsPath(opts.Output))
+		sum.Metrics = aggregated
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -398,7 +406,7 @@ type pending struct {
 	first int
 }
 
-// collector is the state the workers of one run share.
+// collector is the state the rollouts of one run share.
 type collector struct {
 	client      *server.Client
 	urls        map[string]agentURLs
@@ -440,7 +448,8 @@ func (c *collector) run(ctx context.Context, job pending) {
 		id, _, _ := row.ResolveRolloutID() // checked by prepare
 		start := c.clock.now()
 		var result protocol.Fields
-		reply, err := c.client.Post(c.callCtx, runURL, row, &result, server.Call{})
+		// The id labels this call's CLIENT span (server.WithRolloutID).
+		reply, err := c.client.Post(server.WithRolloutID(c.callCtx, id), runURL, row, &result, server.Call{})
 		elapsed := c.clock.now().Sub(start)
 		if err != nil && ctx.Err() != nil {
 			return

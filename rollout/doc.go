@@ -5,7 +5,7 @@
 //
 //	rows ──► expand (task index, a a b b repeats, agent_ref) ──► <stem>_materialized_inputs.jsonl
 //	              │
-//	              └─► skip what the output completed ──► N workers ──► POST {agent}/run (retried)
+//	              └─► skip what the output completed ──► limiter (N) ──► POST {agent}/run (retried)
 //	                                                            │
 //	     output.jsonl ◄── completed, one Write per line ◄───────┤ (completion order)
 //	     <stem>_failures.jsonl ◄── failed, _ng_failure_class ◄──┘
@@ -43,9 +43,12 @@
 //     failed rollout that many again (upstream counts the failure lines
 //     across runs and gives up on a rollout once they reach the cap).
 //     Without Resume, the output and failures files are emptied first.
-//   - Bounded: a fixed pool of Options.Concurrency workers pulls rollouts
-//     (a retry keeps its worker), so a large dataset never means a large
-//     number of goroutines or connections.
+//   - Bounded: a limiter of Options.Concurrency slots (metrics.NewLimiter,
+//     site rollout_collection) admits one rollout at a time into a
+//     goroutine of its own, which keeps its slot across retries; the rest
+//     of the dataset waits undispatched, so a large dataset never means a
+//     large number of goroutines or connections. The limiter is the source
+//     of gym.concurrency.*{nemo.gym.concurrency.site="rollout_collection"}.
 //   - Cancellation: cancelling ctx stops handing out rollouts and aborts
 //     the calls in flight; those are not written (a resume runs them
 //     again), and every line already in the files is complete.

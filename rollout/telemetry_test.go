@@ -2,12 +2,14 @@ package rollout_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/protocol"
@@ -52,7 +54,7 @@ func TestCollectJobSpan(t *testing.T) {
 	var jobs, servers int
 	spans := exp.GetSpans()
 	for _, s := range spans {
-		if s.Name == "gym.job" {
+		if s.Name == contract.SpanJob {
 			job = s
 			jobs++
 		}
@@ -60,7 +62,7 @@ func TestCollectJobSpan(t *testing.T) {
 	if jobs != 1 {
 		t.Fatalf("%d gym.job spans among %d", jobs, len(spans))
 	}
-	if !hasAttr(job.Attributes, attribute.Int("nemo.gym.job.tasks", n)) {
+	if !hasAttr(job.Attributes, attribute.Int(contract.AttrJobTasks, n)) {
 		t.Fatalf("gym.job attributes %v", job.Attributes)
 	}
 	// Each rollout is a trace of its own whose CLIENT span links back to
@@ -73,7 +75,10 @@ func TestCollectJobSpan(t *testing.T) {
 		if s.SpanKind != trace.SpanKindClient {
 			continue
 		}
-		if s.Name == "POST "+protocol.PathAggregateMetrics {
+		if s.Name != contract.ClientSpanName("POST") {
+			t.Errorf("client span named %q, want %q", s.Name, contract.ClientSpanName("POST"))
+		}
+		if strings.HasSuffix(attrString(s.Attributes, contract.AttrURLFull), protocol.PathAggregateMetrics) {
 			aggregates++
 			if s.Parent.SpanID() != job.SpanContext.SpanID() || len(s.Links) != 0 {
 				t.Errorf("aggregate call: parent %s, links %v; want the job's child", s.Parent.SpanID(), s.Links)
@@ -115,6 +120,16 @@ func TestCollectJobSpan(t *testing.T) {
 			t.Errorf("rollout %s has trace %q", m.RolloutID, m.TraceID)
 		}
 	}
+}
+
+// attrString returns the string value of key among attrs, or "".
+func attrString(attrs []attribute.KeyValue, key string) string {
+	for _, kv := range attrs {
+		if string(kv.Key) == key {
+			return kv.Value.AsString()
+		}
+	}
+	return ""
 }
 
 func hasAttr(attrs []attribute.KeyValue, want attribute.KeyValue) bool {

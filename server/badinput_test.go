@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/server"
@@ -33,7 +34,7 @@ func durationPoints(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.H
 	var out []metricdata.HistogramDataPoint[float64]
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == server.RequestDurationName {
+			if m.Name == contract.HTTPServerRequestDuration {
 				out = append(out, m.Data.(metricdata.Histogram[float64]).DataPoints...)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -76,7 +77,7 @@ func oursVerifyHandler(tb testing.TB, mode string, exp sdktrace.SpanExporter, re
 	if reader == nil {
 		reader = sdkmetric.NewManualReader()
 	}
-	opts := telemetry.InitOptions{ServerName: resources.ServerName, ServerType: telemetry.ServerTypeResources}
+	opts := telemetry.InitOptions{ServerName: resources.ServerName, ServerType: contract.ServerTypeResources}
 	switch mode {
 	case oursUninstrumented:
 	case oursOff:
@@ -348,7 +349,7 @@ func TestVerifyTelemetryMatchesOtelhttp(t *testing.T) {
 				}
 			}
 			if point.Count != 1 {
-				t.Errorf("%s point counts %d requests, want 1", server.RequestDurationName, point.Count)
+				t.Errorf("%s point counts %d requests, want 1", contract.HTTPServerRequestDuration, point.Count)
 			}
 		})
 	}
@@ -391,7 +392,7 @@ func verifyDurationPoint(t *testing.T, reader *sdkmetric.ManualReader, want map[
 	var seen []string
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != server.RequestDurationName {
+			if m.Name != contract.HTTPServerRequestDuration {
 				continue
 			}
 			if m.Unit != "s" {
@@ -413,6 +414,64 @@ func verifyDurationPoint(t *testing.T, reader *sdkmetric.ManualReader, want map[
 			}
 		}
 	}
-	t.Fatalf("no %s point with route, method and status %v; points: %q", server.RequestDurationName, want, seen)
+	t.Fatalf("no %s point with route, method and status %v; points: %q", contract.HTTPServerRequestDuration, want, seen)
 	return metricdata.HistogramDataPoint[float64]{}
+}
+
+// BenchmarkHTTPServerSemconv is the per-request cost of the HTTP server
+// metrics under each OTEL_SEMCONV_STABILITY_OPT_IN value, metrics only (no
+// traces), GET /ping answered 204 in process: "bare" is the server built
+// uninstrumented, "http" the new-only default (http.server.request.duration
+// and http.server.active_requests), "http-dup" (the value http/dup) adds
+// http.server.duration with the old attributes, and "database" (no http
+// item) has the old conventions only. The request carries a connection's
+// local address, so the old conventions' origin lookup runs as it does on
+// a real server.
+//
+// Each case after "http" reports x-http, its ns/op divided by the http
+// case's from the same run, and added-x-http, (ns/op - bare) divided by
+// (http - bare): what the instrumentation costs relative to the new-only
+// middleware.
+//
+//	go test -run '^$' -bench BenchmarkHTTPServerSemconv -benchmem -count 1 ./server/
+//
+// Use -count 1 and repeat the command (or the binary from go test -c): with
+// -count n, go test runs every repetition of one case before the next case,
+// so each ratio would compare against the last http repetition only.
+func BenchmarkHTTPServerSemconv(b *testing.B) {
+	var bareNS, httpNS float64
+	run := func(b *testing.B, h http.Handler, r *http.Request) float64 {
+		w := &discardWriter{h: http.Header{}}
+		h.ServeHTTP(w, r) // fills the per-route caches, as on a warm server
+		runtime.GC()
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeHTTP(w, r)
+		}
+		return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	}
+	b.Run("bare", func(b *testing.B) {
+		testenv.ClearTelemetry(b)
+		telemetry.ResetForTesting()
+		h, r := pingHandler(b, true)
+		bareNS = run(b, h, r)
+	})
+	for _, mode := range semconvModes {
+		// "http/dup" would name two levels of sub-benchmark.
+		b.Run(strings.ReplaceAll(mode, "/", "-"), func(b *testing.B) {
+			enableMetrics(b, &mode)
+			h, r := pingHandler(b, false)
+			ns := run(b, h, r)
+			if mode == "http" {
+				httpNS = ns
+				return
+			}
+			if httpNS > 0 {
+				b.ReportMetric(ns/httpNS, "x-http")
+				if httpNS > bareNS {
+					b.ReportMetric((ns-bareNS)/(httpNS-bareNS), "added-x-http")
+				}
+			}
+		})
+	}
 }

@@ -9,9 +9,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,8 +24,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/telemetry"
+	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
 // ClientOptions configure a Client.
@@ -42,16 +47,21 @@ type ClientOptions struct {
 
 // Client makes the server-to-server calls of a fleet. Every call is one
 // CLIENT span (when the http_client group is on) around all its attempts,
-// and carries the W3C trace context of ctx. Only connection errors are
-// retried: once a peer has the request, sending it again could repeat work.
+// named as upstream's egress client names it (contract.ClientSpanName,
+// "HTTP POST"), and carries the W3C trace context of ctx. Only connection
+// errors are retried: once a peer has the request, sending it again could
+// repeat work. A URL whose path holds a rollout-id prefix
+// (/ng-rollout/<id>/, see protocol.RolloutPath) is sent as it is; the id
+// labels the call's span.
 type Client struct {
 	http    *http.Client
 	retries int
 	backoff time.Duration
 	timeout time.Duration
 	// targets caches, per URL string, what every call to it needs: the
-	// parsed URL, the span name and the span's static attributes. A fleet
-	// calls a handful of URLs millions of times.
+	// URL, its safe form and the span's static attributes. A fleet calls a
+	// handful of URLs millions of times; a rollout-prefixed URL is looked
+	// up by the part before its prefix, so rollout ids never fill it.
 	targets sync.Map
 	cached  atomic.Int64
 }
@@ -60,15 +70,55 @@ type Client struct {
 // query string per call, say) costs a parse per call and no memory.
 const maxCachedTargets = 1024
 
-// target is one cached destination.
+// target is one destination: cached as it is for a plain URL, or a copy
+// made per call for a rollout-prefixed one.
 type target struct {
-	u        *url.URL
-	safe     string
-	spanName string
-	attrs    []attribute.KeyValue // the CLIENT span's; read-only once cached
+	url  string // where the request goes
+	safe string // url without query, fragment or user info: url.full
+	// static are the CLIENT span's attributes that do not depend on the
+	// path: method, server.address, server.port. Read-only once cached.
+	static []attribute.KeyValue
+	// attrs are static and url.full, for a cached target; nil for a
+	// prefixed one, whose url.full is per call.
+	attrs     []attribute.KeyValue
+	rolloutID string // the id of the URL's rollout prefix, if any
 }
 
-func (c *Client) target(rawURL string) (*target, error) {
+// clientSpanName is every CLIENT span's name: the client only POSTs.
+var clientSpanName = contract.ClientSpanName(http.MethodPost)
+
+// target returns what a call to rawURL needs.
+func (c *Client) target(rawURL string) (target, error) {
+	if t, ok := c.targets.Load(rawURL); ok {
+		return *t.(*target), nil
+	}
+	if origin, id, ok := cutRolloutURL(rawURL); ok {
+		base, err := c.cachedTarget(origin)
+		if err == nil {
+			t := target{url: rawURL, safe: rawURL, static: base.static, rolloutID: id}
+			if base.safe != origin {
+				// User info or an odd spelling: the safe form is rebuilt.
+				u, err := url.Parse(rawURL)
+				if err != nil {
+					return target{}, err
+				}
+				t.safe = lens.SafeURL(u)
+			} else if end := strings.IndexAny(rawURL, "?#"); end >= 0 {
+				t.safe = rawURL[:end]
+			}
+			return t, nil
+		}
+	}
+	t, err := c.cachedTarget(rawURL)
+	if err != nil {
+		return target{}, err
+	}
+	return *t, nil
+}
+
+// cachedTarget parses rawURL into a target, cached while the cache has
+// room.
+func (c *Client) cachedTarget(rawURL string) (*target, error) {
 	if t, ok := c.targets.Load(rawURL); ok {
 		return t.(*target), nil
 	}
@@ -76,14 +126,47 @@ func (c *Client) target(rawURL string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{u: u, safe: lens.SafeURL(u), spanName: http.MethodPost + " " + u.Path,
-		attrs: clientAttrs(u)}
+	safe := lens.SafeURL(u)
+	static := clientAttrs(u)
+	attrs := append(slices.Clip(static), attribute.String(contract.AttrURLFull, safe))
+	t := &target{url: u.String(), safe: safe, static: static, attrs: attrs}
 	if c.cached.Load() < maxCachedTargets {
 		if _, loaded := c.targets.LoadOrStore(rawURL, t); !loaded {
 			c.cached.Add(1)
 		}
 	}
 	return t, nil
+}
+
+// cutRolloutURL finds a rollout-id prefix (/ng-rollout/<id>, the id valid)
+// in rawURL's path and returns the URL before it and the id.
+func cutRolloutURL(rawURL string) (origin, id string, ok bool) {
+	scheme := strings.Index(rawURL, "://")
+	if scheme < 0 {
+		return "", "", false
+	}
+	pathStart := strings.IndexByte(rawURL[scheme+3:], '/')
+	if pathStart < 0 {
+		return "", "", false
+	}
+	pathStart += scheme + 3
+	path := rawURL[pathStart:]
+	if end := strings.IndexAny(path, "?#"); end >= 0 {
+		path = path[:end]
+	}
+	i := strings.Index(path, protocol.RolloutPrefix)
+	if i < 0 {
+		return "", "", false
+	}
+	rest := path[i+len(protocol.RolloutPrefix):]
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return "", "", false
+	}
+	if id = rest[:j]; !protocol.ValidRolloutID(id) {
+		return "", "", false
+	}
+	return rawURL[:pathStart+i], id, true
 }
 
 // NewClient returns a client with its own connection pool.
@@ -133,6 +216,10 @@ type Call struct {
 	// of a *StatusError. Upstream's agent treats a tool route's answer
 	// this way: whatever the status, the body is the tool's output.
 	AnyStatus bool
+	// TimeFirstByte measures Reply.FirstByte (through net/http/httptrace,
+	// which costs an allocation or two per attempt: set it only when the
+	// measure is recorded).
+	TimeFirstByte bool
 }
 
 // Reply is what the peer answered a call of Client.Post.
@@ -145,6 +232,14 @@ type Reply struct {
 	Cookies []*http.Cookie
 	// Header is the answer's header.
 	Header http.Header
+	// FirstByte is how long after the call started (retries included)
+	// the first byte of the answer arrived, with Call.TimeFirstByte; -1
+	// when it was not measured or no answer came.
+	FirstByte time.Duration
+	// Span is the call's CLIENT span, still open, from Client.PostSpan (a
+	// non-recording span when the http_client group is off); nil from
+	// Post, which ends it.
+	Span trace.Span
 }
 
 // Post sends req as JSON to rawURL (a RawJSON req is sent as it is, see
@@ -153,6 +248,26 @@ type Reply struct {
 // *StatusError unless call.AnyStatus is set. The reply carries the status
 // and the cookies the answer set.
 func (c *Client) Post(ctx context.Context, rawURL string, req, resp any, call Call) (reply Reply, err error) {
+	reply, err = c.post(ctx, rawURL, req, resp, call, false)
+	reply.Span = nil
+	return reply, err
+}
+
+// PostSpan is Post that leaves the call's CLIENT span open, whatever the
+// outcome: the caller adds what it knows of the answer
+// (Reply.Span.IsRecording says whether that is worth computing) and must
+// end it with Reply.Span.End. The span has its status code, error and
+// status set already.
+func (c *Client) PostSpan(ctx context.Context, rawURL string, req, resp any, call Call) (Reply, error) {
+	reply, err := c.post(ctx, rawURL, req, resp, call, true)
+	if reply.Span == nil {
+		reply.Span = nonRecordingSpan
+	}
+	return reply, err
+}
+
+func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Call, keepSpan bool) (reply Reply, err error) {
+	reply.FirstByte = -1
 	tg, err := c.target(rawURL)
 	if err != nil {
 		return reply, fmt.Errorf("client: bad URL: %w", err)
@@ -161,37 +276,44 @@ func (c *Client) Post(ctx context.Context, rawURL string, req, resp any, call Ca
 	if err != nil {
 		return reply, fmt.Errorf("client: encode request: %w", err)
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, tg.spanName, startOptions(ctx)...)
-		// Attributes after the start, from the target's cached list: the
-		// tracer copies them once into the span, where as start options they
-		// would be copied into the start config first. Nothing reads them in
-		// between (see the ingress's SERVER spans).
-		span.SetAttributes(tg.attrs...)
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, clientSpanName, startOptions(ctx)...)
+		c.startAttributes(ctx, span, &tg)
 		defer func() {
 			if status := StatusOf(err); status != 0 {
-				span.SetAttributes(attribute.Int("http.response.status_code", status))
+				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
 			} else if reply.Status != 0 {
-				span.SetAttributes(attribute.Int("http.response.status_code", reply.Status))
+				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, reply.Status))
 			}
 			if err != nil {
-				span.SetAttributes(attribute.String("error.type", errorClass(err)))
+				span.SetAttributes(attribute.String(contract.AttrErrorType, errorClass(err)))
 				span.SetStatus(codes.Error, err.Error())
+			}
+			if keepSpan {
+				reply.Span = span
+				return
 			}
 			span.End()
 		}()
 	}
 
+	var firstByte *time.Time
+	if call.TimeFirstByte {
+		firstByte = new(time.Time)
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { *firstByte = time.Now() }})
+	}
 	var attempt int
 	for {
-		reply, err = c.once(ctx, tg, body, resp, call)
+		reply, err = c.once(ctx, &tg, body, resp, call)
 		if err == nil || !retryable(err) || attempt >= c.retries || ctx.Err() != nil {
 			break
 		}
+		metrics.RecordHTTPRetry(retryReason(err))
 		wait := c.backoff << attempt
 		attempt++
 		if span != nil {
@@ -200,16 +322,91 @@ func (c *Client) Post(ctx context.Context, rawURL string, req, resp any, call Ca
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
+			recordTimeout(ctx.Err())
 			return reply, fmt.Errorf("client: POST %s: %w (after %d attempts)", tg.safe, err, attempt)
 		}
+	}
+	reply.FirstByte = -1
+	if firstByte != nil && reply.Status != 0 && !firstByte.IsZero() {
+		reply.FirstByte = firstByte.Sub(start)
 	}
 	if span != nil && attempt > 0 {
 		span.SetAttributes(attribute.Int("http.request.resend_count", attempt))
 	}
 	if err != nil {
+		recordTimeout(err)
 		return reply, fmt.Errorf("client: POST %s: %w", tg.safe, err)
 	}
 	return reply, nil
+}
+
+// nonRecordingSpan is Reply.Span when the http_client group is off.
+var nonRecordingSpan = trace.SpanFromContext(context.Background())
+
+// maxClientAttrs bounds a CLIENT span's start attributes: method, address,
+// port, url.full, rollout id.
+const maxClientAttrs = 8
+
+// startAttributes sets a CLIENT span's attributes known before the call:
+// from the target's cached list for a plain URL, else gathered in a pooled
+// array. Setting them after the start, not as start options, copies them
+// once (into the span) instead of twice (see the ingress's SERVER spans).
+func (c *Client) startAttributes(ctx context.Context, span trace.Span, tg *target) {
+	id := tg.rolloutID
+	if id == "" {
+		if id = RolloutID(ctx); id == "" {
+			id = telemetry.RolloutIDFrom(ctx)
+		}
+	}
+	if tg.attrs != nil && id == "" {
+		span.SetAttributes(tg.attrs...)
+		return
+	}
+	buf := clientAttrBufs.Get().(*[maxClientAttrs]attribute.KeyValue)
+	attrs := append(buf[:0], tg.static...)
+	attrs = append(attrs, attribute.String(contract.AttrURLFull, tg.safe))
+	if id != "" {
+		attrs = append(attrs, attribute.String(contract.AttrRolloutID, id))
+	}
+	span.SetAttributes(attrs...)
+	clear(buf[:])
+	clientAttrBufs.Put(buf)
+}
+
+// clientAttrBufs recycles the arrays of startAttributes.
+var clientAttrBufs = sync.Pool{New: func() any { return new([maxClientAttrs]attribute.KeyValue) }}
+
+// recordTimeout counts a call that ended because its time ran out
+// (gym.http.timeout_total): every call of a Client is internal, a call to a
+// server of the fleet.
+func recordTimeout(err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		metrics.RecordHTTPTimeout(true)
+	}
+}
+
+// retryReason classifies a failed attempt that is retried, as upstream's
+// egress client names the errors it retries (contract.Retry*).
+func retryReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		return contract.RetryTimeout
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE):
+		return contract.RetryServerDisconnected
+	}
+	var op *net.OpError
+	var errno syscall.Errno
+	if errors.As(err, &op) || errors.As(err, &errno) {
+		return contract.RetryClientOSError
+	}
+	return contract.RetryOther
+}
+
+// isTimeout reports a network error that says it timed out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // encodeRequest is req as a request body: a RawJSON as it is, anything
@@ -225,7 +422,7 @@ func encodeRequest(req any) ([]byte, error) {
 const maxErrorBody = 4096
 
 func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, call Call) (Reply, error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.u.String(), bytes.NewReader(body))
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, bytes.NewReader(body))
 	if err != nil {
 		return Reply{}, err
 	}
@@ -302,12 +499,11 @@ func errorClass(err error) string {
 
 func clientAttrs(u *url.URL) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
-		attribute.String("http.request.method", http.MethodPost),
-		attribute.String("url.full", lens.SafeURL(u)),
-		attribute.String("server.address", u.Hostname()),
+		attribute.String(contract.AttrHTTPRequestMethod, http.MethodPost),
+		attribute.String(contract.AttrServerAddress, u.Hostname()),
 	}
 	if p, err := strconv.Atoi(u.Port()); err == nil {
-		attrs = append(attrs, attribute.Int("server.port", p))
+		attrs = append(attrs, attribute.Int(contract.AttrServerPort, p))
 	}
 	return attrs
 }
@@ -339,4 +535,40 @@ func startOptions(ctx context.Context) []trace.SpanStartOption {
 		return opts
 	}
 	return clientStart
+}
+
+// withRolloutSpan wraps a route's handler, inside its ingress
+// instrumentation, so that the route's SERVER span carries
+// nemo.gym.rollout.id when the request names a rollout: by its path
+// prefix (see Options.RolloutPrefix) or its baggage. Without a tracing
+// span group and exporter the handler is returned as it is.
+func withRolloutSpan(next http.Handler) http.Handler {
+	if !lens.Enabled(telemetry.GroupServer) || !telemetry.Get().TracesExporting() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			id := RolloutID(ctx)
+			if id == "" {
+				id = telemetry.RolloutIDFrom(ctx)
+			}
+			if id != "" {
+				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// WithRolloutID returns ctx naming the rollout the calls made with it
+// belong to: RolloutID(ctx) returns id, and a Client's CLIENT spans carry
+// it as nemo.gym.rollout.id. It changes no URL (see Client for the path
+// prefix) and sends nothing: it is for a caller that knows the id before
+// the callee does, as the collection driver knows it before /run.
+func WithRolloutID(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, rolloutKey{}, id)
 }

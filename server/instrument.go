@@ -16,7 +16,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/lens/cowmap"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -24,20 +26,24 @@ import (
 // traces and metrics: probes would drown the requests that matter.
 const HealthPath = "/health"
 
-// RequestDurationName is the semantic-convention HTTP server histogram.
-const RequestDurationName = "http.server.request.duration"
-
-// requestDurationBuckets are the semantic conventions' advised boundaries,
-// in seconds.
-var requestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+// schemeHTTP is url.scheme (http.scheme): the server speaks plain HTTP.
+const schemeHTTP = "http"
 
 // ingressTelemetry is what every route's instrumentation shares: decided
 // once, when the server's handler is built.
 type ingressTelemetry struct {
-	on       bool // telemetry initialised: extract trace context
-	tracer   trace.Tracer
-	duration metric.Float64Histogram
-	prop     propagation.TextMapPropagator
+	on     bool // telemetry initialised: extract trace context
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+
+	// conv is the HTTP metric conventions OTEL_SEMCONV_STABILITY_OPT_IN
+	// picked (semconv.go); each instrument is nil when not emitted.
+	conv        httpConventions
+	metrics     bool                    // any of the three below
+	duration    metric.Float64Histogram // http.server.request.duration, s
+	durationOld metric.Float64Histogram // http.server.duration, ms
+	active      *activeTable            // http.server.active_requests
+	origins     originTable             // old conventions: where requests arrived
 }
 
 func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
@@ -50,16 +56,44 @@ func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
 		t.tracer = h.Tracer()
 	}
 	if h.MetricsExporting() {
-		hist, err := h.Meter().Float64Histogram(RequestDurationName, metric.WithUnit("s"),
-			metric.WithDescription("Duration of HTTP server requests."),
-			metric.WithExplicitBucketBoundaries(requestDurationBuckets...))
-		if err != nil {
-			log.Debug("http.server.request.duration unavailable", "err", err)
-		} else {
-			t.duration = hist
+		t.conv = conventionsOf(h.Config())
+		m := h.Meter()
+		if t.conv.new {
+			t.duration = histogram(m, contract.HTTPServerRequestDuration, log)
 		}
+		if t.conv.old {
+			t.durationOld = histogram(m, contract.HTTPServerDurationOld, log)
+		}
+		// Python's ASGI instrumentation counts active requests under
+		// every setting; only the attribute keys follow it. The counts are
+		// atomics read at export time, so a request pays two atomic adds
+		// rather than two SDK records.
+		in := contract.MustLookup(contract.HTTPServerActiveRequests)
+		t.active = &activeTable{m: map[attribute.Distinct]*activeCount{}}
+		_, err := m.Int64ObservableUpDownCounter(in.Name, metric.WithUnit(in.Unit), metric.WithDescription(in.Description),
+			metric.WithInt64Callback(t.active.observe))
+		if err != nil {
+			log.Debug("instrument unavailable", "instrument", in.Name, "err", err)
+			t.active = nil
+		}
+		t.metrics = t.duration != nil || t.durationOld != nil || t.active != nil
 	}
 	return t
+}
+
+// histogram creates the contract's histogram name on m, nil on failure.
+func histogram(m metric.Meter, name string, log *slog.Logger) metric.Float64Histogram {
+	in := contract.MustLookup(name)
+	opts := []metric.Float64HistogramOption{metric.WithUnit(in.Unit), metric.WithDescription(in.Description)}
+	if in.Boundaries != nil {
+		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
+	}
+	hist, err := m.Float64Histogram(in.Name, opts...)
+	if err != nil {
+		log.Debug("instrument unavailable", "instrument", in.Name, "err", err)
+		return nil
+	}
+	return hist
 }
 
 // wrap instruments one route. Everything that does not change between
@@ -79,14 +113,14 @@ func (t *ingressTelemetry) wrap(pattern string, next http.Handler) http.Handler 
 	if m, rest, ok := strings.Cut(pattern, " "); ok {
 		method, route = m, rest
 	}
-	in := &ingress{next: next, t: t, method: method, route: route}
+	in := &ingress{next: next, t: t, method: method, route: route, methodIdx: methodIndex(method)}
 	in.spanName = strings.TrimSpace(method + " " + route)
-	in.static = []attribute.KeyValue{attribute.String("url.scheme", "http")}
+	in.static = []attribute.KeyValue{attribute.String(contract.AttrURLScheme, schemeHTTP)}
 	if route != "" {
-		in.static = append(in.static, attribute.String("http.route", route))
+		in.static = append(in.static, attribute.String(contract.AttrHTTPRoute, route))
 	}
 	if method != "" {
-		in.static = append(in.static, attribute.String("http.request.method", method))
+		in.static = append(in.static, attribute.String(contract.AttrHTTPRequestMethod, method))
 	}
 	in.startOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return in
@@ -97,11 +131,15 @@ type ingress struct {
 	next      http.Handler
 	t         *ingressTelemetry
 	method    string // "" for the catch-all: taken from the request
+	methodIdx int    // method's index in methods
 	route     string // "" for the catch-all: no http.route
 	spanName  string
 	startOpts []trace.SpanStartOption
 	static    []attribute.KeyValue // the route's span attributes: scheme, route, method
-	sets      sync.Map             // status code -> []metric.RecordOption
+
+	// Metric attribute sets, built on the first request of each kind.
+	durations cowmap.Map[uint64, durationSets] // requestKind.key(status)
+	active    cowmap.Map[uint64, *activeCount] // requestKind.key(0)
 }
 
 // attrBufs recycles the arrays SERVER span attributes are gathered in.
@@ -115,11 +153,22 @@ const maxServerAttrs = 8
 func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := in.t
 	ctx := t.prop.Extract(r.Context(), headerCarrier(r.Header))
-	if t.tracer == nil && t.duration == nil {
+	if t.tracer == nil && !t.metrics {
 		in.next.ServeHTTP(w, r.WithContext(ctx))
 		return
 	}
 	start := time.Now()
+	var kind requestKind
+	if t.metrics {
+		kind = in.kindOf(r)
+		if t.active != nil {
+			// Up when the request starts, down when it ends, however it
+			// ends: a panic passing through still takes it down.
+			c := in.activeSet(kind)
+			c.n.Add(1)
+			defer c.n.Add(-1)
+		}
+	}
 	var span trace.Span
 	var catchAll []attribute.KeyValue // the catch-all route's method attributes
 	if t.tracer != nil {
@@ -136,7 +185,7 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx, span = t.tracer.Start(ctx, name, in.startOpts...)
 		if method != "" {
-			catchAll = append(catchAll, attribute.String("http.request.method", method))
+			catchAll = append(catchAll, attribute.String(contract.AttrHTTPRequestMethod, method))
 			if method == methods[0] {
 				catchAll = append(catchAll, attribute.String("http.request.method_original", r.Method))
 			}
@@ -161,51 +210,26 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		buf := attrBufs.Get().(*[maxServerAttrs]attribute.KeyValue)
 		attrs := append(append(buf[:0], in.static...), catchAll...)
 		attrs = append(attrs, attribute.String("url.path", r.URL.Path),
-			attribute.Int("http.response.status_code", status))
+			attribute.Int(contract.AttrHTTPResponseStatus, status))
 		if status >= 500 {
 			span.SetStatus(codes.Error, "")
-			attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
+			attrs = append(attrs, attribute.String(contract.AttrErrorType, strconv.Itoa(status)))
 		}
 		span.SetAttributes(attrs...)
 		clear(buf[:])
 		attrBufs.Put(buf)
 		span.End()
 	}
-	if t.duration != nil {
-		t.duration.Record(context.Background(), time.Since(start).Seconds(), in.metricSet(r.Method, status)...)
+	if t.duration != nil || t.durationOld != nil {
+		seconds := time.Since(start).Seconds()
+		sets := in.durationSet(kind, status)
+		if t.duration != nil {
+			t.duration.Record(context.Background(), seconds, sets.new...)
+		}
+		if t.durationOld != nil {
+			t.durationOld.Record(context.Background(), oldDurationMS(seconds), sets.old...)
+		}
 	}
-}
-
-// metricSet returns the cached attribute set for one status (and, on the
-// catch-all route, one method): after the first request of a kind, no
-// attribute is built again.
-func (in *ingress) metricSet(method string, status int) []metric.RecordOption {
-	key := status
-	if in.method == "" {
-		key = status<<8 | methodIndex(method)
-	}
-	if v, ok := in.sets.Load(key); ok {
-		return v.([]metric.RecordOption)
-	}
-	m := in.method
-	if m == "" {
-		m = methods[methodIndex(method)]
-	}
-	attrs := []attribute.KeyValue{
-		attribute.String("http.request.method", m),
-		attribute.Int("http.response.status_code", status),
-		attribute.String("url.scheme", "http"),
-	}
-	if in.route != "" {
-		attrs = append(attrs, attribute.String("http.route", in.route))
-	}
-	if status >= 500 {
-		attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
-	}
-	// A ready slice, so Record's variadic argument allocates nothing.
-	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
-	v, _ := in.sets.LoadOrStore(key, opts)
-	return v.([]metric.RecordOption)
 }
 
 // headerCarrier reads and writes the propagation headers straight in the

@@ -232,6 +232,9 @@ func (s *Server) build() http.Handler {
 				// this one answers 500 for a panic in the middleware.
 				h = s.recoverer(s.opts.Middleware(h))
 			}
+			if !s.opts.Uninstrumented {
+				h = withRolloutSpan(h)
+			}
 			h = wrap(pattern, h)
 		}
 		mux.Handle(pattern, h)

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
@@ -197,7 +198,7 @@ func enableTelemetry(t *testing.T, groups string) (*tracetest.InMemoryExporter, 
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()
 	h := servertest.EnableTelemetryGroups(t, groups, telemetry.InitOptions{ServerName: "t",
-		ServerType: telemetry.ServerTypeResources, SpanExporter: spans, MetricReader: reader})
+		ServerType: contract.ServerTypeResources, SpanExporter: spans, MetricReader: reader})
 	return spans, reader, h
 }
 
@@ -251,8 +252,8 @@ func TestIngressAndEgressTelemetry(t *testing.T) {
 			}
 		case trace.SpanKindClient:
 			clients++
-			if s.Name != "POST /echo" {
-				t.Errorf("CLIENT span named %q", s.Name)
+			if s.Name != contract.ClientSpanName(http.MethodPost) {
+				t.Errorf("CLIENT span named %q, want %q", s.Name, contract.ClientSpanName(http.MethodPost))
 			}
 			for _, kv := range s.Attributes {
 				if strings.Contains(kv.Value.Emit(), "s3cret") || strings.Contains(kv.Value.Emit(), "token=") {
@@ -424,7 +425,7 @@ func TestUninstrumentedInstallsNothing(t *testing.T) {
 			}
 			for _, sm := range rm.ScopeMetrics {
 				for _, m := range sm.Metrics {
-					if m.Name == server.RequestDurationName {
+					if m.Name == contract.HTTPServerRequestDuration {
 						t.Errorf("uninstrumented server recorded %s", m.Name)
 					}
 				}

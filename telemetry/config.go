@@ -30,8 +30,12 @@ var yamlKeys = func() map[string]string {
 		"service_name":              lens.KeyServiceName,
 		"otlp_endpoint":             lens.KeyOTLPEndpoint,
 		"otlp_protocol":             lens.KeyOTLPProtocol,
+		"otlp_traces_protocol":      lens.KeyOTLPTracesProtocol,
+		"otlp_metrics_protocol":     lens.KeyOTLPMetricsProtocol,
+		"otlp_logs_protocol":        lens.KeyOTLPLogsProtocol,
 		"metric_export_interval_ms": lens.KeyMetricExportInterval,
 		"histogram_aggregation":     lens.KeyHistogramAggregation,
+		"semconv_stability_opt_in":  lens.KeySemconvStabilityOptIn,
 		"span_schedule_delay_ms":    lens.KeyBSPScheduleDelay,
 		"span_export_timeout_ms":    lens.KeyBSPExportTimeout,
 		"span_queue_size":           lens.KeyBSPMaxQueueSize,
@@ -203,7 +207,8 @@ func ConfigureEnv(cfg Config) (runID string, err error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k == lens.KeyRunID || (strings.TrimSpace(cfg.Values[k]) == "" && k != lens.KeySpanGroups) {
+		// An empty value is unset (lens reads it so), so it is not written.
+		if k == lens.KeyRunID || strings.TrimSpace(cfg.Values[k]) == "" {
 			continue
 		}
 		setIfUnset(k, cfg.Values[k])

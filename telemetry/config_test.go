@@ -79,7 +79,7 @@ func TestConfigFromYAMLAbsentBlockIsDisabledDefaults(t *testing.T) {
 func TestConfigFromYAMLBadValues(t *testing.T) {
 	for doc, wantInErr := range map[string]string{
 		"telemetry:\n  enabled: maybe\n":                       `telemetry.enabled="maybe"`,
-		"telemetry:\n  export_rank: -7\n":                      `telemetry.export_rank="-7"`,
+		"telemetry:\n  export_rank: last\n":                    `telemetry.export_rank="last"`,
 		"telemetry:\n  span_groups: default,bogus\n":           `unknown span group "bogus"`,
 		"telemetry:\n  exporter: kafka\n":                      `unknown exporter "kafka"`,
 		"telemetry: [1, 2]\n":                                  "must be a mapping",
@@ -256,5 +256,31 @@ func TestConfigFromYAMLFollowsAliases(t *testing.T) {
 	cfg, err = telemetry.ConfigFromYAML([]byte("on: &on yes\ntelemetry:\n  enabled: *on\n"))
 	if err != nil || cfg.Values["ENABLED"] != "yes" {
 		t.Fatalf("aliased value: %+v, %v", cfg.Values, err)
+	}
+}
+
+// Each signal's OTLP protocol has a telemetry-block key; the environment
+// still wins over it, and a signal without one inherits otlp_protocol.
+func TestYAMLSignalProtocols(t *testing.T) {
+	clearEnv(t)
+	cfg, err := telemetry.ConfigFromYAML([]byte("telemetry:\n  otlp_protocol: http/protobuf\n" +
+		"  otlp_traces_protocol: grpc\n  otlp_metrics_protocol: HTTP/JSON\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json")
+	eff, err := cfg.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [3]string{eff.TracesProtocol, eff.MetricsProtocol, eff.LogsProtocol}; got != [3]string{"http/json", "http/json", "http/protobuf"} {
+		t.Errorf("traces, metrics, logs protocol = %q", got)
+	}
+	if src, _ := eff.Source("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"); src.Origin != "yaml telemetry.otlp_metrics_protocol" {
+		t.Errorf("metrics protocol origin %q", src.Origin)
+	}
+	if _, err := telemetry.ConfigFromYAML([]byte("telemetry:\n  otlp_logs_protocol: thrift\n")); err == nil ||
+		!strings.Contains(err.Error(), "telemetry.otlp_logs_protocol") {
+		t.Errorf("bad otlp_logs_protocol: %v", err)
 	}
 }

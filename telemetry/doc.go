@@ -11,6 +11,7 @@
 //
 //	orchestrator: ConfigFromYAML ─► ConfigureEnv (set-if-unset, run id) ─► spawn
 //	every process: Init(name, type) ─► lens.Setup ─► gym instruments ─► Get()
+//	                                                 └► Go runtime metrics (when exporting metrics)
 //
 // The server type given to Init is the process's role; telemetry/metrics
 // uses it to keep gym.servers.active orchestrator-only.

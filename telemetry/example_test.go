@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -17,7 +18,7 @@ func ExampleInit() {
 	defer telemetry.ResetForTesting()
 	h, err := telemetry.Init(telemetry.InitOptions{
 		ServerName: "arithmetic",
-		ServerType: telemetry.ServerTypeResources,
+		ServerType: contract.ServerTypeResources,
 	})
 	if err != nil {
 		slog.Warn("telemetry off: bad configuration", "err", err)

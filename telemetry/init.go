@@ -10,34 +10,15 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/contrib/instrumentation/runtime"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/instruments/gym"
-)
-
-// Version is the gymlens version reported as nemo.gym.version.
-const Version = "0.1.0"
-
-// Server types, as NeMo Gym names them. The type a process passes to Init
-// is its role.
-const (
-	ServerTypeResources    = "resources_servers"
-	ServerTypeAgent        = "responses_api_agents"
-	ServerTypeModel        = "responses_api_models"
-	ServerTypeOrchestrator = "orchestrator"
-)
-
-// Resource attribute keys Gym adds to every signal.
-const (
-	AttrServiceGroup = "nemo.gym.service_group"
-	AttrServerName   = "nemo.gym.server.name"
-	AttrServerType   = "nemo.gym.server.type"
-	AttrVersion      = "nemo.gym.version"
-	AttrRunID        = "nemo.run.id"
-	AttrRolloutID    = "nemo.gym.rollout.id"
 )
 
 // InitOptions describe the calling process.
@@ -45,7 +26,7 @@ type InitOptions struct {
 	// ServerName is this server's name in the fleet config (for example
 	// "arithmetic").
 	ServerName string
-	// ServerType is one of the ServerType constants, or "" for a process
+	// ServerType is one of the contract.ServerType constants, or "" for a process
 	// outside the fleet.
 	ServerType string
 	// ResourceAttributes are added to every signal's resource.
@@ -71,8 +52,21 @@ type state struct {
 
 var (
 	current atomic.Pointer[state]
-	initMu  sync.Mutex
+	// instruments mirrors current's instruments: the recorders' gate is
+	// this one load, small enough for them to be inlined at call sites.
+	instruments atomic.Pointer[gym.Instruments]
+	initMu      sync.Mutex
 )
+
+// publish makes s the process's telemetry state.
+func publish(s *state) {
+	current.Store(s)
+	if s == nil {
+		instruments.Store(nil)
+		return
+	}
+	instruments.Store(s.instruments)
+}
 
 // Init sets up this process's telemetry from the environment. It runs once:
 // later calls return the first result. It returns (nil, nil) when telemetry
@@ -87,21 +81,21 @@ func Init(opts InitOptions) (h *lens.Handle, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			h, err = nil, fmt.Errorf("telemetry: init panicked: %v", r)
-			current.Store(&state{role: opts.ServerType, orchestrator: opts.ServerType == ServerTypeOrchestrator, err: err})
+			publish(&state{role: opts.ServerType, orchestrator: opts.ServerType == contract.ServerTypeOrchestrator, err: err})
 		}
 	}()
-	s := &state{role: opts.ServerType, orchestrator: opts.ServerType == ServerTypeOrchestrator}
+	s := &state{role: opts.ServerType, orchestrator: opts.ServerType == contract.ServerTypeOrchestrator}
 	s.handle, s.instruments, s.err = setup(opts)
 	if s.err != nil {
 		slog.Warn("telemetry disabled: bad configuration", "err", s.err)
 	}
-	current.Store(s)
+	publish(s)
 	return s.handle, s.err
 }
 
 func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 	switch opts.ServerType {
-	case "", ServerTypeResources, ServerTypeAgent, ServerTypeModel, ServerTypeOrchestrator:
+	case "", contract.ServerTypeResources, contract.ServerTypeAgent, contract.ServerTypeModel, contract.ServerTypeOrchestrator:
 	default:
 		return nil, nil, fmt.Errorf("telemetry: unknown server type %q", opts.ServerType)
 	}
@@ -118,17 +112,17 @@ func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 		serviceName += "/" + opts.ServerName
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String(AttrServiceGroup, cfg.ServiceName),
-		attribute.String(AttrVersion, Version),
+		attribute.String(contract.AttrServiceGroup, cfg.ServiceName),
+		attribute.String(contract.AttrVersion, contract.Version),
 	}
 	if opts.ServerName != "" {
-		attrs = append(attrs, attribute.String(AttrServerName, opts.ServerName))
+		attrs = append(attrs, attribute.String(contract.AttrServerName, opts.ServerName))
 	}
 	if opts.ServerType != "" {
-		attrs = append(attrs, attribute.String(AttrServerType, opts.ServerType))
+		attrs = append(attrs, attribute.String(contract.AttrServerType, opts.ServerType))
 	}
 	if cfg.RunID != "" {
-		attrs = append(attrs, attribute.String(AttrRunID, cfg.RunID))
+		attrs = append(attrs, attribute.String(contract.AttrRunID, cfg.RunID))
 	}
 	for k, v := range opts.ResourceAttributes {
 		attrs = append(attrs, attribute.String(k, v))
@@ -155,8 +149,20 @@ func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 			_ = h.Shutdown(context.Background())
 			return nil, nil, fmt.Errorf("telemetry: %w", err)
 		}
+		startRuntimeMetrics()
 	}
 	return h, ins, nil
+}
+
+// startRuntimeMetrics exports the Go runtime's metrics (go.memory.used,
+// go.goroutine.count, ...; scope go.opentelemetry.io/contrib/
+// instrumentation/runtime) on the meter provider lens.Setup just made the
+// process's. Their callback ends with that provider; a failure is logged
+// and costs only those metrics.
+func startRuntimeMetrics() {
+	if err := runtime.Start(runtime.WithMeterProvider(otel.GetMeterProvider())); err != nil {
+		slog.Warn("telemetry: Go runtime metrics not exported", "err", err)
+	}
 }
 
 func sourceValue(cfg lens.Config, key string) string {
@@ -182,12 +188,11 @@ func Get() *lens.Handle {
 
 // Instruments returns the gym instruments, or nil unless this process was
 // initialised and exports metrics. Recorders check it and nothing else.
-func Instruments() *gym.Instruments {
-	if s := current.Load(); s != nil {
-		return s.instruments
-	}
-	return nil
-}
+func Instruments() *gym.Instruments { return instruments.Load() }
+
+// Recording reports whether this process records metrics: Init ran and it
+// exports them. It is the recorders' gate, one atomic load.
+func Recording() bool { return instruments.Load() != nil }
 
 // Role returns the server type Init was given, or "" before Init.
 func Role() string {
@@ -197,7 +202,7 @@ func Role() string {
 	return ""
 }
 
-// IsOrchestrator reports whether Init ran with ServerTypeOrchestrator.
+// IsOrchestrator reports whether Init ran with contract.ServerTypeOrchestrator.
 func IsOrchestrator() bool {
 	s := current.Load()
 	return s != nil && s.orchestrator
@@ -214,7 +219,7 @@ func Shutdown(ctx context.Context) error {
 		return nil
 	}
 	// Record nothing more; keep the role.
-	current.Store(&state{role: s.role, orchestrator: s.orchestrator})
+	publish(&state{role: s.role, orchestrator: s.orchestrator})
 	// The handle first: its final collection still reads the tallies.
 	err := s.handle.Shutdown(ctx)
 	return errors.Join(err, s.instruments.Close())
@@ -225,7 +230,7 @@ func Shutdown(ctx context.Context) error {
 func ResetForTesting() {
 	initMu.Lock()
 	s := current.Load()
-	current.Store(nil)
+	publish(nil)
 	initMu.Unlock()
 	if s != nil {
 		_ = s.instruments.Close()

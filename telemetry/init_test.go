@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
@@ -34,14 +35,14 @@ func TestInitDisabledByDefault(t *testing.T) {
 	clearEnv(t)
 	telemetry.ResetForTesting()
 	t.Cleanup(telemetry.ResetForTesting)
-	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "a", ServerType: telemetry.ServerTypeAgent})
+	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "a", ServerType: contract.ServerTypeAgent})
 	if h != nil || err != nil || telemetry.Get() != nil {
 		t.Fatalf("Init with nothing set = %v, %v", h, err)
 	}
 	if lens.Enabled(telemetry.GroupServer) {
 		t.Fatal("gate open while disabled")
 	}
-	if telemetry.Role() != telemetry.ServerTypeAgent {
+	if telemetry.Role() != contract.ServerTypeAgent {
 		t.Fatalf("role %q", telemetry.Role())
 	}
 }
@@ -55,7 +56,7 @@ func TestInitFallbackPrefixAndPrimaryWins(t *testing.T) {
 	t.Setenv("NEMO_LENS_SPAN_GROUPS", "all")
 	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", "verify")
 	exp := tracetest.NewInMemoryExporter()
-	h, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, SpanExporter: exp})
+	h, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeResources, SpanExporter: exp})
 	if err != nil || !h.IsExporting() {
 		t.Fatalf("fallback ENABLED not honoured: %v %v", h, err)
 	}
@@ -78,7 +79,7 @@ func TestInitBadConfigurationTurnsTelemetryOff(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			enable(t, env)
-			h, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, MetricReader: sdkmetric.NewManualReader()})
+			h, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeResources, MetricReader: sdkmetric.NewManualReader()})
 			if h != nil || err == nil {
 				t.Fatalf("Init = %v, %v; want nil and an error", h, err)
 			}
@@ -97,12 +98,12 @@ func TestInitBadConfigurationTurnsTelemetryOff(t *testing.T) {
 
 func TestInitIsIdempotentAndShutdownToo(t *testing.T) {
 	enable(t, nil)
-	h1, err1 := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeModel, MetricReader: sdkmetric.NewManualReader()})
-	h2, err2 := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeAgent})
+	h1, err1 := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeModel, MetricReader: sdkmetric.NewManualReader()})
+	h2, err2 := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeAgent})
 	if err1 != nil || err2 != nil || h1 != h2 || h1 == nil {
 		t.Fatalf("second Init: %p %v / %p %v", h1, err1, h2, err2)
 	}
-	if telemetry.Role() != telemetry.ServerTypeModel {
+	if telemetry.Role() != contract.ServerTypeModel {
 		t.Fatalf("second Init changed the role to %q", telemetry.Role())
 	}
 	if err := telemetry.Shutdown(context.Background()); err != nil {
@@ -116,14 +117,27 @@ func TestInitIsIdempotentAndShutdownToo(t *testing.T) {
 	}
 }
 
-func TestEmptySpanGroupsEnableNone(t *testing.T) {
-	enable(t, map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "", "NEMO_LENS_SPAN_GROUPS": "all"})
+// An empty SPAN_GROUPS is unset, as nemo-lens reads it: the fallback
+// prefix applies (and else the default preset). "," names no group.
+func TestEmptySpanGroupsFallBack(t *testing.T) {
+	enable(t, map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "", "NEMO_LENS_SPAN_GROUPS": "job"})
+	h, err := telemetry.Init(telemetry.InitOptions{SpanExporter: tracetest.NewInMemoryExporter()})
+	if err != nil || !h.IsExporting() {
+		t.Fatalf("%v %v", h, err)
+	}
+	if g := h.SpanGroups(); len(g) != 1 || g[0] != "job" {
+		t.Fatalf("empty SPAN_GROUPS over NEMO_LENS_SPAN_GROUPS=job enabled %v", g)
+	}
+}
+
+func TestCommaSpanGroupsEnableNone(t *testing.T) {
+	enable(t, map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": ",", "NEMO_LENS_SPAN_GROUPS": "all"})
 	h, err := telemetry.Init(telemetry.InitOptions{SpanExporter: tracetest.NewInMemoryExporter()})
 	if err != nil || !h.IsExporting() {
 		t.Fatalf("%v %v", h, err)
 	}
 	if g := h.SpanGroups(); len(g) != 0 || lens.EnabledGroups() != 0 {
-		t.Fatalf("empty SPAN_GROUPS enabled %v", g)
+		t.Fatalf(`SPAN_GROUPS="," enabled %v`, g)
 	}
 }
 
@@ -153,7 +167,7 @@ func TestResourceAttributes(t *testing.T) {
 			reader := sdkmetric.NewManualReader()
 			exp := tracetest.NewInMemoryExporter()
 			h, err := telemetry.Init(telemetry.InitOptions{
-				ServerName: "arithmetic", ServerType: telemetry.ServerTypeResources,
+				ServerName: "arithmetic", ServerType: contract.ServerTypeResources,
 				ResourceAttributes: map[string]string{"team": "rl"},
 				MetricReader:       reader, SpanExporter: exp,
 			})
@@ -181,7 +195,7 @@ func TestResourceAttributes(t *testing.T) {
 			want := map[string]string{
 				"service.name": wantName, "nemo.gym.service_group": "fleet",
 				"nemo.gym.server.name": "arithmetic", "nemo.gym.server.type": "resources_servers",
-				"nemo.gym.version": telemetry.Version, "nemo.run.id": "run123", "team": "rl",
+				"nemo.gym.version": contract.Version, "nemo.run.id": "run123", "team": "rl",
 			}
 			for signal, set := range map[string]*attribute.Set{"metrics": rm.Resource.Set(), "traces": spans[0].Resource.Set()} {
 				for k, v := range want {
@@ -190,8 +204,9 @@ func TestResourceAttributes(t *testing.T) {
 						t.Errorf("%s resource %s = %q, want %q", signal, k, got.AsString(), v)
 					}
 				}
-				if id, ok := set.Value("service.instance.id"); !ok || len(id.AsString()) < 16 {
-					t.Errorf("%s resource lacks a service.instance.id", signal)
+				// nemo-lens's instance id: the run id and the rank.
+				if id, ok := set.Value("service.instance.id"); !ok || id.AsString() != "run123-rank0" {
+					t.Errorf("%s resource service.instance.id = %q, want run123-rank0", signal, id.AsString())
 				}
 			}
 		})
@@ -201,7 +216,7 @@ func TestResourceAttributes(t *testing.T) {
 func TestDefaultPresetGatesAndMetricsIndependentOfGroups(t *testing.T) {
 	enable(t, nil)
 	reader := sdkmetric.NewManualReader()
-	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, MetricReader: reader,
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeResources, MetricReader: reader,
 		SpanExporter: tracetest.NewInMemoryExporter()}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +248,7 @@ func TestDefaultPresetGatesAndMetricsIndependentOfGroups(t *testing.T) {
 
 func TestGateStaysClosedWithoutTraces(t *testing.T) {
 	enable(t, map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "all", "NEMO_GYM_OTEL_TRACES_ENABLED": "0"})
-	h, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, MetricReader: sdkmetric.NewManualReader()})
+	h, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeResources, MetricReader: sdkmetric.NewManualReader()})
 	if err != nil || !h.MetricsExporting() {
 		t.Fatalf("%v %v", h, err)
 	}
@@ -254,7 +269,7 @@ func TestRepeatedInitShutdownLeavesNothing(t *testing.T) {
 			"NEMO_GYM_OTEL_LOGS_ENABLED":    "1",
 			"NEMO_GYM_OTEL_SPAN_GROUPS":     "all",
 		})
-		h, err := telemetry.Init(telemetry.InitOptions{ServerName: "leak", ServerType: telemetry.ServerTypeResources})
+		h, err := telemetry.Init(telemetry.InitOptions{ServerName: "leak", ServerType: contract.ServerTypeResources})
 		if err != nil || !h.IsExporting() || h.PrometheusAddr() == "" {
 			t.Fatalf("round %d: %v %v", i, h, err)
 		}
@@ -268,5 +283,46 @@ func TestRepeatedInitShutdownLeavesNothing(t *testing.T) {
 			t.Fatalf("round %d: shutdown: %v", i, err)
 		}
 		telemetry.ResetForTesting()
+	}
+}
+
+// A process that exports metrics exports the Go runtime's too, from the
+// contrib runtime instrumentation's scope, on the same provider (and so the
+// same reader) as the gym instruments.
+func TestInitExportsGoRuntimeMetrics(t *testing.T) {
+	enable(t, nil)
+	reader := sdkmetric.NewManualReader()
+	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "a", ServerType: contract.ServerTypeAgent, MetricReader: reader})
+	if err != nil || !h.MetricsExporting() {
+		t.Fatalf("Init: %v, %v", h, err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	const runtimeScope = "go.opentelemetry.io/contrib/instrumentation/runtime"
+	got := map[string]metricdata.Metrics{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != runtimeScope {
+			continue
+		}
+		for _, m := range sm.Metrics {
+			got[m.Name] = m
+		}
+	}
+	for _, name := range []string{"go.memory.used", "go.memory.allocated", "go.goroutine.count", "go.processor.limit", "go.config.gogc"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("%s not exported in scope %s (have %v)", name, runtimeScope, got)
+		}
+	}
+	if m, ok := got["go.memory.used"]; ok {
+		s, isSum := m.Data.(metricdata.Sum[int64])
+		var total int64
+		for _, p := range s.DataPoints {
+			total += p.Value
+		}
+		if !isSum || total <= 0 || m.Unit != "By" {
+			t.Errorf("go.memory.used = %+v (unit %q), want a positive byte count", m.Data, m.Unit)
+		}
 	}
 }

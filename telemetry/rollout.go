@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/baggage"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -19,7 +20,7 @@ func WithRolloutID(ctx context.Context, id string) context.Context {
 	if !lens.Enabled(GroupModelCall) && !lens.Enabled(GroupVerify) {
 		return ctx
 	}
-	m, err := baggage.NewMemberRaw(AttrRolloutID, id)
+	m, err := baggage.NewMemberRaw(contract.AttrRolloutID, id)
 	if err != nil {
 		return ctx
 	}
@@ -32,5 +33,5 @@ func WithRolloutID(ctx context.Context, id string) context.Context {
 
 // RolloutIDFrom returns the rollout id carried by ctx's baggage, or "".
 func RolloutIDFrom(ctx context.Context) string {
-	return baggage.FromContext(ctx).Member(AttrRolloutID).Value()
+	return baggage.FromContext(ctx).Member(contract.AttrRolloutID).Value()
 }

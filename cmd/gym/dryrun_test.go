@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/testenv"
-	"github.com/gymlens/gymlens/report"
 )
 
 // dryRunResult is a finished gym process.
@@ -253,7 +253,7 @@ func TestRunDryRunCollectsNothing(t *testing.T) {
 		t.Errorf("%d servers passed on stdout, want 3:\n%s", n, res.stdout)
 	}
 	runDir := runDirOf(t, runs)
-	for _, f := range []string{report.RolloutsFile, tasksFile} {
+	for _, f := range []string{contract.RunRolloutsFile, tasksFile} {
 		if _, err := os.Stat(filepath.Join(runDir, f)); !os.IsNotExist(err) {
 			t.Errorf("a dry run wrote %s (%v)", f, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/orchestrator"
 )
 
@@ -125,7 +126,7 @@ func dryRunFleet(ctx context.Context, cfg orchestrator.Config, runsDir, prog, no
 		fmt.Fprintf(stdout, "dry run: %-16s %-22s ok: config valid, exited 0 without listening (pid %d, %s)\n",
 			s.Spec.Name, s.Spec.Type, s.PID, r.Elapsed.Round(time.Millisecond))
 	}
-	logs := filepath.Join(sess.runDir, "logs")
+	logs := filepath.Join(sess.runDir, contract.RunLogsDir)
 	if note != "" {
 		note = "; " + note
 	}

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
@@ -57,7 +58,7 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr
 		runID = telemetry.NewRunID()
 	}
 	runDir := filepath.Join(runsDir, runID)
-	if err := os.MkdirAll(filepath.Join(runDir, "telemetry"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(runDir, contract.RunTelemetryDir), 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	// A free port for the orchestrator's own /metrics unless the user chose
@@ -69,12 +70,12 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr
 		}
 	}
 	// The orchestrator's own file; every server gets one of its own.
-	if err := os.Setenv(lens.PrimaryPrefix+lens.KeyFilePath, filepath.Join(runDir, "telemetry", "orchestrator.jsonl")); err != nil {
+	if err := os.Setenv(lens.PrimaryPrefix+lens.KeyFilePath, filepath.Join(runDir, contract.RunTelemetryDir, contract.RunOrchestratorTelemetry)); err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", "orchestrator")
 	slog.SetDefault(log)
-	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "orchestrator", ServerType: telemetry.ServerTypeOrchestrator}); err != nil {
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "orchestrator", ServerType: contract.ServerTypeOrchestrator}); err != nil {
 		log.Warn("telemetry is off", "err", err)
 	}
 	s := &fleetSession{cfg: cfg, runID: runID, runDir: runDir, log: log}
@@ -139,7 +140,7 @@ func (s *fleetSession) writeEffectiveConfig(fleet *orchestrator.Fleet) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(s.runDir, "config.yaml"), b, 0o644)
+	return os.WriteFile(filepath.Join(s.runDir, contract.RunConfigFile), b, 0o644)
 }
 
 func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {

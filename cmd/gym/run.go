@@ -12,13 +12,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/report"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/servers/model"
-	"github.com/gymlens/gymlens/telemetry"
 )
 
 var runCommand = command{
@@ -68,7 +68,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The flags tune the built-in policy: they become keys of its blocks in
 	// the config dict, which is what the children read.
 	for _, s := range cfg.Servers {
-		if s.Type != telemetry.ServerTypeModel || s.External() || s.Impl != model.ServerName {
+		if s.Type != contract.ServerTypeModel || s.External() || s.Impl != model.ServerName {
 			continue
 		}
 		set := map[string]any{}
@@ -162,7 +162,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		progress = nil
 	}
 	sum, collectErr := rollout.Collect(ctx, rows, rollout.Options{
-		Output:       filepath.Join(sess.runDir, report.RolloutsFile),
+		Output:       filepath.Join(sess.runDir, contract.RunRolloutsFile),
 		Agents:       fleet.AgentURLs(),
 		DefaultAgent: defaultAgent,
 		NumRepeats:   *repeats,
@@ -183,7 +183,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "gym run: interrupted; the fleet was stopped cleanly and the partial run is kept")
 		} else if errors.Is(collectErr, rollout.ErrFailedRollouts) {
 			fmt.Fprintf(stderr, "gym run: %d rollouts failed after every attempt (see %s)\n", sum.Failed,
-				rollout.FailuresPath(filepath.Join(sess.runDir, report.RolloutsFile)))
+				rollout.FailuresPath(filepath.Join(sess.runDir, contract.RunRolloutsFile)))
 		} else if errors.Is(collectErr, rollout.ErrStopped) {
 			fmt.Fprintf(stderr, "gym run: stopped early after a server died: %d of %d tasks not run (rollouts.jsonl is kept; `gym rollouts collect` resumes it)\n",
 				sum.Remaining(), sum.Total)
@@ -214,7 +214,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // tasksFile is the run directory's copy of the dataset that was run.
-const tasksFile = "tasks.jsonl"
+const tasksFile = contract.RunTasksFile
 
 func writeRows(path string, rows []protocol.RunRequest) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)

@@ -180,10 +180,14 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 				return exitUsage
 			}
 			if p.ref == "model_server" {
-				peers.ModelURL = u
+				peers.ModelURL, peers.ModelName = u, refs[p.ref].Name
 			} else {
-				peers.ResourcesURL = u
+				peers.ResourcesURL, peers.ResourcesName = u, refs[p.ref].Name
 			}
+		}
+		// Upstream reads the key with a default of false; so does this.
+		if v, err := l.Fleet().Value(keyObservabilityEnabled); err == nil {
+			peers.ObservabilityEnabled = v == true || v == "true"
 		}
 	}
 	if self.Port() <= 0 || self.Host() == "" {
@@ -200,6 +204,10 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 		maxBody: server.DefaultMaxBodyBytes, dryRun: dryRun,
 	}, stdout, stderr)
 }
+
+// keyObservabilityEnabled is NeMo Gym's top-level config key that turns
+// on rollout correlation: the rollout-id path prefix on a rollout's calls.
+const keyObservabilityEnabled = "observability_enabled"
 
 // printConfigError writes err, one problem a line, each "gym serve: "
 // and prefix (when not empty) first.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +15,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -42,8 +47,11 @@ const checkUsage = `Usage: gym telemetry check [flags]
 Shows the telemetry configuration a Gym process would run with: every
 setting with its effective value and where that value came from (the
 environment, the telemetry: block of --config, or the built-in default),
-the span groups it resolves to, the exporters, the service name, and
-whether a process with the given rank and server name would export at all.
+the span groups it resolves to, the exporters, the OTLP protocol of each
+signal, the service name, the resource attributes such a process would
+report (as detected in this environment: host, GPUs, SLURM, Kubernetes;
+process.pid is left out, it would be the server's), and whether a process
+with the given rank and server name would export at all.
 
 Nothing is set up: no exporter is created and no port or file is opened
 apart from reading --config. RANK, WORLD_SIZE and LOCAL_RANK are read from
@@ -125,10 +133,10 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 // the fleet.
 var serverTypes = []string{
 	"",
-	telemetry.ServerTypeResources,
-	telemetry.ServerTypeAgent,
-	telemetry.ServerTypeModel,
-	telemetry.ServerTypeOrchestrator,
+	contract.ServerTypeResources,
+	contract.ServerTypeAgent,
+	contract.ServerTypeModel,
+	contract.ServerTypeOrchestrator,
 }
 
 // checkReport is everything "gym telemetry check" prints. The text output
@@ -140,6 +148,8 @@ type checkReport struct {
 	SpanGroups      []string        `json:"span_groups"`
 	Exporters       []string        `json:"exporters"`
 	Signals         []string        `json:"signals"`
+	OTLPProtocols   otlpProtocols   `json:"otlp_protocols"`
+	Resource        map[string]any  `json:"resource"`
 	ServiceName     string          `json:"service_name"`
 	ServerName      string          `json:"server_name"`
 	ServerType      string          `json:"server_type"`
@@ -151,6 +161,13 @@ type checkReport struct {
 	Enabled         bool            `json:"enabled"`
 	Export          bool            `json:"export"`
 	Reason          string          `json:"reason,omitempty"`
+}
+
+// otlpProtocols is the protocol each signal's OTLP exporter would use.
+type otlpProtocols struct {
+	Traces  string `json:"traces"`
+	Metrics string `json:"metrics"`
+	Logs    string `json:"logs"`
 }
 
 // settingReport is one row of the settings table.
@@ -213,6 +230,8 @@ func check(f checkFlags) (*checkReport, []error) {
 		SpanGroups:      groups,
 		Exporters:       slices.Clone(cfg.Exporters),
 		Signals:         signals(cfg),
+		OTLPProtocols:   otlpProtocols{Traces: cfg.TracesProtocol, Metrics: cfg.MetricsProtocol, Logs: cfg.LogsProtocol},
+		Resource:        resource(cfg, f),
 		ServiceName:     serviceName(cfg, f.serverName),
 		ServerName:      f.serverName,
 		ServerType:      f.serverType,
@@ -293,6 +312,34 @@ func strategyReason(cfg lens.Config, rep *checkReport) string {
 	return fmt.Sprintf("export strategy %s rules out %s", cfg.ExportStrategy, where)
 }
 
+// resource lists the resource attributes a process with these flags would
+// report, mirroring telemetry.Init's Gym attributes on top of what lens
+// adds and detects. process.pid is left out: it would be the server's.
+func resource(cfg lens.Config, f checkFlags) map[string]any {
+	gymAttrs := []attribute.KeyValue{
+		attribute.String(contract.AttrServiceGroup, cfg.ServiceName),
+		attribute.String(contract.AttrVersion, contract.Version),
+	}
+	if f.serverName != "" {
+		gymAttrs = append(gymAttrs, attribute.String(contract.AttrServerName, f.serverName))
+	}
+	if f.serverType != "" {
+		gymAttrs = append(gymAttrs, attribute.String(contract.AttrServerType, f.serverType))
+	}
+	out := map[string]any{}
+	for _, kv := range lens.ResourceAttributes(cfg, lens.Options{
+		ServiceName: serviceName(cfg, f.serverName),
+		Attributes:  gymAttrs,
+		Rank:        f.rank,
+		WorldSize:   f.worldSize,
+	}) {
+		if kv.Key != semconv.ProcessPIDKey {
+			out[string(kv.Key)] = kv.Value.AsInterface()
+		}
+	}
+	return out
+}
+
 // serviceName is the service name a server called serverName would report,
 // mirroring telemetry.Init.
 func serviceName(cfg lens.Config, serverName string) string {
@@ -352,6 +399,12 @@ func effectiveValue(cfg lens.Config, key, raw string) string {
 		return cfg.OTLPEndpoint
 	case lens.KeyOTLPProtocol:
 		return cfg.OTLPProtocol
+	case lens.KeyOTLPTracesProtocol:
+		return cfg.TracesProtocol
+	case lens.KeyOTLPMetricsProtocol:
+		return cfg.MetricsProtocol
+	case lens.KeyOTLPLogsProtocol:
+		return cfg.LogsProtocol
 	case lens.KeyMetricExportInterval:
 		return strconv.FormatInt(int64(cfg.MetricExportInterval/time.Millisecond), 10)
 	case lens.KeyHistogramAggregation:
@@ -403,6 +456,8 @@ func (r *checkReport) writeText(w io.Writer) {
 		{"span groups", orNone(strings.Join(r.SpanGroups, ", "), "(none)")},
 		{"exporters", orNone(strings.Join(r.Exporters, ", "), "(none)")},
 		{"signals", orNone(strings.Join(r.Signals, ", "), "(none)")},
+		{"otlp protocols", fmt.Sprintf("traces %s, metrics %s, logs %s",
+			r.OTLPProtocols.Traces, r.OTLPProtocols.Metrics, r.OTLPProtocols.Logs)},
 		{"server", server},
 		{"service name", r.ServiceName},
 		{"process", fmt.Sprintf("rank %d of %d, local rank %d", r.Rank, r.WorldSize, r.LocalRank)},
@@ -410,6 +465,14 @@ func (r *checkReport) writeText(w io.Writer) {
 		{"verdict", verdict},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	_ = tw.Flush()
+
+	fmt.Fprintln(w, "\nresource:")
+	keys := slices.Sorted(maps.Keys(r.Resource))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "  %s\t%v\n", k, r.Resource[k])
 	}
 	_ = tw.Flush()
 }

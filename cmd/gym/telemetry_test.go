@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
@@ -387,5 +389,51 @@ func TestCheckFileExporterWithoutPath(t *testing.T) {
 	t.Setenv("NEMO_GYM_OTEL_FILE_PATH", filepath.Join(t.TempDir(), "t.jsonl"))
 	if _, out, _ := runGym(t, "telemetry", "check"); !strings.Contains(out, "verdict:         would export\n") {
 		t.Errorf("with a path, output:\n%s", out)
+	}
+}
+
+// The check shows each signal's OTLP protocol (its own variable over the
+// general one) and the resource a server with these flags would report.
+func TestCheckProtocolsAndResource(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "grpc")
+	t.Setenv("NEMO_GYM_OTEL_RUN_ID", "r1")
+	t.Setenv("SLURM_JOB_ID", "77")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0,1")
+	t.Setenv("DEPLOYMENT_ENV", "staging")
+	args := []string{"--rank", "1", "--world-size", "2", "--server-name", "arithmetic", "--server-type", "resources_servers"}
+	rep := checkJSON(t, args...)
+	if want := (otlpProtocols{Traces: "http/json", Metrics: "http/json", Logs: "grpc"}); rep.OTLPProtocols != want {
+		t.Errorf("protocols %+v, want %+v", rep.OTLPProtocols, want)
+	}
+	if v, from := origin(t, rep, lens.KeyOTLPTracesProtocol); v != "http/json" || from != "default" {
+		t.Errorf("traces protocol row %q from %q, want the inherited http/json", v, from)
+	}
+	for k, want := range map[string]any{
+		"service.name": "nemo-gym/arithmetic", "service.version": contract.Version,
+		"service.instance.id": "r1-rank1", contract.AttrRunID: "r1",
+		contract.AttrDLRank: float64(1), contract.AttrDLWorldSize: float64(2),
+		contract.AttrSlurmJobID: "77", contract.AttrHostGPUCount: float64(2),
+		contract.AttrDeploymentEnvironment: "staging", contract.AttrServerName: "arithmetic",
+		contract.AttrServerType: "resources_servers", contract.AttrServiceGroup: "nemo-gym",
+	} {
+		if got := rep.Resource[k]; got != want {
+			t.Errorf("resource %s = %#v, want %#v", k, got, want)
+		}
+	}
+	if _, ok := rep.Resource["process.pid"]; ok {
+		t.Error("resource lists the check's own process.pid")
+	}
+	code, out, _ := runGym(t, append([]string{"telemetry", "check"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, re := range []string{`(?m)^otlp protocols:\s+traces http/json, metrics http/json, logs grpc$`,
+		`(?m)^resource:$`, `(?m)^  service.instance.id\s+r1-rank1$`, `(?m)^  dl.rank\s+1$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("text output lacks %s:\n%s", re, out)
+		}
 	}
 }

@@ -5,8 +5,10 @@
 // rules.yml holds the recording rules (fleet verify and rollout success
 // rates from the outcome counters, rollout p95, per-route request p95)
 // and the GymServersBelowStarted alert; rules_test.yml is its promtool
-// unit test. Both use the metric names the in-process exporter produces,
-// listed in docs/observability/metrics.md.
+// unit test. Both use the series names the in-process exporter produces
+// (NeMo Gym's, listed in docs/observability/metrics.md); the package's
+// tests hold every series, label and bucket bound they use to the
+// contract package, and run promtool when it is installed.
 package prometheus
 
 import _ "embed"

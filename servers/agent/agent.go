@@ -6,29 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
+	"github.com/gymlens/gymlens/telemetry"
 )
 
 // ServerName is the implementation's name in a fleet configuration
 // (responses_api_agents: simple_agent).
 const ServerName = "simple_agent"
-
-// Span names of the agent.
-const (
-	RolloutSpanName   = "gym.rollout"
-	ResponsesSpanName = "gym.agent.responses"
-)
-
-// Attribute keys gym.agent.responses carries besides
-// telemetry.AttrServerName and telemetry.AttrRolloutID.
-const (
-	AttrRequestModel = "gen_ai.request.model"
-	AttrInputTokens  = "gen_ai.usage.input_tokens"
-	AttrOutputTokens = "gen_ai.usage.output_tokens"
-)
 
 // Routes the agent serves, besides the runtime's liveness routes.
 const (
@@ -74,6 +62,19 @@ type Config struct {
 	// (responses_create_params.model) on the calls to the model server.
 	// Upstream has no such key; "" sends the row's model, or none.
 	Model string `json:"model,omitempty" yaml:"model,omitempty"`
+
+	// ObservabilityEnabled is the fleet configuration's top-level
+	// observability_enabled (not a key of the agent's block): with it, a
+	// rollout's calls carry the rollout-id path prefix (see the package
+	// documentation). Whoever starts the agent sets it.
+	ObservabilityEnabled bool `json:"-" yaml:"-"`
+	// ModelServerName and ResourcesServerName are the instance names of
+	// the two peers (the targets of the block's model_server and
+	// resources_server references), which the agent's metrics name;
+	// whoever starts the agent sets them. "" names a peer by its URL's
+	// host and port.
+	ModelServerName     string `json:"-" yaml:"-"`
+	ResourcesServerName string `json:"-" yaml:"-"`
 }
 
 // Defaults returns the default configuration: upstream's defaults
@@ -125,10 +126,19 @@ func Register(s *server.Server, cfg Config, client *server.Client) error {
 	}
 	model, _ := url.Parse(cfg.ModelURL)
 	resources, _ := url.Parse(cfg.ResourcesURL)
+	if cfg.ModelServerName == "" {
+		cfg.ModelServerName = model.Host
+	}
+	if cfg.ResourcesServerName == "" {
+		cfg.ResourcesServerName = resources.Host
+	}
+	port, _ := strconv.Atoi(model.Port())
 	a := &agent{
 		cfg:          cfg,
 		client:       client,
 		model:        model,
+		modelHost:    model.Hostname(),
+		modelPort:    port,
 		resources:    resources,
 		modelURL:     endpoint(model, protocol.PathResponses),
 		seedURL:      endpoint(resources, protocol.PathSeedSession),
@@ -153,15 +163,35 @@ type agent struct {
 	cfg                          Config
 	client                       *server.Client
 	model, resources             *url.URL
+	modelHost                    string // the model server's host and port, for gen_ai.* metrics
+	modelPort                    int
 	modelURL, seedURL, verifyURL string
 	aggregateURL                 string
 	warnNoAggregates             sync.Once
 }
 
 // toolURL is the resources server's route for a tool: the name is one
-// path segment, escaped.
-func (a *agent) toolURL(name string) string {
-	return endpoint(a.resources, url.PathEscape(name))
+// path segment, escaped; prefix is a rollout-id path prefix or "".
+func (a *agent) toolURL(prefix, name string) string {
+	return endpoint(a.resources, prefix+"/"+url.PathEscape(name))
+}
+
+// prefixes reports whether a rollout's calls carry the rollout-id path
+// prefix: when the fleet's observability_enabled is set, as upstream
+// decides, or when this process exports telemetry, so that the servers a
+// rollout calls (a Python resources server strips the prefix whatever
+// its telemetry) can put the id on their own spans.
+func (a *agent) prefixes() bool {
+	return a.cfg.ObservabilityEnabled || telemetry.Get().IsExporting()
+}
+
+// rolloutPrefix is the path prefix of a rollout's calls, "/ng-rollout/<id>",
+// or "" when there is no id or calls are not prefixed.
+func (a *agent) rolloutPrefix(id string) string {
+	if id == "" || !a.prefixes() {
+		return ""
+	}
+	return protocol.RolloutPath(id, "")
 }
 
 // inbound returns the request a handler answers (the runtime keeps it

@@ -44,20 +44,68 @@
 //
 //	POST /run                          SERVER span (runtime)
 //	└─ gym.rollout                     rollout group
-//	   ├─ POST /seed_session           CLIENT span
+//	   ├─ HTTP POST                    CLIENT span: .../seed_session
 //	   ├─ gym.agent.responses          agent group
-//	   │  ├─ POST /v1/responses        CLIENT span, one per model call
-//	   │  └─ POST /<tool>              CLIENT span, one per tool call
-//	   └─ POST /verify                 CLIENT span
+//	   │  ├─ HTTP POST                 CLIENT span, one per model call: .../v1/responses
+//	   │  └─ HTTP POST                 CLIENT span, one per tool call: .../<tool>
+//	   └─ HTTP POST                    CLIENT span: .../verify
 //
-// Both gym.* spans carry nemo.gym.server.name and, when the row has one
-// (row.ResolveRolloutID: an explicit _ng_rollout_id, else
-// "<task index>-<rollout index>"), nemo.gym.rollout.id, which also travels
-// on as baggage for the model and resources servers' spans; a row without
-// one gets none. /run answers with a W3C traceresponse header naming the
-// rollout's trace, so a collector can file the rollout under it. Every
-// rollout that passed request validation is recorded exactly once with
-// metrics.RecordRollout, failed ones included.
+// CLIENT spans are named as upstream's egress client names them; the
+// route is in url.full. Both gym.* spans carry nemo.gym.server.name, and
+// when the row has a rollout id (row.ResolveRolloutID: an explicit
+// _ng_rollout_id, else "<task index>-<rollout index>", "-a<n>" for a
+// re-dispatch attempt) every span of the rollout carries it as
+// nemo.gym.rollout.id: the /run SERVER span, gym.rollout,
+// gym.agent.responses and each CLIENT span here, and, downstream, the
+// model and resources servers' spans, which read it from the path prefix
+// below or from the W3C baggage it also travels in. A row without one
+// gets none. /run answers with a W3C traceresponse header naming the
+// rollout's trace, so a collector can file the rollout under it.
+//
+// # The rollout id on the wire
+//
+// Upstream's server client puts a known rollout id in the path of a
+// rollout's calls, "/ng-rollout/<id>" before the route
+// (/ng-rollout/3-1/verify), when the fleet config's top-level
+// observability_enabled is true; its resources and model servers strip
+// the prefix before routing (a resources server whatever its own
+// telemetry) and label their spans with the id. This agent prefixes a
+// rollout's calls to the resources server (seed_session, each tool route,
+// verify) and its model calls (/v1/responses) when observability_enabled
+// is true (Config.ObservabilityEnabled, which `gym serve` sets from the
+// fleet config) OR when this process exports telemetry: a fleet that
+// traces then gets the id on the gym.verify span of a Python resources
+// server too, with no key to set. /aggregate_metrics, which belongs to no
+// rollout, is never prefixed. A prefixed /v1/responses of the agent's own
+// keeps its prefix on the model calls, as upstream's does, and, beyond
+// upstream (whose prefixed /v1/responses has no rollout context), on the
+// episode's tool calls.
+//
+// # Metrics
+//
+// Every rollout that passed request validation is recorded exactly once
+// with metrics.RecordRollout, failed ones included. Each model call is
+// recorded into gym.model.call_duration_ms and
+// gym.model.time_to_first_byte_ms (dialect responses, the model server's
+// instance name; the first byte is when the answer's headers arrived)
+// and into the GenAI conventions' gen_ai.client.operation.duration and
+// gen_ai.client.token.usage; each turn (a model call and the tool calls it
+// asks for) into gym.agent.turn_duration_ms and each episode's number of
+// turns into gym.agent.turn_count (by this agent's server name); each tool
+// call into gym.tool.call_duration_ms (tool name, resources server name).
+// With metrics off none of it reads a clock.
+//
+// # GenAI conventions
+//
+// A model call's CLIENT span carries gen_ai.operation.name "chat",
+// gen_ai.provider.name "openai" (the model server speaks OpenAI's
+// Responses API, whatever answers behind it), gen_ai.request.model (when
+// the parameters name one), and, for an answer, gen_ai.response.model,
+// gen_ai.response.id, gen_ai.usage.input_tokens and output_tokens and
+// gen_ai.response.finish_reasons (the answer's status mapped as a chat
+// completion's finish_reason would read: see
+// contract.ResponseFinishReason). They are computed only when the span
+// records, from the answer the episode decodes anyway.
 //
 // Prompts, model output and tool arguments are never put on spans.
 package agent

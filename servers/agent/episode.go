@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
+	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
 // episodeResult is an episode's response and the cookies it ended with.
@@ -30,8 +35,13 @@ type episodeResult struct {
 // every item of every turn and the summed usage. resourcesCookies are
 // sent with the first tool call; each tool answer's cookies replace them,
 // and each model answer's cookies replace the model's. id, when not "",
-// labels the gym.agent.responses span.
-func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParams, modelURL, id string,
+// labels the gym.agent.responses span; prefix, when not "", is the
+// rollout-id path prefix of the tool calls.
+//
+// Each turn (a model call and the tool calls it asks for) is recorded
+// into gym.agent.turn_duration_ms, the number of turns into
+// gym.agent.turn_count once per episode, failed episodes included.
+func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParams, modelURL, id, prefix string,
 	resourcesCookies []*http.Cookie) (res episodeResult, err error) {
 	p := params.Clone()
 	if a.cfg.Model != "" {
@@ -40,20 +50,30 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 	}
 	if lens.Enabled(telemetry.GroupAgent) {
 		var span trace.Span
-		ctx, span = lens.Start(ctx, telemetry.GroupAgent, ResponsesSpanName)
-		span.SetAttributes(attribute.String(telemetry.AttrServerName, serverName()))
+		ctx, span = lens.Start(ctx, telemetry.GroupAgent, contract.SpanAgentResponses)
+		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
 		if id != "" {
-			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 		}
 		if p.Model != nil {
-			span.SetAttributes(attribute.String(AttrRequestModel, *p.Model))
+			span.SetAttributes(attribute.String(contract.AttrGenAIRequestModel, *p.Model))
 		}
 		defer func() {
 			if u := res.response.Usage; err == nil && u != nil {
-				span.SetAttributes(attribute.Int(AttrInputTokens, u.InputTokens), attribute.Int(AttrOutputTokens, u.OutputTokens))
+				span.SetAttributes(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
+					attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
 			}
 			lens.End(span, err)
 		}()
+	}
+	// Metrics are decided once per episode; off, no clock is read for
+	// them and no agent name is looked up.
+	var agentName string
+	metricsOn := telemetry.Instruments() != nil
+	turns := 0
+	if metricsOn {
+		agentName = serverName()
+		defer func() { metrics.RecordAgentTurns(agentName, turns) }()
 	}
 
 	input := p.Input.AsItems()
@@ -64,6 +84,11 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 		last         protocol.Response
 	)
 	for step := 1; ; step++ {
+		var turnStart time.Time
+		if metricsOn {
+			turnStart = time.Now()
+		}
+		turns++
 		body := p
 		turnInput := make([]protocol.Item, 0, len(input)+len(items))
 		body.Input = protocol.ItemsInput(append(append(turnInput, input...), items...)...)
@@ -72,28 +97,26 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 		if err != nil {
 			return res, fmt.Errorf("model call: encode the request: %w", err)
 		}
-		var r protocol.Response
-		reply, err := a.client.Post(ctx, modelURL, server.RawJSON(raw), &r, server.Call{Cookies: modelCookies})
+		r, cookies, err := a.callModel(ctx, modelURL, raw, p.Model, modelCookies, metricsOn)
 		if err != nil {
-			return res, fmt.Errorf("model call: %w", err)
+			return res, err
 		}
-		modelCookies = reply.Cookies
-		if err := r.Validate(); err != nil {
-			return res, fmt.Errorf("model call: invalid response from the model server: %w", err)
-		}
+		modelCookies = cookies
 		items = append(items, r.Output...)
 		usage = usage.Add(r.Usage)
 		last = r
 
 		if r.IncompleteDetails != nil {
+			a.endTurn(metricsOn, agentName, turnStart)
 			break
 		}
 		calls := r.FunctionCalls()
 		if len(calls) == 0 && r.HasAssistantMessage() {
+			a.endTurn(metricsOn, agentName, turnStart)
 			break
 		}
 		for _, call := range calls {
-			output, cookies, called, err := a.callTool(ctx, call, resourcesCookies)
+			output, cookies, called, err := a.callTool(ctx, prefix, call, resourcesCookies, metricsOn)
 			if err != nil {
 				return res, err
 			}
@@ -102,6 +125,7 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 			}
 			items = append(items, protocol.FunctionCallOutput(call.CallID, output))
 		}
+		a.endTurn(metricsOn, agentName, turnStart)
 		if a.cfg.bounded(step) {
 			break
 		}
@@ -113,15 +137,126 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 	return episodeResult{response: last, resourcesCookies: resourcesCookies, modelCookies: modelCookies}, nil
 }
 
-// callTool executes one function call: POST to the tool's route with the
-// parsed arguments, whose answer of any status is the output. Arguments
-// that are not JSON make an error output and no call (called false).
-func (a *agent) callTool(ctx context.Context, call protocol.Item, cookies []*http.Cookie) (output string, _ []*http.Cookie, called bool, _ error) {
+// endTurn records one completed turn.
+func (a *agent) endTurn(metricsOn bool, agentName string, start time.Time) {
+	if metricsOn {
+		metrics.RecordAgentTurn(agentName, time.Since(start))
+	}
+}
+
+// callModel makes one model call (POST /v1/responses with body) and
+// returns the validated answer and the cookies it set. Its CLIENT span
+// gets the GenAI semantic conventions' attributes when it records; with
+// metricsOn the call is recorded into gym.model.call_duration_ms,
+// gym.model.time_to_first_byte_ms and the gen_ai.client.* histograms.
+func (a *agent) callModel(ctx context.Context, modelURL string, body []byte, model *string,
+	cookies []*http.Cookie, metricsOn bool) (r protocol.Response, _ []*http.Cookie, err error) {
+	var start time.Time
+	if metricsOn {
+		start = time.Now()
+	}
+	reply, err := a.client.PostSpan(ctx, modelURL, server.RawJSON(body), &r, server.Call{Cookies: cookies, TimeFirstByte: metricsOn})
+	if err == nil {
+		if verr := r.Validate(); verr != nil {
+			err = fmt.Errorf("invalid response from the model server: %w", verr)
+		}
+	}
+	requestModel := ""
+	if model != nil {
+		requestModel = *model
+	}
+	if span := reply.Span; span.IsRecording() {
+		attrs := []attribute.KeyValue{
+			attribute.String(contract.AttrGenAIOperationName, contract.GenAIOperationChat),
+			attribute.String(contract.AttrGenAIProviderName, contract.GenAIProviderOpenAI),
+		}
+		if requestModel != "" {
+			attrs = append(attrs, attribute.String(contract.AttrGenAIRequestModel, requestModel))
+		}
+		if err == nil {
+			attrs = append(attrs, responseAttrs(&r)...)
+		}
+		span.SetAttributes(attrs...)
+	}
+	reply.Span.End()
+	if metricsOn {
+		d := time.Since(start)
+		metrics.RecordModelCall(contract.DialectResponses, a.cfg.ModelServerName, d, reply.FirstByte)
+		call := metrics.GenAICall{Operation: contract.GenAIOperationChat, Provider: contract.GenAIProviderOpenAI,
+			RequestModel: requestModel, ServerAddress: a.modelHost, ServerPort: a.modelPort, Duration: d,
+			InputTokens: -1, OutputTokens: -1}
+		if err != nil {
+			call.ErrorType = errorType(err)
+		} else {
+			call.ResponseModel = r.Model
+			if r.Usage != nil {
+				call.InputTokens, call.OutputTokens = int64(r.Usage.InputTokens), int64(r.Usage.OutputTokens)
+			}
+		}
+		metrics.RecordGenAI(call)
+	}
+	if err != nil {
+		return r, nil, fmt.Errorf("model call: %w", err)
+	}
+	return r, reply.Cookies, nil
+}
+
+// responseAttrs are the GenAI attributes of a Responses API answer:
+// response model and id, token usage, finish reasons.
+func responseAttrs(r *protocol.Response) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String(contract.AttrGenAIResponseModel, r.Model),
+		attribute.String(contract.AttrGenAIResponseID, r.ID),
+		attribute.StringSlice(contract.AttrGenAIFinishReasons, []string{finishReason(r)}),
+	}
+	if u := r.Usage; u != nil {
+		attrs = append(attrs, attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
+			attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
+	}
+	return attrs
+}
+
+// finishReason maps a Responses API answer to the finish reason the GenAI
+// conventions name (contract.ResponseFinishReason).
+func finishReason(r *protocol.Response) string {
+	reason := ""
+	if r.IncompleteDetails != nil {
+		reason = r.IncompleteDetails.Reason
+	}
+	return contract.ResponseFinishReason(r.Status, reason, len(r.FunctionCalls()) > 0)
+}
+
+// errorType is a failed model call's error.type: the peer's status, or
+// "timeout", else "_OTHER".
+func errorType(err error) string {
+	if s := server.StatusOf(err); s != 0 {
+		return strconv.Itoa(s)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return contract.RetryTimeout
+	}
+	return contract.Other
+}
+
+// callTool executes one function call: POST to the tool's route (under
+// prefix, a rollout-id path prefix or "") with the parsed arguments, whose
+// answer of any status is the output. Arguments that are not JSON make an
+// error output and no call (called false). With metricsOn the call is
+// recorded into gym.tool.call_duration_ms.
+func (a *agent) callTool(ctx context.Context, prefix string, call protocol.Item, cookies []*http.Cookie,
+	metricsOn bool) (output string, _ []*http.Cookie, called bool, _ error) {
 	var args json.RawMessage
 	if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
 		return invalidArguments(err), nil, false, nil
 	}
-	reply, err := a.client.Post(ctx, a.toolURL(call.Name), args, nil, server.Call{Cookies: cookies, AnyStatus: true})
+	var start time.Time
+	if metricsOn {
+		start = time.Now()
+	}
+	reply, err := a.client.Post(ctx, a.toolURL(prefix, call.Name), args, nil, server.Call{Cookies: cookies, AnyStatus: true})
+	if metricsOn {
+		metrics.RecordToolCall(call.Name, a.cfg.ResourcesServerName, time.Since(start))
+	}
 	if err != nil {
 		return "", nil, false, fmt.Errorf("tool %q: %w", call.Name, err)
 	}
@@ -157,10 +292,17 @@ func (b *responsesBody) Validate() error { return b.ResponseCreateParams.Validat
 func (a *agent) responsesHandler(mode prefixMode) func(context.Context, responsesBody) (protocol.Response, error) {
 	return func(ctx context.Context, body responsesBody) (protocol.Response, error) {
 		id, path := a.modelPath(ctx, mode)
+		prefix := ""
 		if id != "" {
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+			}
 			ctx = telemetry.WithRolloutID(ctx, id)
+			if protocol.ValidRolloutID(id) {
+				prefix = a.rolloutPrefix(id)
+			}
 		}
-		ep, err := a.episode(ctx, body.ResponseCreateParams, endpoint(a.model, path), id, a.inboundCookies(ctx))
+		ep, err := a.episode(ctx, body.ResponseCreateParams, endpoint(a.model, path), id, prefix, a.inboundCookies(ctx))
 		if err != nil {
 			return protocol.Response{}, failed(err)
 		}

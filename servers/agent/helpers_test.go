@@ -14,10 +14,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
-	"github.com/gymlens/gymlens/telemetry"
 )
 
 // TestMain fails the package when a test leaves a server, client
@@ -30,7 +30,8 @@ var quiet = slog.New(slog.DiscardHandler)
 // request is one request a fake peer received.
 type request struct {
 	Peer    string // "model" or "resources"
-	Path    string // as it arrived
+	Path    string // as routed (the resources fake strips a rollout prefix)
+	Sent    string // the path as it came on the wire, prefix included
 	Body    []byte
 	Cookies map[string]string
 	Baggage string
@@ -51,7 +52,8 @@ func (l *requestLog) add(peer string, r *http.Request) request {
 	for _, c := range r.Cookies() {
 		cookies[c.Name] = c.Value
 	}
-	rec := request{Peer: peer, Path: r.URL.Path, Body: body, Cookies: cookies, Baggage: r.Header.Get("Baggage")}
+	sent, _, _ := strings.Cut(r.RequestURI, "?")
+	rec := request{Peer: peer, Path: r.URL.Path, Sent: sent, Body: body, Cookies: cookies, Baggage: r.Header.Get("Baggage")}
 	l.mu.Lock()
 	l.reqs = append(l.reqs, rec)
 	l.mu.Unlock()
@@ -146,7 +148,7 @@ func startFixture(t testing.TB, answer modelAnswer, ro resourcesOptions, cfg age
 	f := &fixture{log: &requestLog{}}
 	var stops []func()
 
-	ms := server.New(server.Options{Name: "fake_model", Type: telemetry.ServerTypeModel, Logger: quiet})
+	ms := server.New(server.Options{Name: "fake_model", Type: contract.ServerTypeModel, Logger: quiet})
 	var mu sync.Mutex
 	calls := 0
 	modelHandler := func(w http.ResponseWriter, r *http.Request) {
@@ -168,7 +170,10 @@ func startFixture(t testing.TB, answer modelAnswer, ro resourcesOptions, cfg age
 	base, stop := servertest.Start(t, ms)
 	f.modelURL, stops = base, append(stops, stop)
 
-	rs := server.New(server.Options{Name: "fake_resources", Type: telemetry.ServerTypeResources, Logger: quiet})
+	// The resources fake strips the rollout prefix, as resources servers
+	// do; the model fake routes its prefixed forms itself.
+	rs := server.New(server.Options{Name: "fake_resources", Type: contract.ServerTypeResources, Logger: quiet,
+		RolloutPrefix: server.PrefixResources})
 	tools := 0
 	reply := func(w http.ResponseWriter, cookie string, status int, body string) {
 		http.SetCookie(w, &http.Cookie{Name: "res", Value: cookie, Path: "/"})
@@ -228,7 +233,7 @@ func startFixture(t testing.TB, answer modelAnswer, ro resourcesOptions, cfg age
 		cfg.ResourcesURL = f.resourcesURL
 	}
 	opts := agent.ServerOptions("test")
-	opts.Name, opts.Type, opts.Logger, opts.MaxBodyBytes = "test", telemetry.ServerTypeAgent, quiet, maxBody
+	opts.Name, opts.Type, opts.Logger, opts.MaxBodyBytes = "test", contract.ServerTypeAgent, quiet, maxBody
 	as := server.New(opts)
 	if err := agent.Register(as, cfg, servertest.Client(t)); err != nil {
 		t.Fatal(err)

@@ -9,10 +9,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
-	"github.com/gymlens/gymlens/telemetry"
 )
 
 // TestResponsesRoutes: outside callers get the episode on /v1/responses
@@ -78,7 +78,7 @@ func TestResponsesRoutes(t *testing.T) {
 // passes the inbound cookies on.
 func TestWithoutServerOptions(t *testing.T) {
 	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
-	s := server.New(server.Options{Name: "bare", Type: telemetry.ServerTypeAgent, Logger: quiet})
+	s := server.New(server.Options{Name: "bare", Type: contract.ServerTypeAgent, Logger: quiet})
 	if err := agent.Register(s, agent.Config{ModelURL: f.modelURL, ResourcesURL: f.resourcesURL}, servertest.Client(t)); err != nil {
 		t.Fatal(err)
 	}

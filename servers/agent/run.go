@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -34,10 +35,13 @@ var errRolloutPanicked = errors.New("rollout panicked")
 // came (see rollout).
 func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.RawJSON, err error) {
 	start := time.Now()
+	// The request's SERVER span (a non-recording one without the server
+	// group), which gets the rollout id once the row is read.
+	serverSpan := trace.SpanFromContext(ctx)
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupRollout) {
-		ctx, span = lens.Start(ctx, telemetry.GroupRollout, RolloutSpanName)
-		span.SetAttributes(attribute.String(telemetry.AttrServerName, serverName()))
+		ctx, span = lens.Start(ctx, telemetry.GroupRollout, contract.SpanRollout)
+		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
 	}
 	setTraceResponse(ctx)
 	defer func() {
@@ -69,7 +73,10 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 	}
 	if ok {
 		if span != nil {
-			span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+		}
+		if serverSpan.IsRecording() {
+			serverSpan.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 		}
 		ctx = telemetry.WithRolloutID(ctx, id)
 	}
@@ -91,12 +98,21 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 	if err != nil {
 		return nil, fmt.Errorf("seed_session: encode the row: %w", err)
 	}
-	seed, err := a.client.Post(ctx, a.seedURL, server.RawJSON(rowBody), nil, server.Call{Cookies: a.inboundCookies(ctx)})
+	// With a rollout id, every call goes under its path prefix, as
+	// upstream's clients send a rollout's calls (see prefixes).
+	seedURL, verifyURL, modelURL := a.seedURL, a.verifyURL, a.modelURL
+	prefix := a.rolloutPrefix(id)
+	if prefix != "" {
+		seedURL = endpoint(a.resources, prefix+protocol.PathSeedSession)
+		verifyURL = endpoint(a.resources, prefix+protocol.PathVerify)
+		modelURL = endpoint(a.model, prefix+protocol.PathResponses)
+	}
+	seed, err := a.client.Post(ctx, seedURL, server.RawJSON(rowBody), nil, server.Call{Cookies: a.inboundCookies(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("seed_session: %w", err)
 	}
 
-	ep, err := a.episode(ctx, row.ResponsesCreateParams, a.modelURL, id, seed.Cookies)
+	ep, err := a.episode(ctx, row.ResponsesCreateParams, modelURL, id, prefix, seed.Cookies)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +140,7 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 		return nil, fmt.Errorf("verify: encode the request: %w", err)
 	}
 	var out verifyAnswer
-	if _, err := a.client.Post(ctx, a.verifyURL, server.RawJSON(reqBody), &out, server.Call{Cookies: cookies}); err != nil {
+	if _, err := a.client.Post(ctx, verifyURL, server.RawJSON(reqBody), &out, server.Call{Cookies: cookies}); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	if err := protocol.CheckVerifyResponse(out); err != nil {
@@ -176,7 +192,7 @@ func failed(err error) error {
 // nemo.gym.server.name), or ServerName when telemetry has none.
 func serverName() string {
 	if res := telemetry.Get().Resource(); res != nil {
-		if v, ok := res.Set().Value(telemetry.AttrServerName); ok && v.AsString() != "" {
+		if v, ok := res.Set().Value(contract.AttrServerName); ok && v.AsString() != "" {
 			return v.AsString()
 		}
 	}

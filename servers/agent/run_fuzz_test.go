@@ -11,6 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/servers/agent"
@@ -101,7 +102,7 @@ func FuzzRunBody(f *testing.F) {
 	}
 
 	servertest.EnableTelemetry(f, telemetry.InitOptions{ServerName: agent.ServerName,
-		ServerType: telemetry.ServerTypeAgent, SpanExporter: dropSpans{}, MetricReader: sdkmetric.NewManualReader()})
+		ServerType: contract.ServerTypeAgent, SpanExporter: dropSpans{}, MetricReader: sdkmetric.NewManualReader()})
 	fx := startFixture(f, toolThenAnswer, resourcesOptions{}, agent.Config{}, runBodyLimit)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	f.Cleanup(func() {

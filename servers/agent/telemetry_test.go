@@ -13,9 +13,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -27,7 +27,7 @@ func telemetryOn(t *testing.T, groups string) (*lens.Handle, *sdkmetric.ManualRe
 	reader := sdkmetric.NewManualReader()
 	exp := tracetest.NewInMemoryExporter()
 	h := servertest.EnableTelemetryGroups(t, groups, telemetry.InitOptions{ServerName: "weather_agent",
-		ServerType: telemetry.ServerTypeAgent, MetricReader: reader, SpanExporter: exp})
+		ServerType: contract.ServerTypeAgent, MetricReader: reader, SpanExporter: exp})
 	return h, reader, exp
 }
 
@@ -88,7 +88,7 @@ func TestRolloutIsOneTrace(t *testing.T) {
 	_, ans := f.run(t, weatherRow)
 	spans := spansOf(t, f, h, exp)
 
-	rollout := one(t, spans, agent.RolloutSpanName, trace.SpanKindUnspecified)
+	rollout := one(t, spans, contract.SpanRollout, trace.SpanKindUnspecified)
 	m := traceResponse.FindStringSubmatch(ans.header.Get(agent.HeaderTraceResponse))
 	if m == nil || m[1] != rollout.SpanContext.TraceID().String() || m[2] != rollout.SpanContext.SpanID().String() {
 		t.Errorf("traceresponse %q, want 00-%s-%s-01", ans.header.Get(agent.HeaderTraceResponse),
@@ -102,52 +102,72 @@ func TestRolloutIsOneTrace(t *testing.T) {
 	if runServer := one(t, spans, "POST /run", trace.SpanKindServer); rollout.Parent.SpanID() != runServer.SpanContext.SpanID() {
 		t.Errorf("gym.rollout's parent is not the /run SERVER span")
 	}
-	episode := one(t, spans, agent.ResponsesSpanName, trace.SpanKindUnspecified)
+	episode := one(t, spans, contract.SpanAgentResponses, trace.SpanKindUnspecified)
 	if episode.Parent.SpanID() != rollout.SpanContext.SpanID() {
 		t.Errorf("gym.agent.responses is not a child of gym.rollout")
 	}
 	for _, s := range []tracetest.SpanStub{rollout, episode} {
-		if v, _ := attrValue(s, telemetry.AttrRolloutID); v != "3-1" {
-			t.Errorf("%s %s = %q, want 3-1", s.Name, telemetry.AttrRolloutID, v)
+		if v, _ := attrValue(s, contract.AttrRolloutID); v != "3-1" {
+			t.Errorf("%s %s = %q, want 3-1", s.Name, contract.AttrRolloutID, v)
 		}
-		if v, _ := attrValue(s, telemetry.AttrServerName); v != "weather_agent" {
-			t.Errorf("%s %s = %q, want the process's server name", s.Name, telemetry.AttrServerName, v)
+		if v, _ := attrValue(s, contract.AttrServerName); v != "weather_agent" {
+			t.Errorf("%s %s = %q, want the process's server name", s.Name, contract.AttrServerName, v)
 		}
 	}
-	for key, want := range map[string]string{agent.AttrRequestModel: "policy-7b", agent.AttrInputTokens: "30", agent.AttrOutputTokens: "12"} {
+	for key, want := range map[string]string{contract.AttrGenAIRequestModel: "policy-7b", contract.AttrGenAIInputTokens: "30", contract.AttrGenAIOutputTokens: "12"} {
 		if v, _ := attrValue(episode, key); v != want {
 			t.Errorf("gym.agent.responses %s = %q, want %q", key, v, want)
 		}
 	}
 
 	// seed and verify are the rollout's calls, model and tool calls the
-	// episode's; each CLIENT span is the parent of its SERVER span.
+	// episode's; each is one CLIENT span "HTTP POST" whose url.full has
+	// the rollout's prefix, and the parent of its SERVER span.
+	clientsByPath := map[string][]tracetest.SpanStub{}
+	for _, s := range find(spans, contract.ClientSpanName(http.MethodPost), trace.SpanKindClient) {
+		full, _ := attrValue(s, contract.AttrURLFull)
+		_, path, _ := strings.Cut(strings.TrimPrefix(full, "http://"), "/")
+		clientsByPath["/"+path] = append(clientsByPath["/"+path], s)
+	}
 	for _, c := range []struct {
-		client, server string
-		n              int
-		parent         tracetest.SpanStub
+		path, server string
+		n            int
+		parent       tracetest.SpanStub
 	}{
-		{"POST /seed_session", "POST /seed_session", 1, rollout},
-		{"POST /verify", "POST /verify", 1, rollout},
-		{"POST /v1/responses", "POST /v1/responses", 2, episode},
-		{"POST /get_weather", "POST /{tool}", 1, episode},
+		{"/ng-rollout/3-1/seed_session", "POST /seed_session", 1, rollout},
+		{"/ng-rollout/3-1/verify", "POST /verify", 1, rollout},
+		{"/ng-rollout/3-1/v1/responses", "POST /ng-rollout/{id}/v1/responses", 2, episode},
+		{"/ng-rollout/3-1/get_weather", "POST /{tool}", 1, episode},
 	} {
-		clients, servers := find(spans, c.client, trace.SpanKindClient), find(spans, c.server, trace.SpanKindServer)
+		clients, servers := clientsByPath[c.path], find(spans, c.server, trace.SpanKindServer)
 		if len(clients) != c.n || len(servers) != c.n {
-			t.Errorf("%s: %d CLIENT and %d SERVER spans, want %d", c.client, len(clients), len(servers), c.n)
+			t.Errorf("%s: %d CLIENT and %d SERVER spans, want %d (CLIENT spans by path: %v)", c.path, len(clients), len(servers), c.n, keysOf(clientsByPath))
 			continue
 		}
 		for i := range clients {
 			if clients[i].Parent.SpanID() != c.parent.SpanContext.SpanID() {
-				t.Errorf("%s CLIENT span is not a child of %s", c.client, c.parent.Name)
+				t.Errorf("%s CLIENT span is not a child of %s", c.path, c.parent.Name)
 			}
 			found := false
 			for _, s := range servers {
 				found = found || s.Parent.SpanID() == clients[i].SpanContext.SpanID()
 			}
 			if !found {
-				t.Errorf("%s CLIENT span has no SERVER span under it", c.client)
+				t.Errorf("%s CLIENT span has no SERVER span under it", c.path)
 			}
+		}
+	}
+	// Every span of the rollout, in the three servers, names it.
+	for _, s := range spans {
+		if v, _ := attrValue(s, contract.AttrRolloutID); v != "3-1" {
+			t.Errorf("span %q (%v) has rollout id %q, want 3-1", s.Name, s.SpanKind, v)
+		}
+	}
+	// The resources fake was sent the prefixed paths, and routed them
+	// stripped.
+	for _, r := range f.log.all() {
+		if !strings.HasPrefix(r.Sent, "/ng-rollout/3-1/") {
+			t.Errorf("%s was sent %q, without the rollout prefix", r, r.Sent)
 		}
 	}
 
@@ -172,7 +192,7 @@ func TestTraceResponseWithoutRolloutSpan(t *testing.T) {
 		f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
 		_, ans := f.run(t, minimalRow)
 		spans := spansOf(t, f, h, exp)
-		if len(find(spans, agent.RolloutSpanName, trace.SpanKindUnspecified)) != 0 {
+		if len(find(spans, contract.SpanRollout, trace.SpanKindUnspecified)) != 0 {
 			t.Fatal("gym.rollout with the rollout group off")
 		}
 		run := one(t, spans, "POST /run", trace.SpanKindServer)
@@ -194,13 +214,13 @@ func TestRowWithoutRolloutID(t *testing.T) {
 	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
 	f.run(t, minimalRow)
 	spans := spansOf(t, f, h, exp)
-	for _, name := range []string{agent.RolloutSpanName, agent.ResponsesSpanName} {
-		if v, ok := attrValue(one(t, spans, name, trace.SpanKindUnspecified), telemetry.AttrRolloutID); ok {
+	for _, name := range []string{contract.SpanRollout, contract.SpanAgentResponses} {
+		if v, ok := attrValue(one(t, spans, name, trace.SpanKindUnspecified), contract.AttrRolloutID); ok {
 			t.Errorf("%s carries rollout id %q for a row without one", name, v)
 		}
 	}
 	for _, r := range f.log.all() {
-		if strings.Contains(r.Baggage, telemetry.AttrRolloutID) {
+		if strings.Contains(r.Baggage, contract.AttrRolloutID) {
 			t.Errorf("%s got baggage %q", r, r.Baggage)
 		}
 	}
@@ -233,7 +253,7 @@ func TestFailedRolloutsAreCounted(t *testing.T) {
 		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 2, 3", ok, fail, n)
 	}
 	spans := spansOf(t, f, h, exp)
-	rollouts := find(spans, agent.RolloutSpanName, trace.SpanKindUnspecified)
+	rollouts := find(spans, contract.SpanRollout, trace.SpanKindUnspecified)
 	if len(rollouts) != 3 {
 		t.Fatalf("%d gym.rollout spans, want 3", len(rollouts))
 	}
@@ -271,13 +291,21 @@ func TestRolloutIDBaggageOnlyWhenReadDownstream(t *testing.T) {
 				t.Fatalf("calls %q", f.log.sequence())
 			}
 			for _, r := range reqs {
-				has := strings.Contains(r.Baggage, telemetry.AttrRolloutID+"=rollout-baggage-1")
+				has := strings.Contains(r.Baggage, contract.AttrRolloutID+"=rollout-baggage-1")
 				if has != c.wantBaggage {
 					t.Errorf("%s: Baggage %q; rollout id sent = %v, want %v", r, r.Baggage, has, c.wantBaggage)
 				}
 			}
 		})
 	}
+}
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // rolloutMetrics reads the rollout counter by outcome and the number of
@@ -291,17 +319,17 @@ func rolloutMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, du
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch m.Name {
-			case gym.RolloutCallsName:
+			case contract.RolloutCompleted:
 				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-					v, _ := p.Attributes.Value(attribute.Key(gym.RolloutOutcomeKey))
+					v, _ := p.Attributes.Value(attribute.Key(contract.AttrRolloutOutcome))
 					switch v.AsString() {
-					case gym.OutcomeSuccess:
+					case contract.OutcomeSuccess:
 						ok = p.Value
-					case gym.OutcomeFailure:
+					case contract.OutcomeFailure:
 						fail = p.Value
 					}
 				}
-			case gym.RolloutDurationName:
+			case contract.RolloutDuration:
 				for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 					durations += p.Count
 				}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -23,30 +24,6 @@ import (
 // ServerName is the name this server has in a fleet configuration, and
 // its default instance name.
 const ServerName = "policy_model"
-
-// Names of the spans around one request to each route.
-const (
-	// SpanName is the span of one POST /v1/responses.
-	SpanName = "gym.model.responses"
-	// ChatSpanName is the span of one POST /v1/chat/completions.
-	ChatSpanName = "gym.model.chat_completions"
-)
-
-// Span attribute keys set on the model spans (besides
-// telemetry.AttrServerName and telemetry.AttrRolloutID).
-const (
-	AttrRequestModel  = "gen_ai.request.model"
-	AttrResponseModel = "gen_ai.response.model"
-	AttrInputTokens   = "gen_ai.usage.input_tokens"
-	AttrOutputTokens  = "gen_ai.usage.output_tokens"
-	AttrMode          = "nemo.gym.model.mode"
-)
-
-// Values of AttrMode.
-const (
-	ModeBuiltin  = "builtin"
-	ModeUpstream = "upstream"
-)
 
 // streamRefusal is the message of the 422 a streaming request gets.
 const streamRefusal = "Input should be False: this model server does not stream; send stream false or leave it out"
@@ -75,7 +52,7 @@ func Register(s *server.Server, cfg Config) error {
 		return err
 	}
 	cfg = cfg.withDefaults()
-	h := &handler{cfg: cfg, mode: ModeBuiltin, ids: newIDSource()}
+	h := &handler{cfg: cfg, mode: contract.ModeBuiltin, provider: contract.GenAIProviderGymlens, ids: newIDSource()}
 	if cfg.Upstream.BaseURL != "" {
 		key := cfg.Upstream.APIKey
 		if key == "" {
@@ -85,7 +62,7 @@ func Register(s *server.Server, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		h.up, h.mode = up, ModeUpstream
+		h.up, h.mode, h.provider = up, contract.ModeUpstream, contract.GenAIProviderOpenAI
 	}
 	server.Handle(s, "POST "+protocol.PathResponses, h.responses)
 	server.Handle(s, "POST "+protocol.PathChatCompletions, h.chatCompletions)
@@ -126,8 +103,11 @@ func validateParams(p protocol.ResponseCreateParams) error {
 type handler struct {
 	cfg  Config
 	mode string
-	up   *upstream // nil in built-in mode
-	ids  *idSource
+	// provider is gen_ai.provider.name: openai when the answers come from
+	// an OpenAI-compatible endpoint, gymlens for the built-in policy.
+	provider string
+	up       *upstream // nil in built-in mode
+	ids      *idSource
 }
 
 func (h *handler) requestModel() string {
@@ -138,51 +118,69 @@ func (h *handler) requestModel() string {
 }
 
 // startSpan starts a model span when the model_call group is on; span is
-// nil otherwise.
+// nil otherwise. It carries the server's name, the rollout id when the
+// request's path prefix or baggage names one, and the GenAI conventions'
+// request attributes.
 func (h *handler) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
 	if !lens.Enabled(telemetry.GroupModelCall) {
 		return ctx, nil
 	}
 	ctx, span := lens.Start(ctx, telemetry.GroupModelCall, name, trace.WithAttributes(
-		attribute.String(telemetry.AttrServerName, h.cfg.Name),
-		attribute.String(AttrRequestModel, h.requestModel()),
-		attribute.String(AttrMode, h.mode),
+		attribute.String(contract.AttrServerName, h.cfg.Name),
+		attribute.String(contract.AttrGenAIOperationName, contract.GenAIOperationChat),
+		attribute.String(contract.AttrGenAIProviderName, h.provider),
+		attribute.String(contract.AttrGenAIRequestModel, h.requestModel()),
+		attribute.String(contract.AttrModelMode, h.mode),
 	))
 	id := server.RolloutID(ctx)
 	if id == "" {
 		id = telemetry.RolloutIDFrom(ctx)
 	}
 	if id != "" {
-		span.SetAttributes(attribute.String(telemetry.AttrRolloutID, id))
+		span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 	}
 	return ctx, span
 }
 
-// endSpan ends a model span, with the answer's model and token counts
-// when the call succeeded.
-func endSpan(span trace.Span, err error, model string, input, output int) {
+// answer is what a model span records of a successful call.
+type answer struct {
+	id, model     string
+	input, output int
+	finish        []string
+}
+
+// endSpan ends a model span, with the answer's id, model, token counts
+// and finish reasons when the call succeeded.
+func endSpan(span trace.Span, err error, a answer) {
 	if span == nil {
 		return
 	}
 	if err == nil {
 		span.SetAttributes(
-			attribute.String(AttrResponseModel, model),
-			attribute.Int(AttrInputTokens, input),
-			attribute.Int(AttrOutputTokens, output),
+			attribute.String(contract.AttrGenAIResponseModel, a.model),
+			attribute.String(contract.AttrGenAIResponseID, a.id),
+			attribute.Int(contract.AttrGenAIInputTokens, a.input),
+			attribute.Int(contract.AttrGenAIOutputTokens, a.output),
+			attribute.StringSlice(contract.AttrGenAIFinishReasons, a.finish),
 		)
 	}
 	lens.End(span, err)
 }
 
 func (h *handler) responses(ctx context.Context, req responsesRequest) (resp protocol.Response, err error) {
-	ctx, span := h.startSpan(ctx, SpanName)
+	ctx, span := h.startSpan(ctx, contract.SpanModelResponses)
 	if span != nil {
 		defer func() {
-			in, out := 0, 0
+			a := answer{id: resp.ID, model: resp.Model}
 			if resp.Usage != nil {
-				in, out = resp.Usage.InputTokens, resp.Usage.OutputTokens
+				a.input, a.output = resp.Usage.InputTokens, resp.Usage.OutputTokens
 			}
-			endSpan(span, err, resp.Model, in, out)
+			reason := ""
+			if resp.IncompleteDetails != nil {
+				reason = resp.IncompleteDetails.Reason
+			}
+			a.finish = []string{contract.ResponseFinishReason(resp.Status, reason, len(resp.FunctionCalls()) > 0)}
+			endSpan(span, err, a)
 		}()
 	}
 	if h.up != nil {
@@ -192,18 +190,22 @@ func (h *handler) responses(ctx context.Context, req responsesRequest) (resp pro
 }
 
 func (h *handler) chatCompletions(ctx context.Context, req ChatCompletionRequest) (resp json.RawMessage, err error) {
-	ctx, span := h.startSpan(ctx, ChatSpanName)
+	ctx, span := h.startSpan(ctx, contract.SpanModelChatCompletions)
 	var cc *ChatCompletion
 	if span != nil {
 		defer func() {
-			model, in, out := "", 0, 0
+			var a answer
 			if cc != nil {
-				model = cc.Model
+				a.id, a.model = cc.ID, cc.Model
 				if cc.Usage != nil {
-					in, out = cc.Usage.PromptTokens, cc.Usage.CompletionTokens
+					a.input, a.output = cc.Usage.PromptTokens, cc.Usage.CompletionTokens
+				}
+				a.finish = make([]string, len(cc.Choices))
+				for i, c := range cc.Choices {
+					a.finish[i] = c.FinishReason
 				}
 			}
-			endSpan(span, err, model, in, out)
+			endSpan(span, err, a)
 		}()
 	}
 	if h.up != nil {

@@ -17,9 +17,11 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -37,7 +39,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func start(t *testing.T, cfg model.Config, opts server.Options) (base string, c *server.Client, stop func()) {
 	t.Helper()
 	mine := model.ServerOptions(cfg.Name)
-	opts.Name, opts.Type = model.ServerName, telemetry.ServerTypeModel
+	opts.Name, opts.Type = model.ServerName, contract.ServerTypeModel
 	opts.RolloutPrefix, opts.SessionCookie = mine.RolloutPrefix, mine.SessionCookie
 	s := server.New(opts)
 	if err := model.Register(s, cfg); err != nil {
@@ -285,7 +287,7 @@ func TestResponseEchoesRequest(t *testing.T) {
 // id and the server name on the span.
 func TestPrefixRoute(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: telemetry.ServerTypeModel,
+	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: contract.ServerTypeModel,
 		SpanExporter: exp})
 	cfg := withP(0, 1)
 	cfg.Name = "policy_a"
@@ -313,18 +315,22 @@ func TestPrefixRoute(t *testing.T) {
 	}
 	var ids []string
 	for _, s := range exp.GetSpans() {
-		if s.Name != model.SpanName {
+		if s.Name != contract.SpanModelResponses {
 			continue
 		}
 		a := attrMap(s)
-		if a[telemetry.AttrServerName] != "policy_a" || a[model.AttrMode] != model.ModeBuiltin || a[model.AttrRequestModel] != model.DefaultModel ||
-			a[model.AttrResponseModel] != model.DefaultModel || a[model.AttrInputTokens] != "5" || a[model.AttrOutputTokens] != "4" {
+		if a[contract.AttrServerName] != "policy_a" || a[contract.AttrModelMode] != contract.ModeBuiltin || a[contract.AttrGenAIRequestModel] != model.DefaultModel ||
+			a[contract.AttrGenAIResponseModel] != model.DefaultModel || a[contract.AttrGenAIInputTokens] != "5" || a[contract.AttrGenAIOutputTokens] != "4" {
 			t.Errorf("span attributes %v", a)
 		}
-		ids = append(ids, a[telemetry.AttrRolloutID])
+		if a[contract.AttrGenAIOperationName] != contract.GenAIOperationChat || a[contract.AttrGenAIProviderName] != contract.GenAIProviderGymlens ||
+			!strings.HasPrefix(a[contract.AttrGenAIResponseID], "resp_") || a[contract.AttrGenAIFinishReasons] != `["stop"]` {
+			t.Errorf("GenAI attributes %v: want chat, gymlens, the answer's id and finish reason stop", a)
+		}
+		ids = append(ids, a[contract.AttrRolloutID])
 	}
 	if !reflect.DeepEqual(ids, []string{"7-2", "7-2", ""}) {
-		t.Errorf("rollout ids on %s spans: %q, want the prefix's twice, then none", model.SpanName, ids)
+		t.Errorf("rollout ids on %s spans: %q, want the prefix's twice, then none", contract.SpanModelResponses, ids)
 	}
 }
 
@@ -346,7 +352,7 @@ func TestServerOptions(t *testing.T) {
 // TestMain when the handler is still asleep.
 func TestLatencyHonoursCancellation(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: telemetry.ServerTypeModel,
+	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: contract.ServerTypeModel,
 		SpanExporter: exp})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -373,15 +379,15 @@ func TestLatencyHonoursCancellation(t *testing.T) {
 	// the abandoned call's error.
 	var found bool
 	for _, s := range exp.GetSpans() {
-		if s.Name == model.SpanName {
+		if s.Name == contract.SpanModelResponses {
 			found = true
 			if s.Status.Code != codes.Error || !strings.Contains(s.Status.Description, "abandoned") {
-				t.Errorf("%s status %+v, want the abandoned-call error", model.SpanName, s.Status)
+				t.Errorf("%s status %+v, want the abandoned-call error", contract.SpanModelResponses, s.Status)
 			}
 		}
 	}
 	if !found {
-		t.Errorf("no %s span: the model handler never ran", model.SpanName)
+		t.Errorf("no %s span: the model handler never ran", contract.SpanModelResponses)
 	}
 }
 
@@ -457,5 +463,57 @@ func TestConfig(t *testing.T) {
 		if !strings.Contains(s, "[REDACTED]") {
 			t.Errorf("no redaction marker in %s", s)
 		}
+	}
+}
+
+// TestChatSpanGenAI: a chat completion's span carries the GenAI
+// conventions' attributes, its choices' finish reasons, and the rollout id
+// of the request's prefix; its SERVER span carries the id too.
+func TestChatSpanGenAI(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: contract.ServerTypeModel,
+		SpanExporter: exp})
+	cfg := withP(0, 1)
+	cfg.Name = "policy_c"
+	base, _, stop := start(t, cfg, server.Options{})
+	status, _, raw := postRaw(t, base+"/ng-rollout/5-1/v1/chat/completions", `{"messages":[{"role":"user","content":"What is 1 + 1?"}]}`)
+	if status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, raw)
+	}
+	stop()
+	if err := h.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var chat, serverSpans int
+	for _, s := range exp.GetSpans() {
+		a := attrMap(s)
+		switch {
+		case s.Name == contract.SpanModelChatCompletions:
+			chat++
+			for key, want := range map[string]string{
+				contract.AttrServerName:         "policy_c",
+				contract.AttrRolloutID:          "5-1",
+				contract.AttrGenAIOperationName: contract.GenAIOperationChat,
+				contract.AttrGenAIProviderName:  contract.GenAIProviderGymlens,
+				contract.AttrGenAIRequestModel:  model.DefaultModel,
+				contract.AttrGenAIResponseModel: model.DefaultModel,
+				contract.AttrGenAIFinishReasons: `["stop"]`,
+			} {
+				if a[key] != want {
+					t.Errorf("%s %s = %q, want %q", s.Name, key, a[key], want)
+				}
+			}
+			if !strings.HasPrefix(a[contract.AttrGenAIResponseID], "chatcmpl-") {
+				t.Errorf("%s response id %q", s.Name, a[contract.AttrGenAIResponseID])
+			}
+		case s.SpanKind == trace.SpanKindServer:
+			serverSpans++
+			if a[contract.AttrRolloutID] != "5-1" {
+				t.Errorf("SERVER span %q rollout id %q, want 5-1", s.Name, a[contract.AttrRolloutID])
+			}
+		}
+	}
+	if chat != 1 || serverSpans != 1 {
+		t.Errorf("%d chat spans and %d SERVER spans, want 1 and 1", chat, serverSpans)
 	}
 }

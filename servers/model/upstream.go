@@ -18,10 +18,12 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
+	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
 // Paths appended to the upstream base URL.
@@ -46,14 +48,14 @@ func newEndpoint(base *url.URL, path string) endpoint {
 	u.Path, u.RawPath = base.Path+path, ""
 	safe := lens.SafeURL(&u)
 	attrs := []attribute.KeyValue{
-		attribute.String("http.request.method", http.MethodPost),
-		attribute.String("url.full", safe),
-		attribute.String("server.address", u.Hostname()),
+		attribute.String(contract.AttrHTTPRequestMethod, http.MethodPost),
+		attribute.String(contract.AttrURLFull, safe),
+		attribute.String(contract.AttrServerAddress, u.Hostname()),
 	}
 	if port, _ := strconv.Atoi(u.Port()); port != 0 {
-		attrs = append(attrs, attribute.Int("server.port", port))
+		attrs = append(attrs, attribute.Int(contract.AttrServerPort, port))
 	}
-	return endpoint{url: u.String(), safe: safe, spanName: http.MethodPost + " " + u.Path, attrs: attrs}
+	return endpoint{url: u.String(), safe: safe, spanName: contract.ClientSpanName(http.MethodPost), attrs: attrs}
 }
 
 // upstream forwards requests to an OpenAI-compatible endpoint. The key
@@ -268,6 +270,7 @@ func checkChatCompletion(raw []byte) (*ChatCompletion, string) {
 // when it rate-limited us, 502 for anything else (unreachable, a non-2xx
 // answer, an unreadable body).
 func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []byte, err error) {
+	status := 0 // the upstream's answer, for the CLIENT span
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 
@@ -275,9 +278,16 @@ func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []by
 		var span trace.Span
 		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, ep.spanName,
 			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(ep.attrs...))
+		id := server.RolloutID(ctx)
+		if id == "" {
+			id = telemetry.RolloutIDFrom(ctx)
+		}
+		if id != "" {
+			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+		}
 		defer func() {
-			if s := server.StatusOf(err); s != 0 {
-				span.SetAttributes(attribute.Int("http.response.status_code", s))
+			if status != 0 {
+				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
 			}
 			lens.End(span, err)
 		}()
@@ -299,6 +309,7 @@ func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []by
 		return nil, u.transportError(ctx, ep, err)
 	}
 	defer res.Body.Close()
+	status = res.StatusCode
 	raw, err = io.ReadAll(io.LimitReader(res.Body, maxUpstreamBody))
 	if err != nil {
 		return nil, u.transportError(ctx, ep, err)
@@ -315,6 +326,8 @@ func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []by
 func (u *upstream) transportError(ctx context.Context, ep endpoint, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// A call out of the fleet: gym.http.timeout_total{internal=false}.
+		metrics.RecordHTTPTimeout(false)
 		return u.fail(http.StatusGatewayTimeout, "upstream model at %s did not answer within %v", ep.safe, u.timeout)
 	case ctx.Err() != nil:
 		return u.fail(http.StatusBadGateway, "upstream call to %s abandoned: %v", ep.safe, ctx.Err())

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -376,7 +377,7 @@ func TestUpstreamKeyFromEnvironment(t *testing.T) {
 // on the failing and on the successful path.
 func TestUpstreamSecretsStayOut(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: telemetry.ServerTypeModel,
+	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: model.ServerName, ServerType: contract.ServerTypeModel,
 		SpanExporter: exp})
 	const querySecret = "sig=query-secret"
 	refusing, refused := fakeOpenAI(t, http.StatusUnauthorized, `{"error": {"message": "Incorrect API key provided: `+testKey+
@@ -433,26 +434,30 @@ func TestUpstreamSecretsStayOut(t *testing.T) {
 			}
 		}
 		switch s.Name {
-		case model.SpanName, model.ChatSpanName:
-			if s.Name == model.SpanName {
+		case contract.SpanModelResponses, contract.SpanModelChatCompletions:
+			if s.Name == contract.SpanModelResponses {
 				modelSpans++
 			} else {
 				chatSpans++
 			}
 			attrs := attrMap(s)
-			if attrs[model.AttrMode] != model.ModeUpstream || attrs[model.AttrRequestModel] != "gpt-test" || attrs[telemetry.AttrServerName] != model.ServerName {
+			if attrs[contract.AttrModelMode] != contract.ModeUpstream || attrs[contract.AttrGenAIRequestModel] != "gpt-test" || attrs[contract.AttrServerName] != model.ServerName ||
+				attrs[contract.AttrGenAIProviderName] != contract.GenAIProviderOpenAI || attrs[contract.AttrGenAIOperationName] != contract.GenAIOperationChat {
 				t.Errorf("model span attributes %v", attrs)
 			}
+			if s.Status.Code != codes.Error && (attrs[contract.AttrGenAIResponseID] == "" || !strings.HasPrefix(attrs[contract.AttrGenAIFinishReasons], `["`)) {
+				t.Errorf("model span lacks the answer's id or finish reasons: %v", attrs)
+			}
 			if s.Status.Code == codes.Error {
-				if _, has := attrs[model.AttrInputTokens]; has {
+				if _, has := attrs[contract.AttrGenAIInputTokens]; has {
 					t.Errorf("failed call reports usage: %v", attrs)
 				}
-			} else if attrs[model.AttrInputTokens] != "21" || attrs[model.AttrOutputTokens] != "6" || attrs[model.AttrResponseModel] != "gpt-test-2025" {
+			} else if attrs[contract.AttrGenAIInputTokens] != "21" || attrs[contract.AttrGenAIOutputTokens] != "6" || attrs[contract.AttrGenAIResponseModel] != "gpt-test-2025" {
 				t.Errorf("usage attributes %v, want 21 and 6", attrs)
 			}
-		case "POST /v1/chat/completions":
-			if s.SpanKind != trace.SpanKindClient {
-				continue // the model server's own SERVER span
+		case contract.ClientSpanName(http.MethodPost):
+			if s.SpanKind != trace.SpanKindClient || strings.HasSuffix(attrMap(s)[contract.AttrURLFull], "/v1/responses") {
+				continue // the test's own calls to the model server
 			}
 			clientSpans++
 			if u := attrMap(s)["url.full"]; !strings.HasSuffix(u, "/v1/chat/completions") {
@@ -462,7 +467,7 @@ func TestUpstreamSecretsStayOut(t *testing.T) {
 	}
 	if modelSpans != 2 || chatSpans != 1 || clientSpans != 3 {
 		t.Errorf("got %d %s, %d %s and %d upstream CLIENT spans, want 2, 1 and 3 (all spans: %d)",
-			modelSpans, model.SpanName, chatSpans, model.ChatSpanName, clientSpans, len(spans))
+			modelSpans, contract.SpanModelResponses, chatSpans, contract.SpanModelChatCompletions, clientSpans, len(spans))
 	}
 }
 

@@ -35,6 +35,13 @@ import (
 type Peers struct {
 	Instance               string
 	ModelURL, ResourcesURL string
+	// ModelName and ResourcesName are the instance names an agent's
+	// model_server and resources_server references name, for its metrics.
+	ModelName, ResourcesName string
+	// ObservabilityEnabled is the fleet config's top-level
+	// observability_enabled: an agent then sends a rollout's calls under
+	// the rollout-id path prefix.
+	ObservabilityEnabled bool
 }
 
 // Impl is one built-in implementation.
@@ -434,6 +441,8 @@ var impls = []Impl{
 			if p.ResourcesURL != "" {
 				c.ResourcesURL = p.ResourcesURL
 			}
+			c.ModelServerName, c.ResourcesServerName = p.ModelName, p.ResourcesName
+			c.ObservabilityEnabled = c.ObservabilityEnabled || p.ObservabilityEnabled
 			return agent.Register(s, c, server.NewClient(server.ClientOptions{}))
 		}, agent.ServerOptions),
 }

@@ -18,12 +18,6 @@ import (
 // a fleet configuration (gym serve resources_servers --impl arithmetic).
 const ServerName = "arithmetic"
 
-// SpanName is the name of the span around one verification.
-const SpanName = environment.SpanName
-
-// AttrReward is the gym.verify span attribute that carries the reward.
-const AttrReward = environment.AttrReward
-
 // Members the verify response adds to the echoed row.
 const (
 	// FieldExpectedAnswer is the task's expected answer, as given.

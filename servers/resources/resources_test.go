@@ -15,10 +15,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources"
@@ -236,7 +236,7 @@ func telemetryOn(t *testing.T) (*lens.Handle, *sdkmetric.ManualReader, *tracetes
 	reader := sdkmetric.NewManualReader()
 	exp := tracetest.NewInMemoryExporter()
 	h := servertest.EnableTelemetry(t, telemetry.InitOptions{
-		ServerName: resources.ServerName, ServerType: telemetry.ServerTypeResources,
+		ServerName: resources.ServerName, ServerType: contract.ServerTypeResources,
 		MetricReader: reader, SpanExporter: exp,
 	})
 	return h, reader, exp
@@ -254,19 +254,19 @@ func verifyMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, rat
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch m.Name {
-			case gym.VerifyCallsName:
+			case contract.VerifyCalls:
 				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-					v, _ := p.Attributes.Value(attribute.Key(gym.VerifyOutcomeKey))
+					v, _ := p.Attributes.Value(attribute.Key(contract.AttrVerifyOutcome))
 					switch v.AsString() {
-					case gym.OutcomeSuccess:
+					case contract.OutcomeSuccess:
 						ok = p.Value
-					case gym.OutcomeFailure:
+					case contract.OutcomeFailure:
 						fail = p.Value
 					}
 				}
-			case gym.VerifySuccessRateName:
+			case contract.VerifySuccessRate:
 				rate = m.Data.(metricdata.Gauge[float64]).DataPoints[0].Value
-			case gym.VerifyDurationName:
+			case contract.VerifyDuration:
 				for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 					durations += p.Count
 				}
@@ -354,12 +354,12 @@ func TestVerifySpan(t *testing.T) {
 		if strings.Contains(s.Status.Description, "4217") || strings.Contains(s.Status.Description, "seven") {
 			t.Errorf("span %q status carries task or answer text: %q", s.Name, s.Status.Description)
 		}
-		if s.Name != resources.SpanName {
+		if s.Name != contract.SpanVerify {
 			continue
 		}
-		id, _ := attr(s, telemetry.AttrRolloutID)
+		id, _ := attr(s, contract.AttrRolloutID)
 		byRollout[id.AsString()] = s
-		if v, _ := attr(s, telemetry.AttrServerName); v.AsString() != resources.ServerName {
+		if v, _ := attr(s, contract.AttrServerName); v.AsString() != resources.ServerName {
 			t.Errorf("gym.verify server name %q", v.AsString())
 		}
 	}
@@ -367,7 +367,7 @@ func TestVerifySpan(t *testing.T) {
 	if !found {
 		t.Fatalf("no gym.verify span for rollout 3-0; have %d spans", len(byRollout))
 	}
-	if v, _ := attr(good, resources.AttrReward); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 1 {
+	if v, _ := attr(good, contract.AttrVerifyReward); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 1 {
 		t.Errorf("reward attribute %v (%s), want float 1", v.Emit(), v.Type())
 	}
 	if good.Status.Code == codes.Error || !good.Parent.IsValid() {
@@ -381,7 +381,7 @@ func TestVerifySpan(t *testing.T) {
 		if s.Status.Code != codes.Error {
 			t.Errorf("%s: status %v, want error", id, s.Status)
 		}
-		if _, has := attr(s, resources.AttrReward); has {
+		if _, has := attr(s, contract.AttrVerifyReward); has {
 			t.Errorf("%s: failed verification carries a reward", id)
 		}
 	}

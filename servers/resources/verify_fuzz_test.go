@@ -9,6 +9,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/servers/resources"
@@ -34,7 +35,7 @@ func FuzzVerify(f *testing.F) {
 		f.Add(seed[0], seed[1])
 	}
 	servertest.EnableTelemetry(f, telemetry.InitOptions{ServerName: resources.ServerName,
-		ServerType: telemetry.ServerTypeResources, SpanExporter: tracetest.NewNoopExporter(), MetricReader: sdkmetric.NewManualReader()})
+		ServerType: contract.ServerTypeResources, SpanExporter: tracetest.NewNoopExporter(), MetricReader: sdkmetric.NewManualReader()})
 	env, err := resources.New(resources.Defaults())
 	if err != nil {
 		f.Fatal(err)

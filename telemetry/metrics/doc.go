@@ -19,6 +19,19 @@
 //     instrumentation already exports http.server.request.duration by route,
 //     method and status code, which answers the real questions.
 //
+// NeMo Gym's attributed catalogue and the GenAI conventions have one
+// recorder each, called where upstream records: RecordRollout (also
+// gym.rollout.completed_total by outcome), RecordModelCall, RecordHTTPTimeout,
+// RecordHTTPRetry, RecordAgentTurns (once per episode), RecordAgentTurn (once
+// per turn), RecordToolCall and RecordGenAI; a Limiter bounds the work in
+// flight at a concurrency site and is the source of gym.concurrency.*.
+//
+// Attribute sets are built once per distinct value and kept in a
+// copy-on-write map per recorder, so the record path with telemetry on
+// allocates nothing; each recorder keeps at most 64 distinct values (or
+// combinations), and records the rest under contract.Other ("_OTHER"), so a
+// caller passing unbounded names cannot grow the series without limit.
+//
 // Every recorder is a no-op unless telemetry was initialised and this
 // process exports metrics; none of them panics or fails the caller. Metric
 // recording does not depend on span groups, so the default preset still

@@ -9,6 +9,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
@@ -24,7 +25,7 @@ func ExampleRecordVerify() {
 
 	reader := sdkmetric.NewManualReader()
 	if _, err := telemetry.Init(telemetry.InitOptions{
-		ServerName: "arithmetic", ServerType: telemetry.ServerTypeResources, MetricReader: reader,
+		ServerName: "arithmetic", ServerType: contract.ServerTypeResources, MetricReader: reader,
 	}); err != nil {
 		fmt.Println(err)
 		return
@@ -36,9 +37,11 @@ func ExampleRecordVerify() {
 
 	var rm metricdata.ResourceMetrics
 	_ = reader.Collect(context.Background(), &rm)
-	for _, m := range rm.ScopeMetrics[0].Metrics {
-		if g, ok := m.Data.(metricdata.Gauge[float64]); ok {
-			fmt.Println(m.Name, g.DataPoints[0].Value)
+	for _, sm := range rm.ScopeMetrics { // nemo.lens, and the Go runtime's
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == contract.VerifySuccessRate {
+				fmt.Println(m.Name, g.DataPoints[0].Value)
+			}
 		}
 	}
 	// Output: gym.verify.success_rate 0.75
@@ -47,7 +50,7 @@ func ExampleRecordVerify() {
 // Only the orchestrator may set gym.servers.active.
 func ExampleRecordActiveServers() {
 	defer telemetry.ResetForTesting()
-	_, _ = telemetry.Init(telemetry.InitOptions{ServerName: "policy_model", ServerType: telemetry.ServerTypeModel})
+	_, _ = telemetry.Init(telemetry.InitOptions{ServerName: "policy_model", ServerType: contract.ServerTypeModel})
 	fmt.Println(metrics.RecordActiveServers(3))
 	// Output: metrics: gym.servers.active may only be recorded by the orchestrator
 }

@@ -19,16 +19,17 @@ var ErrNotOrchestrator = errors.New("metrics: gym.servers.active may only be rec
 // gym.rollout.duration_ms. Prefer RecordRollout, which also counts the
 // outcome.
 func RecordRolloutDuration(d time.Duration) {
-	if ins := telemetry.Instruments(); ins != nil {
-		record(ins, gym.KindRolloutDuration, d, true)
+	if telemetry.Recording() {
+		record(gym.KindRolloutDuration, d, true)
 	}
 }
 
 // RecordRollout records one rollout's duration into gym.rollout.duration_ms
-// and its outcome into gym.rollout.calls. Failed rollouts are recorded too.
+// and counts it in gym.rollout.completed_total by nemo.gym.rollout.outcome.
+// Failed rollouts are recorded too.
 func RecordRollout(d time.Duration, succeeded bool) {
-	if ins := telemetry.Instruments(); ins != nil {
-		record(ins, gym.KindRollout, d, succeeded)
+	if telemetry.Recording() {
+		record(gym.KindRollout, d, succeeded)
 	}
 }
 
@@ -41,8 +42,8 @@ func RecordRollout(d time.Duration, succeeded bool) {
 // windowed rate: it moves more slowly as the process ages. Read windowed or
 // fleet-wide rates from gym.verify.calls.
 func RecordVerify(d time.Duration, succeeded bool) {
-	if ins := telemetry.Instruments(); ins != nil {
-		record(ins, gym.KindVerify, d, succeeded)
+	if telemetry.Recording() {
+		record(gym.KindVerify, d, succeeded)
 	}
 }
 
@@ -70,9 +71,11 @@ func ResetVerifyTallyForTesting() { telemetry.Instruments().ResetVerifyTally() }
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // record converts a duration and forwards it. Nothing here runs when
-// telemetry is off: the exported recorders stop at the nil test.
-func record(ins *gym.Instruments, kind gym.Kind, d time.Duration, succeeded bool) {
-	recordMeasurement(ins, gym.Measurement{Kind: kind, Value: ms(d), Succeeded: succeeded})
+// telemetry is off: the exported recorders stop at the gate.
+func record(kind gym.Kind, d time.Duration, succeeded bool) {
+	if ins := telemetry.Instruments(); ins != nil {
+		recordMeasurement(ins, gym.Measurement{Kind: kind, Value: ms(d), Succeeded: succeeded})
+	}
 }
 
 // recordMeasurement forwards to the instruments. It never lets a failure

@@ -19,8 +19,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/telfile"
-	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
@@ -103,6 +103,13 @@ func TestOffPathRecordsNothingAndNeverFails(t *testing.T) {
 	metrics.RecordRolloutDuration(time.Second)
 	metrics.RecordRollout(time.Second, false)
 	metrics.RecordVerify(time.Second, true)
+	metrics.RecordModelCall(contract.DialectResponses, "m", time.Second, time.Millisecond)
+	metrics.RecordHTTPTimeout(true)
+	metrics.RecordHTTPRetry(contract.RetryTimeout)
+	metrics.RecordAgentTurns("a", 2)
+	metrics.RecordAgentTurn("a", time.Second)
+	metrics.RecordToolCall("t", "s", time.Second)
+	metrics.RecordGenAI(metrics.GenAICall{Operation: contract.GenAIOperationChat, Duration: time.Second})
 	metrics.ResetVerifyTallyForTesting()
 	if err := metrics.RecordActiveServers(3); !errors.Is(err, metrics.ErrNotOrchestrator) {
 		t.Fatalf("RecordActiveServers before Init: %v, want ErrNotOrchestrator", err)
@@ -110,7 +117,7 @@ func TestOffPathRecordsNothingAndNeverFails(t *testing.T) {
 
 	// Disabled explicitly: Init says so with (nil, nil).
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "off")
-	h, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeOrchestrator})
+	h, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeOrchestrator})
 	if h != nil || err != nil {
 		t.Fatalf("disabled Init = %v, %v; want nil, nil", h, err)
 	}
@@ -130,7 +137,7 @@ func TestNonExportingProcessRecordsNothing(t *testing.T) {
 	t.Setenv("NEMO_GYM_OTEL_EXPORT_RANK", "1")
 	reader := sdkmetric.NewManualReader()
 	t.Cleanup(telemetry.ResetForTesting)
-	h, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources, Rank: 0, WorldSize: 2, MetricReader: reader})
+	h, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeResources, Rank: 0, WorldSize: 2, MetricReader: reader})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +153,7 @@ func TestNonExportingProcessRecordsNothing(t *testing.T) {
 }
 
 func TestInstrumentsNamesUnitsBucketsAndValues(t *testing.T) {
-	reader := initMetrics(t, telemetry.ServerTypeOrchestrator)
+	reader := initMetrics(t, contract.ServerTypeOrchestrator)
 	metrics.RecordRolloutDuration(1500 * time.Millisecond)
 	metrics.RecordRollout(200*time.Millisecond, false)
 	metrics.RecordVerify(40*time.Millisecond, true)
@@ -156,12 +163,12 @@ func TestInstrumentsNamesUnitsBucketsAndValues(t *testing.T) {
 	got := collect(t, reader)
 
 	for name, unit := range map[string]string{
-		gym.RolloutDurationName:   "ms",
-		gym.VerifyDurationName:    "ms",
-		gym.VerifySuccessRateName: "", // upstream sets no unit
-		gym.ServersActiveName:     "", // upstream sets no unit
-		gym.VerifyCallsName:       "{call}",
-		gym.RolloutCallsName:      "{rollout}",
+		contract.RolloutDuration:   "ms",
+		contract.VerifyDuration:    "ms",
+		contract.VerifySuccessRate: "", // upstream sets no unit
+		contract.ServersActive:     "", // upstream sets no unit
+		contract.VerifyCalls:       "{call}",
+		contract.RolloutCompleted:  "1",
 	} {
 		m, ok := got[name]
 		if !ok {
@@ -171,7 +178,7 @@ func TestInstrumentsNamesUnitsBucketsAndValues(t *testing.T) {
 			t.Errorf("%s unit %q, want %q", name, m.Unit, unit)
 		}
 	}
-	rollout := histogram(t, got[gym.RolloutDurationName])
+	rollout := histogram(t, got[contract.RolloutDuration])
 	if rollout.Count != 2 || rollout.Sum != 1700 {
 		t.Errorf("rollout histogram count=%d sum=%v, want 2 and 1700", rollout.Count, rollout.Sum)
 	}
@@ -181,53 +188,54 @@ func TestInstrumentsNamesUnitsBucketsAndValues(t *testing.T) {
 	if !slices.Equal(rollout.Bounds, want) {
 		t.Errorf("bounds %v, want %v", rollout.Bounds, want)
 	}
-	if !slices.Equal(gym.DefaultBucketsMS, want) {
-		t.Errorf("DefaultBucketsMS = %v, want %v", gym.DefaultBucketsMS, want)
+	if !slices.Equal(contract.DefaultBucketsMS, want) {
+		t.Errorf("DefaultBucketsMS = %v, want %v", contract.DefaultBucketsMS, want)
 	}
 	// 200 ms lands in (100,250], 1500 ms in (1000,2500].
 	if rollout.BucketCounts[7] != 1 || rollout.BucketCounts[11] != 1 {
 		t.Errorf("bucket counts %v", rollout.BucketCounts)
 	}
-	verify := histogram(t, got[gym.VerifyDurationName])
+	verify := histogram(t, got[contract.VerifyDuration])
 	if verify.Count != 1 || verify.Sum != 40 || !slices.Equal(verify.Bounds, want) {
 		t.Errorf("verify histogram %+v", verify)
 	}
-	if v := gaugeValue(t, got[gym.VerifySuccessRateName]); v != 1 {
+	if v := gaugeValue(t, got[contract.VerifySuccessRate]); v != 1 {
 		t.Errorf("success rate %v, want 1", v)
 	}
-	if v := gaugeValue(t, got[gym.ServersActiveName]); v != 3 {
+	if v := gaugeValue(t, got[contract.ServersActive]); v != 3 {
 		t.Errorf("servers.active %v, want 3", v)
 	}
-	if c := counterByOutcome(t, got[gym.RolloutCallsName], gym.RolloutOutcomeKey); c["failure"] != 1 || c["success"] != 0 {
+	if c := counterByOutcome(t, got[contract.RolloutCompleted], contract.AttrRolloutOutcome); c["failure"] != 1 || c["success"] != 0 {
 		t.Errorf("rollout calls %v", c)
 	}
 	// Every gym instrument carries no attributes, except the two counters'
 	// outcome.
-	for _, name := range []string{gym.RolloutDurationName, gym.VerifyDurationName} {
+	for _, name := range []string{contract.RolloutDuration, contract.VerifyDuration} {
 		if p := histogram(t, got[name]); p.Attributes.Len() != 0 {
 			t.Errorf("%s has attributes %v", name, p.Attributes)
 		}
 	}
-	// Emitted names are a subset of the declared ones, and the deliberately
-	// unused histogram is never emitted.
+	// Emitted names are a subset of the declared ones (besides the Go
+	// runtime's, in their own scope), and the deliberately unused
+	// histogram is never emitted.
 	for name := range got {
-		if !slices.Contains(gym.Names(), name) {
+		if _, ok := contract.Lookup(name); !ok && !strings.HasPrefix(name, "go.") {
 			t.Errorf("emitted undeclared metric %q", name)
 		}
 	}
-	if _, ok := got[gym.ServerRequestDurationName]; ok {
-		t.Errorf("%s was emitted", gym.ServerRequestDurationName)
+	if _, ok := got[contract.ServerRequestDuration]; ok {
+		t.Errorf("%s was emitted", contract.ServerRequestDuration)
 	}
 }
 
 func TestSuccessRateIsCumulativeFraction(t *testing.T) {
-	reader := initMetrics(t, telemetry.ServerTypeResources)
-	if _, ok := collect(t, reader)[gym.VerifySuccessRateName]; ok {
+	reader := initMetrics(t, contract.ServerTypeResources)
+	if _, ok := collect(t, reader)[contract.VerifySuccessRate]; ok {
 		t.Fatal("success rate has a data point before any verification")
 	}
 	metrics.RecordVerify(time.Millisecond, false)
 	got := collect(t, reader)
-	if v := gaugeValue(t, got[gym.VerifySuccessRateName]); v != 0 {
+	if v := gaugeValue(t, got[contract.VerifySuccessRate]); v != 0 {
 		t.Fatalf("failure first: rate %v, want 0", v)
 	}
 	metrics.ResetVerifyTallyForTesting()
@@ -236,16 +244,16 @@ func TestSuccessRateIsCumulativeFraction(t *testing.T) {
 	}
 	metrics.RecordVerify(time.Millisecond, false)
 	got = collect(t, reader)
-	if v := gaugeValue(t, got[gym.VerifySuccessRateName]); v != 0.75 {
+	if v := gaugeValue(t, got[contract.VerifySuccessRate]); v != 0.75 {
 		t.Fatalf("3 successes + 1 failure: rate %v, want 0.75", v)
 	}
-	if c := counterByOutcome(t, got[gym.VerifyCallsName], gym.VerifyOutcomeKey); c["success"] != 3 || c["failure"] != 1 {
+	if c := counterByOutcome(t, got[contract.VerifyCalls], contract.AttrVerifyOutcome); c["success"] != 3 || c["failure"] != 1 {
 		t.Fatalf("verify calls %v, want success 3 failure 1", c)
 	}
 }
 
 func TestSuccessRateNeverAboveOneUnderConcurrency(t *testing.T) {
-	reader := initMetrics(t, telemetry.ServerTypeResources)
+	reader := initMetrics(t, contract.ServerTypeResources)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var maxSeen float64
@@ -266,7 +274,7 @@ func TestSuccessRateNeverAboveOneUnderConcurrency(t *testing.T) {
 			}
 			for _, sm := range rm.ScopeMetrics {
 				for _, m := range sm.Metrics {
-					if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == gym.VerifySuccessRateName {
+					if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == contract.VerifySuccessRate {
 						maxSeen = math.Max(maxSeen, g.DataPoints[0].Value)
 					}
 				}
@@ -291,41 +299,41 @@ func TestSuccessRateNeverAboveOneUnderConcurrency(t *testing.T) {
 		t.Fatalf("success rate reached %v", maxSeen)
 	}
 	got := collect(t, reader)
-	c := counterByOutcome(t, got[gym.VerifyCallsName], gym.VerifyOutcomeKey)
+	c := counterByOutcome(t, got[contract.VerifyCalls], contract.AttrVerifyOutcome)
 	if c["success"]+c["failure"] != workers*each || c["failure"] != workers*each/4 {
 		t.Fatalf("lost counts under concurrency: %v", c)
 	}
-	if v := gaugeValue(t, got[gym.VerifySuccessRateName]); v != 0.75 {
+	if v := gaugeValue(t, got[contract.VerifySuccessRate]); v != 0.75 {
 		t.Fatalf("final rate %v, want 0.75", v)
 	}
 }
 
 func TestServersActiveIsLastValueAndOrchestratorOnly(t *testing.T) {
-	reader := initMetrics(t, telemetry.ServerTypeOrchestrator)
+	reader := initMetrics(t, contract.ServerTypeOrchestrator)
 	for _, n := range []int{3, 2, 0} {
 		if err := metrics.RecordActiveServers(n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if v := gaugeValue(t, collect(t, reader)[gym.ServersActiveName]); v != 0 {
+	if v := gaugeValue(t, collect(t, reader)[contract.ServersActive]); v != 0 {
 		t.Fatalf("servers.active %v, want the last value 0", v)
 	}
 	if err := metrics.RecordActiveServers(-1); err == nil {
 		t.Fatal("negative count accepted")
 	}
-	if v := gaugeValue(t, collect(t, reader)[gym.ServersActiveName]); v != 0 {
+	if v := gaugeValue(t, collect(t, reader)[contract.ServersActive]); v != 0 {
 		t.Fatalf("negative count changed the gauge to %v", v)
 	}
 }
 
 func TestServersActiveRefusedOutsideOrchestrator(t *testing.T) {
-	for _, role := range []string{telemetry.ServerTypeResources, telemetry.ServerTypeAgent, telemetry.ServerTypeModel, ""} {
+	for _, role := range []string{contract.ServerTypeResources, contract.ServerTypeAgent, contract.ServerTypeModel, ""} {
 		t.Run("role="+role, func(t *testing.T) {
 			reader := initMetrics(t, role)
 			if err := metrics.RecordActiveServers(4); !errors.Is(err, metrics.ErrNotOrchestrator) {
 				t.Fatalf("got %v, want ErrNotOrchestrator", err)
 			}
-			if _, ok := collect(t, reader)[gym.ServersActiveName]; ok {
+			if _, ok := collect(t, reader)[contract.ServersActive]; ok {
 				t.Fatal("refused call recorded a value")
 			}
 		})
@@ -333,12 +341,12 @@ func TestServersActiveRefusedOutsideOrchestrator(t *testing.T) {
 }
 
 func TestBadDurationsAreDropped(t *testing.T) {
-	reader := initMetrics(t, telemetry.ServerTypeResources)
+	reader := initMetrics(t, contract.ServerTypeResources)
 	metrics.RecordVerify(-time.Second, true)
 	metrics.RecordRollout(-1, true)
 	metrics.RecordRolloutDuration(-time.Nanosecond)
 	got := collect(t, reader)
-	for _, name := range []string{gym.VerifyDurationName, gym.RolloutDurationName, gym.VerifyCallsName, gym.RolloutCallsName, gym.VerifySuccessRateName} {
+	for _, name := range []string{contract.VerifyDuration, contract.RolloutDuration, contract.VerifyCalls, contract.RolloutCompleted, contract.VerifySuccessRate} {
 		if _, ok := got[name]; ok {
 			t.Errorf("%s recorded from a negative duration", name)
 		}
@@ -346,7 +354,7 @@ func TestBadDurationsAreDropped(t *testing.T) {
 }
 
 func TestRecordersAfterShutdownAreNoOps(t *testing.T) {
-	initMetrics(t, telemetry.ServerTypeOrchestrator)
+	initMetrics(t, contract.ServerTypeOrchestrator)
 	if err := telemetry.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +394,9 @@ func TestNoRecorderForServerRequestDuration(t *testing.T) {
 		}
 	}
 	slices.Sort(exported)
-	want := []string{"RecordActiveServers", "RecordRollout", "RecordRolloutDuration", "RecordVerify", "ResetVerifyTallyForTesting"}
+	want := []string{"NewLimiter", "RecordActiveServers", "RecordAgentTurn", "RecordAgentTurns", "RecordGenAI",
+		"RecordHTTPRetry", "RecordHTTPTimeout", "RecordModelCall", "RecordRollout", "RecordRolloutDuration",
+		"RecordToolCall", "RecordVerify", "ResetVerifyTallyForTesting"}
 	if !slices.Equal(exported, want) {
 		t.Fatalf("exported functions %v, want exactly %v", exported, want)
 	}
@@ -412,7 +422,7 @@ func TestFinalExportAtShutdownCarriesTallies(t *testing.T) {
 	t.Setenv("NEMO_GYM_OTEL_FILE_PATH", path)
 	telemetry.ResetForTesting()
 	t.Cleanup(telemetry.ResetForTesting)
-	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: telemetry.ServerTypeResources}); err != nil {
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeResources}); err != nil {
 		t.Fatal(err)
 	}
 	metrics.RecordVerify(time.Millisecond, true)
@@ -430,7 +440,7 @@ func TestFinalExportAtShutdownCarriesTallies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{gym.VerifyCallsName, gym.VerifySuccessRateName, gym.VerifyDurationName} {
+	for _, name := range []string{contract.VerifyCalls, contract.VerifySuccessRate, contract.VerifyDuration} {
 		if !found[name] {
 			t.Errorf("%s missing from the export made at shutdown (have %v)", name, found)
 		}

@@ -13,6 +13,9 @@
 //   - every hop between processes is a CLIENT span whose CHILD_OF child in
 //     the next process is a SERVER span, and each rollout has the
 //     orchestrator->agent, agent->model and agent->resources hops;
+//   - every span of a rollout's trace, in every process, carries
+//     nemo.gym.rollout.id with the rollout's upstream id, and the agent's
+//     calls (CLIENT spans) were sent under /ng-rollout/<id>/;
 //   - span kinds agree with that shape (gym.* spans are internal);
 //   - no attribute under a sensitive key (prompt, text, token, key, ...) has
 //     a value other than "[REDACTED]", no URL-like value has a query string,
@@ -366,6 +369,20 @@ func run(c config, w io.Writer) (bool, error) {
 		"CLIENT->SERVER hops with CHILD_OF parentage: %d/%d (%s)", hopTotal, len(pairs)*n, strings.Join(hopFig, ", "))
 	rep.detail(hopBad)
 
+	// The upstream rollout id on every span of every process, and in the
+	// path of the agent's calls.
+	ids := judgeRolloutIDs(c, rollouts, traces)
+	var procFig []string
+	for _, p := range []string{c.orch, c.agent, c.model, c.res} {
+		procFig = append(procFig, fmt.Sprintf("%s %d/%d", p, ids.withID[p], ids.spans[p]))
+	}
+	rep.check(len(notOne) == 0 && ids.total > 0 && len(ids.idProblems) == 0,
+		"spans carrying their rollout's %s: %d/%d (%s)", attrRolloutID, ids.total-len(ids.idProblems), ids.total, strings.Join(procFig, ", "))
+	rep.detail(ids.idProblems)
+	rep.check(len(notOne) == 0 && ids.calls > 0 && len(ids.pathProblems) == 0,
+		"agent CLIENT spans whose url.full has /ng-rollout/<id>/: %d/%d", ids.calls-len(ids.pathProblems), ids.calls)
+	rep.detail(ids.pathProblems)
+
 	// Span kinds, over every span of the run (the job trace too).
 	kinds, kindBad, spans := judgeKinds(traces)
 	rep.check(spans > 0 && len(kindBad) == 0, "span kinds right: %d/%d spans (server %d, client %d, internal %d)",
@@ -588,6 +605,63 @@ func judgeRollouts(c config, rollouts []rolloutRecord, traces map[string]*jTrace
 			}
 		}
 		out = append(out, res)
+	}
+	return out
+}
+
+// rolloutIDs is what judgeRolloutIDs found.
+type rolloutIDs struct {
+	total        int            // spans in the rollouts' traces
+	spans        map[string]int // by process
+	withID       map[string]int // by process: spans carrying the right id
+	idProblems   []string
+	calls        int // the agent's CLIENT spans to the model and resources servers
+	pathProblems []string
+}
+
+// judgeRolloutIDs checks, in the one trace of each rollout, that every
+// span carries nemo.gym.rollout.id with the rollout's id (rollouts.jsonl
+// names it as upstream derives it: _ng_rollout_id, else "<task>-<rollout>",
+// "-a<n>" on a retry), and that every CLIENT span of the agent's (its calls
+// to the model and resources servers) was sent under /ng-rollout/<id>/.
+// The orchestrator's /run is not prefixed, as upstream's is not.
+func judgeRolloutIDs(c config, rollouts []rolloutRecord, traces map[string]*jTrace) rolloutIDs {
+	out := rolloutIDs{spans: map[string]int{}, withID: map[string]int{}}
+	byRollout := map[string][]*jTrace{}
+	for _, t := range sortedTraces(traces) {
+		seen := map[string]bool{}
+		for _, s := range t.Spans {
+			if id, ok := tag(s.Tags, attrRolloutID); ok && !seen[id] {
+				seen[id] = true
+				byRollout[id] = append(byRollout[id], t)
+			}
+		}
+	}
+	for _, r := range rollouts {
+		if r.RolloutID == "" || len(byRollout[r.RolloutID]) != 1 {
+			continue // judged by the one-trace check
+		}
+		t := byRollout[r.RolloutID][0]
+		for i := range t.Spans {
+			s := &t.Spans[i]
+			proc := strings.TrimPrefix(t.Processes[s.ProcessID].ServiceName, c.prefix)
+			out.total++
+			out.spans[proc]++
+			if id, _ := tag(s.Tags, attrRolloutID); id == r.RolloutID {
+				out.withID[proc]++
+			} else {
+				out.idProblems = append(out.idProblems, fmt.Sprintf("rollout %s: span %q (%s) in %s has %s %q",
+					r.RolloutID, s.OperationName, spanKind(s), proc, attrRolloutID, id))
+			}
+			if proc != c.agent || spanKind(s) != "client" {
+				continue
+			}
+			out.calls++
+			full, _ := tag(s.Tags, "url.full")
+			if !strings.Contains(full, "/ng-rollout/"+r.RolloutID+"/") {
+				out.pathProblems = append(out.pathProblems, fmt.Sprintf("rollout %s: CLIENT span %q url.full %q", r.RolloutID, s.OperationName, full))
+			}
+		}
 	}
 	return out
 }

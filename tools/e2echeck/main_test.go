@@ -28,16 +28,19 @@ func rolloutTrace(traceID, rolloutID string) *jTrace {
 		t.Spans = append(t.Spans, s)
 	}
 	rid := jKV{Key: attrRolloutID, Value: rolloutID}
-	add("a", "", "p1", "POST /run", "client", jKV{Key: "url.full", Value: "http://127.0.0.1:1/run"})
-	add("b", "a", "p2", "POST /run", "server")
+	url := func(route string) jKV {
+		return jKV{Key: "url.full", Value: "http://127.0.0.1:2/ng-rollout/" + rolloutID + route}
+	}
+	add("a", "", "p1", "HTTP POST", "client", rid, jKV{Key: "url.full", Value: "http://127.0.0.1:1/run"})
+	add("b", "a", "p2", "POST /run", "server", rid)
 	add("c", "b", "p2", "gym.rollout", "internal", rid)
 	add("d", "c", "p2", "gym.agent.responses", "internal", rid)
-	add("e", "d", "p2", "POST /v1/responses", "client")
-	add("f", "e", "p3", "POST /v1/responses", "server")
-	add("g", "f", "p3", "gym.model.responses", "internal")
-	add("h", "c", "p2", "POST /verify", "client")
-	add("i", "h", "p4", "POST /verify", "server")
-	add("j", "i", "p4", "gym.verify", "")
+	add("e", "d", "p2", "HTTP POST", "client", rid, url("/v1/responses"))
+	add("f", "e", "p3", "POST /v1/responses", "server", rid)
+	add("g", "f", "p3", "gym.model.responses", "internal", rid)
+	add("h", "c", "p2", "HTTP POST", "client", rid, url("/verify"))
+	add("i", "h", "p4", "POST /verify", "server", rid)
+	add("j", "i", "p4", "gym.verify", "", rid)
 	return t
 }
 
@@ -186,5 +189,37 @@ func TestPrivacyScan(t *testing.T) {
 	}
 	if !strings.Contains(p.keyHits[0], "x-api-key") {
 		t.Fatalf("finding does not name the key: %v", p.keyHits)
+	}
+}
+
+func TestRolloutIDOnEverySpan(t *testing.T) {
+	healthy := map[string]*jTrace{"t1": rolloutTrace("t1", "3-1"), "t2": rolloutTrace("t2", "0-2-a1")}
+	rollouts := []rolloutRecord{{RolloutID: "3-1"}, {RolloutID: "0-2-a1"}}
+	got := judgeRolloutIDs(testCfg, rollouts, healthy)
+	if got.total != 20 || len(got.idProblems) != 0 || got.calls != 4 || len(got.pathProblems) != 0 ||
+		got.withID["policy_model"] != 4 || got.withID["orchestrator"] != 2 {
+		t.Fatalf("healthy traces: %+v", got)
+	}
+	for name, tc := range map[string]struct {
+		mutate      func(*jTrace)
+		ids, prefix bool // which finding must appear
+	}{
+		"model server span without the id": {mutate: func(tr *jTrace) { find(tr, "f").Tags = find(tr, "f").Tags[1:] }, ids: true},
+		"verify span with another id":      {mutate: func(tr *jTrace) { find(tr, "j").Tags[0].Value = "3-1-a1" }, ids: true},
+		"model call not prefixed": {mutate: func(tr *jTrace) {
+			find(tr, "e").Tags[1].Value = "http://127.0.0.1:2/v1/responses"
+		}, prefix: true},
+		"verify prefixed with another id": {mutate: func(tr *jTrace) {
+			find(tr, "h").Tags[1].Value = "http://127.0.0.1:2/ng-rollout/3-10/verify"
+		}, prefix: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := rolloutTrace("t1", "3-1")
+			tc.mutate(tr)
+			got := judgeRolloutIDs(testCfg, rollouts[:1], map[string]*jTrace{"t1": tr})
+			if (len(got.idProblems) > 0) != tc.ids || (len(got.pathProblems) > 0) != tc.prefix {
+				t.Errorf("id problems %q, path problems %q; want ids %v, prefix %v", got.idProblems, got.pathProblems, tc.ids, tc.prefix)
+			}
+		})
 	}
 }

@@ -8,44 +8,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/gymlens/gymlens/contract"
 )
-
-// Instrument names, as NeMo Gym spells them.
-const (
-	RolloutDurationName       = "gym.rollout.duration_ms"
-	VerifyDurationName        = "gym.verify.duration_ms"
-	VerifySuccessRateName     = "gym.verify.success_rate"
-	ServersActiveName         = "gym.servers.active"
-	ServerRequestDurationName = "gym.server.request_duration_ms"
-	VerifyCallsName           = "gym.verify.calls"
-	RolloutCallsName          = "gym.rollout.calls"
-)
-
-// Outcome attribute keys and values of the two counters.
-const (
-	VerifyOutcomeKey  = "nemo.gym.verify.outcome"
-	RolloutOutcomeKey = "nemo.gym.rollout.outcome"
-	OutcomeSuccess    = "success"
-	OutcomeFailure    = "failure"
-)
-
-// HistogramPattern matches the name of every gym.* instrument; a view on it
-// with the histogram kind selects the gym duration histograms.
-const HistogramPattern = "gym.*"
-
-// DefaultBucketsMS are the bucket boundaries, in milliseconds, the gym
-// duration histograms export by default. The instruments set none, as NeMo
-// Gym's do, so these are the OpenTelemetry SDK's default explicit buckets;
-// the slice only states them (for the report, the docs and the tests).
-// Treat it as read-only.
-var DefaultBucketsMS = []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000,
-	2500, 5000, 7500, 10000}
-
-// Names returns every declared instrument name.
-func Names() []string {
-	return []string{RolloutDurationName, VerifyDurationName, VerifySuccessRateName,
-		ServersActiveName, ServerRequestDurationName, VerifyCallsName, RolloutCallsName}
-}
 
 // Kind says what one Measurement is.
 type Kind uint8
@@ -55,7 +20,7 @@ const (
 	// KindRolloutDuration records Value (ms) into gym.rollout.duration_ms.
 	KindRolloutDuration Kind = iota + 1
 	// KindRollout records Value (ms) into gym.rollout.duration_ms and
-	// counts the rollout's outcome in gym.rollout.calls.
+	// counts the rollout in gym.rollout.completed_total by outcome.
 	KindRollout
 	// KindVerify records Value (ms) into gym.verify.duration_ms and folds
 	// the outcome into gym.verify.success_rate and gym.verify.calls.
@@ -77,8 +42,11 @@ type Measurement struct {
 // value, or an unknown kind; nothing is recorded then.
 var ErrInvalidValue = errors.New("gym: invalid measurement")
 
-// Instruments are the gym.* instruments of one meter, with the tallies
-// behind the observable ones.
+// Instruments are the instruments of the contract's catalogue on one
+// meter, with the tallies behind the observable ones. The synchronous
+// instruments of the attributed catalogue are exported fields: the
+// recorders in telemetry/metrics record into them with precomputed
+// attribute sets.
 type Instruments struct {
 	rolloutDuration metric.Float64Histogram
 	verifyDuration  metric.Float64Histogram
@@ -87,72 +55,233 @@ type Instruments struct {
 	serversActive   metric.Int64Gauge
 	successRate     metric.Float64ObservableGauge
 	verifyCalls     metric.Int64ObservableCounter
-	rolloutCalls    metric.Int64ObservableCounter
-	registration    metric.Registration
 
-	verify  Tally
-	rollout Tally
+	// RolloutCompleted is gym.rollout.completed_total.
+	RolloutCompleted metric.Int64Counter
+	// QueueWait is gym.concurrency.queue_wait_duration_ms.
+	QueueWait metric.Float64Histogram
+	// AdmissionCancelled is gym.concurrency.admission_cancelled_total.
+	AdmissionCancelled metric.Int64Counter
+	// ModelCallDuration is gym.model.call_duration_ms.
+	ModelCallDuration metric.Float64Histogram
+	// ModelTimeToFirstByte is gym.model.time_to_first_byte_ms.
+	ModelTimeToFirstByte metric.Float64Histogram
+	// HTTPTimeouts is gym.http.timeout_total.
+	HTTPTimeouts metric.Int64Counter
+	// HTTPRetries is gym.http.retry_total.
+	HTTPRetries metric.Int64Counter
+	// AgentTurnCount is gym.agent.turn_count.
+	AgentTurnCount metric.Float64Histogram
+	// AgentTurnDuration is gym.agent.turn_duration_ms.
+	AgentTurnDuration metric.Float64Histogram
+	// ToolCallDuration is gym.tool.call_duration_ms.
+	ToolCallDuration metric.Float64Histogram
+	// GenAIDuration is gen_ai.client.operation.duration.
+	GenAIDuration metric.Float64Histogram
+	// GenAITokens is gen_ai.client.token.usage.
+	GenAITokens metric.Int64Histogram
+
+	concLimit     metric.Int64ObservableGauge
+	concActive    metric.Int64ObservableUpDownCounter
+	concAvailable metric.Int64ObservableUpDownCounter
+	concQueue     metric.Int64ObservableUpDownCounter
+
+	registrations []metric.Registration
+	tree          *treeSampler
+
+	verify Tally
 }
 
 var (
-	verifySuccess  = metric.WithAttributeSet(attribute.NewSet(attribute.String(VerifyOutcomeKey, OutcomeSuccess)))
-	verifyFailure  = metric.WithAttributeSet(attribute.NewSet(attribute.String(VerifyOutcomeKey, OutcomeFailure)))
-	rolloutSuccess = metric.WithAttributeSet(attribute.NewSet(attribute.String(RolloutOutcomeKey, OutcomeSuccess)))
-	rolloutFailure = metric.WithAttributeSet(attribute.NewSet(attribute.String(RolloutOutcomeKey, OutcomeFailure)))
+	verifySuccess = metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrVerifyOutcome, contract.OutcomeSuccess)))
+	verifyFailure = metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrVerifyOutcome, contract.OutcomeFailure)))
+
+	rolloutSuccess = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrRolloutOutcome, contract.OutcomeSuccess)))}
+	rolloutFailure = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrRolloutOutcome, contract.OutcomeFailure)))}
 )
 
-// New creates the instruments on m and registers the callback that exports
-// the tallies. Create them once per meter (the telemetry package does so at
-// start-up); New is safe to call concurrently, and the SDK hands back the
-// same underlying instruments for the same meter.
-func New(m metric.Meter) (*Instruments, error) {
-	i := &Instruments{}
-	var errs []error
-	hist := func(name, desc string) metric.Float64Histogram {
-		// No bucket boundaries: the reader's (by default the SDK's
-		// default explicit buckets, DefaultBucketsMS) apply, as upstream.
-		h, err := m.Float64Histogram(name, metric.WithUnit("ms"), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return h
-	}
-	i.rolloutDuration = hist(RolloutDurationName, "Wall-clock duration of one rollout, failed ones included.")
-	i.verifyDuration = hist(VerifyDurationName, "Wall-clock duration of one verification.")
-	i.requestDuration = hist(ServerRequestDurationName, "Declared for compatibility and never recorded; use http.server.request.duration.")
+// builder creates instruments from their contract entries and collects
+// the errors.
+type builder struct {
+	m    metric.Meter
+	errs []error
+}
 
-	var err error
-	i.serversActive, err = m.Int64Gauge(ServersActiveName, // no unit, as upstream
-		metric.WithDescription("Servers the orchestrator runs; written by the orchestrator only."))
-	errs = append(errs, err)
-	i.successRate, err = m.Float64ObservableGauge(VerifySuccessRateName, // no unit, as upstream
-		metric.WithDescription("Cumulative fraction of verifications that completed, since process start."))
-	errs = append(errs, err)
-	i.verifyCalls, err = m.Int64ObservableCounter(VerifyCallsName, metric.WithUnit("{call}"),
-		metric.WithDescription("Verifications by outcome."))
-	errs = append(errs, err)
-	i.rolloutCalls, err = m.Int64ObservableCounter(RolloutCallsName, metric.WithUnit("{rollout}"),
-		metric.WithDescription("Rollouts by outcome."))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+func (b *builder) f64Hist(name string) metric.Float64Histogram {
+	in := contract.MustLookup(name)
+	opts := []metric.Float64HistogramOption{metric.WithDescription(in.Description)}
+	if in.Unit != "" {
+		opts = append(opts, metric.WithUnit(in.Unit))
+	}
+	// Without boundaries the reader's default applies (the SDK's default
+	// explicit buckets, contract.DefaultBucketsMS), as upstream.
+	if in.Boundaries != nil {
+		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
+	}
+	h, err := b.m.Float64Histogram(in.Name, opts...)
+	b.errs = append(b.errs, err)
+	return h
+}
+
+func (b *builder) i64Hist(name string) metric.Int64Histogram {
+	in := contract.MustLookup(name)
+	opts := []metric.Int64HistogramOption{metric.WithDescription(in.Description)}
+	if in.Unit != "" {
+		opts = append(opts, metric.WithUnit(in.Unit))
+	}
+	if in.Boundaries != nil {
+		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
+	}
+	h, err := b.m.Int64Histogram(in.Name, opts...)
+	b.errs = append(b.errs, err)
+	return h
+}
+
+func (b *builder) counter(name string) metric.Int64Counter {
+	in := contract.MustLookup(name)
+	c, err := b.m.Int64Counter(in.Name, metric.WithDescription(in.Description), metric.WithUnit(in.Unit))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+func (b *builder) obsCounter(name string) metric.Int64ObservableCounter {
+	in := contract.MustLookup(name)
+	c, err := b.m.Int64ObservableCounter(in.Name, metric.WithDescription(in.Description), metric.WithUnit(in.Unit))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+func (b *builder) obsUpDown(name string) metric.Int64ObservableUpDownCounter {
+	in := contract.MustLookup(name)
+	c, err := b.m.Int64ObservableUpDownCounter(in.Name, metric.WithDescription(in.Description), metric.WithUnit(in.Unit))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+func (b *builder) obsIntGauge(name string) metric.Int64ObservableGauge {
+	in := contract.MustLookup(name)
+	g, err := b.m.Int64ObservableGauge(in.Name, metric.WithDescription(in.Description), metric.WithUnit(in.Unit))
+	b.errs = append(b.errs, err)
+	return g
+}
+
+func (b *builder) obsFloatGauge(name string) metric.Float64ObservableGauge {
+	in := contract.MustLookup(name)
+	opts := []metric.Float64ObservableGaugeOption{metric.WithDescription(in.Description)}
+	if in.Unit != "" {
+		opts = append(opts, metric.WithUnit(in.Unit))
+	}
+	g, err := b.m.Float64ObservableGauge(in.Name, opts...)
+	b.errs = append(b.errs, err)
+	return g
+}
+
+func (b *builder) intGauge(name string) metric.Int64Gauge {
+	in := contract.MustLookup(name)
+	opts := []metric.Int64GaugeOption{metric.WithDescription(in.Description)}
+	if in.Unit != "" {
+		opts = append(opts, metric.WithUnit(in.Unit))
+	}
+	g, err := b.m.Int64Gauge(in.Name, opts...)
+	b.errs = append(b.errs, err)
+	return g
+}
+
+// New creates the instruments on m and registers the callbacks that
+// export the tallies, the concurrency limiters' state and (where the
+// platform allows) the process tree's memory and CPU. Create them once per
+// meter (the telemetry package does so at start-up); New is safe to call
+// concurrently, and the SDK hands back the same underlying instruments for
+// the same meter.
+func New(m metric.Meter) (*Instruments, error) {
+	b := &builder{m: m}
+	i := &Instruments{
+		rolloutDuration: b.f64Hist(contract.RolloutDuration),
+		verifyDuration:  b.f64Hist(contract.VerifyDuration),
+		requestDuration: b.f64Hist(contract.ServerRequestDuration),
+		serversActive:   b.intGauge(contract.ServersActive),
+		successRate:     b.obsFloatGauge(contract.VerifySuccessRate),
+		verifyCalls:     b.obsCounter(contract.VerifyCalls),
+
+		RolloutCompleted:     b.counter(contract.RolloutCompleted),
+		QueueWait:            b.f64Hist(contract.ConcurrencyQueueWait),
+		AdmissionCancelled:   b.counter(contract.ConcurrencyAdmissionCanc),
+		ModelCallDuration:    b.f64Hist(contract.ModelCallDuration),
+		ModelTimeToFirstByte: b.f64Hist(contract.ModelTimeToFirstByte),
+		HTTPTimeouts:         b.counter(contract.HTTPTimeouts),
+		HTTPRetries:          b.counter(contract.HTTPRetries),
+		AgentTurnCount:       b.f64Hist(contract.AgentTurnCount),
+		AgentTurnDuration:    b.f64Hist(contract.AgentTurnDuration),
+		ToolCallDuration:     b.f64Hist(contract.ToolCallDuration),
+		GenAIDuration:        b.f64Hist(contract.GenAIOperationDuration),
+		GenAITokens:          b.i64Hist(contract.GenAITokenUsage),
+
+		concLimit:     b.obsIntGauge(contract.ConcurrencyLimit),
+		concActive:    b.obsUpDown(contract.ConcurrencyActive),
+		concAvailable: b.obsUpDown(contract.ConcurrencyAvailable),
+		concQueue:     b.obsUpDown(contract.ConcurrencyQueueDepth),
+	}
+	var treeMem, treeCPU metric.Float64ObservableGauge
+	tree := newTreeSampler()
+	if tree != nil {
+		treeMem = b.obsFloatGauge(contract.ProcessTreeMemoryUsed)
+		treeCPU = b.obsFloatGauge(contract.ProcessTreeCPUPercent)
+	}
+	if err := errors.Join(b.errs...); err != nil {
 		return nil, fmt.Errorf("gym: create instruments: %w", err)
 	}
-	i.registration, err = m.RegisterCallback(i.observe, i.successRate, i.verifyCalls, i.rolloutCalls)
+	reg, err := m.RegisterCallback(i.observeTallies, i.successRate, i.verifyCalls)
 	if err != nil {
 		return nil, fmt.Errorf("gym: register callback: %w", err)
+	}
+	i.registrations = append(i.registrations, reg)
+	reg, err = m.RegisterCallback(i.observeConcurrency, i.concLimit, i.concActive, i.concAvailable, i.concQueue)
+	if err != nil {
+		_ = i.Close()
+		return nil, fmt.Errorf("gym: register concurrency callback: %w", err)
+	}
+	i.registrations = append(i.registrations, reg)
+	if tree != nil {
+		i.tree = tree
+		reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			mib, pct, ok := tree.sample()
+			if ok {
+				o.ObserveFloat64(treeMem, mib)
+				o.ObserveFloat64(treeCPU, pct)
+			}
+			return nil
+		}, treeMem, treeCPU)
+		if err != nil {
+			_ = i.Close()
+			return nil, fmt.Errorf("gym: register process tree callback: %w", err)
+		}
+		i.registrations = append(i.registrations, reg)
 	}
 	return i, nil
 }
 
-// observe runs at collection time. Series appear only once something was
-// counted, so a process that never verifies exports no verify series.
-func (i *Instruments) observe(_ context.Context, o metric.Observer) error {
+// observeTallies runs at collection time. Series appear only once
+// something was counted, so a process that never verifies exports no
+// verify series.
+func (i *Instruments) observeTallies(_ context.Context, o metric.Observer) error {
 	if ok, fail := i.verify.Counts(); ok+fail > 0 {
 		o.ObserveFloat64(i.successRate, float64(ok)/float64(ok+fail))
 		o.ObserveInt64(i.verifyCalls, clampInt64(ok), verifySuccess)
 		o.ObserveInt64(i.verifyCalls, clampInt64(fail), verifyFailure)
 	}
-	if ok, fail := i.rollout.Counts(); ok+fail > 0 {
-		o.ObserveInt64(i.rolloutCalls, clampInt64(ok), rolloutSuccess)
-		o.ObserveInt64(i.rolloutCalls, clampInt64(fail), rolloutFailure)
+	return nil
+}
+
+// observeConcurrency exports the live limiters' state, summed by site, so
+// limit, active, available and queue depth of one site come from one
+// reading and active+available is always the limit.
+func (i *Instruments) observeConcurrency(_ context.Context, o metric.Observer) error {
+	for _, s := range concurrencySnapshot() {
+		opt := metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrConcurrencySite, s.site)))
+		o.ObserveInt64(i.concLimit, s.limit, opt)
+		o.ObserveInt64(i.concActive, s.active, opt)
+		o.ObserveInt64(i.concAvailable, s.limit-s.active, opt)
+		o.ObserveInt64(i.concQueue, s.waiting, opt)
 	}
 	return nil
 }
@@ -164,10 +293,10 @@ func clampInt64(v uint64) int64 {
 	return int64(v)
 }
 
-// Record is the one entry point for every gym measurement. It never panics
-// on bad input: a negative, NaN or infinite value, or an unknown kind, is
-// refused with ErrInvalidValue and nothing is recorded. It allocates
-// nothing and takes no lock.
+// Record is the one entry point for the measurements of NeMo Gym's own
+// module. It never panics on bad input: a negative, NaN or infinite value,
+// or an unknown kind, is refused with ErrInvalidValue and nothing is
+// recorded. It allocates nothing and takes no lock.
 func (i *Instruments) Record(ctx context.Context, m Measurement) error {
 	if i == nil {
 		return nil
@@ -180,7 +309,11 @@ func (i *Instruments) Record(ctx context.Context, m Measurement) error {
 		i.rolloutDuration.Record(ctx, m.Value)
 	case KindRollout:
 		i.rolloutDuration.Record(ctx, m.Value)
-		i.rollout.Add(m.Succeeded)
+		if m.Succeeded {
+			i.RolloutCompleted.Add(ctx, 1, rolloutSuccess...)
+		} else {
+			i.RolloutCompleted.Add(ctx, 1, rolloutFailure...)
+		}
 	case KindVerify:
 		i.verifyDuration.Record(ctx, m.Value)
 		i.verify.Add(m.Succeeded)
@@ -202,10 +335,15 @@ func (i *Instruments) ResetVerifyTally() {
 	}
 }
 
-// Close unregisters the collection callback.
+// Close unregisters the collection callbacks.
 func (i *Instruments) Close() error {
-	if i == nil || i.registration == nil {
+	if i == nil {
 		return nil
 	}
-	return i.registration.Unregister()
+	var errs []error
+	for _, r := range i.registrations {
+		errs = append(errs, r.Unregister())
+	}
+	i.registrations = nil
+	return errors.Join(errs...)
 }
