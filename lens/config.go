@@ -92,6 +92,9 @@ const (
 	KeyBSPMaxQueueSize      = "OTEL_BSP_MAX_QUEUE_SIZE"
 	KeyBSPMaxExportBatch    = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
 	KeyHistogramAggregation = "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"
+	// KeyHistogramBoundaries sets explicit bucket boundaries, in
+	// milliseconds, on the gym.* duration histograms.
+	KeyHistogramBoundaries = "HISTOGRAM_BOUNDARIES_MS"
 	// KeySemconvStabilityOptIn picks the HTTP server metric conventions
 	// (server/semconv.go): "http" new only, "http/dup" old and new.
 	KeySemconvStabilityOptIn = "OTEL_SEMCONV_STABILITY_OPT_IN"
@@ -136,6 +139,7 @@ var settings = []Setting{
 	{Key: KeyOTLPLogsProtocol, Standard: true, Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
 	{Key: KeyMetricExportInterval, Standard: true, Default: "10000", Doc: "milliseconds between metric exports"},
 	{Key: KeyHistogramAggregation, Standard: true, Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram"},
+	{Key: KeyHistogramBoundaries, Default: "", Doc: "explicit bucket boundaries of the gym.* millisecond histograms, ascending and comma-separated (for example 100,1000,10000,60000,600000,3600000); empty keeps the OpenTelemetry default buckets, as NeMo Gym; not with base2_exponential_bucket_histogram"},
 	{Key: KeySemconvStabilityOptIn, Standard: true, Default: "http", Doc: "HTTP server metric conventions, a comma list as Python's instrumentation reads it: http (new only), http/dup (old and new); a list with neither means the old ones (Python's default when unset)"},
 	{Key: KeyBSPScheduleDelay, Standard: true, Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported"},
 	{Key: KeyBSPExportTimeout, Standard: true, Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned"},
@@ -186,6 +190,9 @@ type Config struct {
 	// HistogramAggregation is HistogramExplicit (the OpenTelemetry default
 	// buckets) or HistogramBase2Exponential, for the gym.* histograms.
 	HistogramAggregation string
+	// HistogramBoundariesMS are explicit bucket boundaries for the gym.*
+	// millisecond histograms; nil keeps the SDK's default buckets.
+	HistogramBoundariesMS []float64
 	// SpanScheduleDelay, SpanExportTimeout, SpanQueueSize and SpanBatchSize
 	// configure the span batcher (the OTEL_BSP_* variables). SpanBatchSize
 	// is the value given; the batcher uses at most SpanQueueSize of it.
@@ -385,6 +392,17 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	if cfg.HistogramAggregation != HistogramExplicit && cfg.HistogramAggregation != HistogramBase2Exponential {
 		bad(KeyHistogramAggregation, "must be "+HistogramExplicit+" or "+HistogramBase2Exponential)
 	}
+	if b := strings.TrimSpace(text(KeyHistogramBoundaries)); b != "" {
+		bounds, err := parseBoundaries(b)
+		switch {
+		case err != nil:
+			bad(KeyHistogramBoundaries, err.Error())
+		case cfg.HistogramAggregation == HistogramBase2Exponential:
+			bad(KeyHistogramBoundaries, "explicit boundaries cannot be combined with "+KeyHistogramAggregation+"="+HistogramBase2Exponential)
+		default:
+			cfg.HistogramBoundariesMS = bounds
+		}
+	}
 	millis := func(key string) time.Duration {
 		ms, err := strconv.ParseInt(text(key), 10, 64)
 		if err != nil {
@@ -466,4 +484,21 @@ func ParseFloat(s string) (float64, error) {
 		return 0, errors.New("not a finite number")
 	}
 	return f, nil
+}
+
+// parseBoundaries reads comma-separated, strictly ascending, finite bucket
+// boundaries.
+func parseBoundaries(text string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(text, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%q is not a finite number", strings.TrimSpace(f))
+		}
+		if len(out) > 0 && v <= out[len(out)-1] {
+			return nil, fmt.Errorf("boundaries must be strictly ascending: %v after %v", v, out[len(out)-1])
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -417,7 +418,7 @@ func (h *Handle) buildMetrics(ctx context.Context, sinks *exporterSet) error {
 		return err
 	}
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(h.res)}
-	if v, ok := histogramView(h.cfg.HistogramAggregation); ok {
+	if v, ok := histogramView(h.cfg); ok {
 		mpOpts = append(mpOpts, sdkmetric.WithView(v))
 	}
 	for _, r := range readers {
@@ -502,20 +503,28 @@ func (r *rateLimitedErrorHandler) Handle(err error) {
 	r.log.Warn("telemetry export error", "err", err, "suppressed_since_last", n)
 }
 
-// histogramView returns the view that gives the gym.* duration histograms
-// the configured aggregation, and false for the default explicit buckets,
-// which need none. A view, not a reader's aggregation selector, so that
-// every reader (OTLP, Prometheus, console, file, a caller's) agrees on
-// them; the OTLP exporters read the variable as well and apply it to every
-// histogram they export, as the Python SDK's do.
-// The exponential histogram is the OTLP exporters' own for this variable:
-// at most 160 buckets, scale 20.
-func histogramView(aggregation string) (sdkmetric.View, bool) {
-	if aggregation != HistogramBase2Exponential {
-		return nil, false
+// histogramView is the view the histogram settings ask for on the gym.*
+// histograms: base2 exponential on all of them, or explicit boundaries on
+// the millisecond ones (gym.agent.turn_count counts turns, not time). None
+// when neither is set: the SDK's default buckets, as NeMo Gym.
+//
+// A view rather than a reader's aggregation selector, so every reader
+// (OTLP, Prometheus, console, file, a caller's) agrees; the OTLP exporters
+// also read the aggregation variable themselves and apply it to every
+// histogram they export, as the Python SDK's do. The exponential
+// histogram is theirs for that variable: at most 160 buckets, scale 20.
+func histogramView(cfg Config) (sdkmetric.View, bool) {
+	switch {
+	case cfg.HistogramAggregation == HistogramBase2Exponential:
+		return sdkmetric.NewView(
+			sdkmetric.Instrument{Name: contract.GymPattern, Kind: sdkmetric.InstrumentKindHistogram},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}},
+		), true
+	case cfg.HistogramBoundariesMS != nil:
+		return sdkmetric.NewView(
+			sdkmetric.Instrument{Name: contract.GymPattern, Kind: sdkmetric.InstrumentKindHistogram, Unit: "ms"},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: slices.Clone(cfg.HistogramBoundariesMS)}},
+		), true
 	}
-	return sdkmetric.NewView(
-		sdkmetric.Instrument{Name: contract.GymPattern, Kind: sdkmetric.InstrumentKindHistogram},
-		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}},
-	), true
+	return nil, false
 }

@@ -224,3 +224,47 @@ func TestUpstreamAttributedCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// Explicit boundaries, for fleets whose rollouts outgrow the default 10 s
+// top bucket: set on the millisecond gym.* histograms only, refused when
+// malformed or combined with the exponential aggregation.
+func TestHistogramBoundariesSetting(t *testing.T) {
+	const key = "NEMO_GYM_OTEL_HISTOGRAM_BOUNDARIES_MS"
+	t.Run("set", func(t *testing.T) {
+		t.Setenv(key, "100, 1000,60000,3600000")
+		reader := initMetrics(t, contract.ServerTypeAgent)
+		metrics.RecordRollout(20*time.Second, true)
+		metrics.RecordAgentTurns("simple_agent", 3)
+		got := collect(t, reader)
+		p := histogram(t, got[contract.RolloutDuration])
+		if want := []float64{100, 1000, 60000, 3600000}; !slices.Equal(p.Bounds, want) {
+			t.Errorf("rollout bounds %v, want %v", p.Bounds, want)
+		}
+		if c := p.BucketCounts; len(c) != 5 || c[2] != 1 {
+			t.Errorf("rollout bucket counts %v, want the 20 s rollout in (1000, 60000]", c)
+		}
+		// Turns are counted, not timed: they keep the default buckets.
+		if b := histogram(t, got[contract.AgentTurnCount]).Bounds; !slices.Equal(b, otelDefaultBucketsMS) {
+			t.Errorf("turn count bounds %v, want the SDK defaults", b)
+		}
+	})
+	for name, env := range map[string]map[string]string{
+		"not a number":     {key: "100,abc"},
+		"not ascending":    {key: "100,100"},
+		"infinite":         {key: "1,+Inf"},
+		"with exponential": {key: "100,1000", histogramAggregationVar: "base2_exponential_bucket_histogram"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
+			t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			t.Cleanup(telemetry.ResetForTesting)
+			_, err := telemetry.Init(telemetry.InitOptions{ServerName: "t", ServerType: contract.ServerTypeAgent})
+			if err == nil || !strings.Contains(err.Error(), "HISTOGRAM_BOUNDARIES_MS") {
+				t.Fatalf("Init error %v, want one naming HISTOGRAM_BOUNDARIES_MS", err)
+			}
+		})
+	}
+}
