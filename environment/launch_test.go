@@ -126,9 +126,7 @@ func TestLaunchedProgram(t *testing.T) {
 			t.Errorf("config %v\nwant   %v", got, want)
 		}
 		for _, s := range []string{"msg=serving", "instance=wallet_env", "addr=127.0.0.1:" + strconv.Itoa(port)} {
-			if !strings.Contains(p.Stderr.String(), s) {
-				t.Errorf("log lacks %q:\n%s", s, p.Stderr)
-			}
+			p.WaitStderr(t, s)
 		}
 	})
 
@@ -150,9 +148,7 @@ func TestLaunchedProgram(t *testing.T) {
 		p := startProgram(t, bin, []string{"NEMO_GYM_CONFIG_DICT=" + launchDict(1, ""), "NEMO_GYM_CONFIG_PATH=wallet_env"},
 			"-addr", "127.0.0.1:"+strconv.Itoa(port), "-name", "by_hand")
 		serving(t, p, port)
-		if !strings.Contains(p.Stderr.String(), "instance=by_hand") {
-			t.Errorf("log:\n%s", p.Stderr)
-		}
+		p.WaitStderr(t, "instance=by_hand")
 	})
 
 	for _, bad := range []struct {

@@ -161,9 +161,7 @@ func TestLaunchResourcesServerBindsItsBlocksPort(t *testing.T) {
 	if c := res.Header.Get("Set-Cookie"); !strings.HasPrefix(c, "string_match___exact=") {
 		t.Errorf("Set-Cookie %q, want the string_match___exact cookie", c)
 	}
-	if !strings.Contains(p.Stderr.String(), "server=exact") {
-		t.Errorf("log does not name the instance:\n%s", p.Stderr)
-	}
+	p.WaitStderr(t, "server=exact") // the log names the instance
 }
 
 func TestLaunchFleetAgentFindsItsPeersByName(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,4 +187,19 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// WaitStderr waits until the process's captured stderr contains s and
+// fails the test when it does not within the bound. A server may answer
+// its first request before the line it logged on start-up has crossed the
+// pipe, so a test that reads the log after WaitHTTP waits for it here.
+func (p *Proc) WaitStderr(t testing.TB, s string) {
+	t.Helper()
+	deadline := time.Now().Add(p.bound)
+	for !strings.Contains(p.Stderr.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr lacks %q after %s:\n%s", s, p.bound, p.stderr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
