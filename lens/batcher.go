@@ -67,9 +67,9 @@ const exportWorkers = 2
 //     run at once. On a server whose cores are busy serving, an export's
 //     duration is mostly the time its goroutines (the exporter's, gRPC's)
 //     wait to be scheduled behind the request goroutines, whatever its
-//     size. Measured here: 512-span OTLP exports took 10-150 ms under load,
-//     so one export of 512 at a time fell behind a server ending 26 000
-//     spans/s and dropped a third of them with the collector healthy.
+//     size, so one small export at a time falls behind a busy server and
+//     drops spans with the collector healthy (docs/performance.md, "HTTP
+//     under load", has the measurements).
 //   - Drops are logged at most once per interval, from a goroutine that
 //     does not wait on exports.
 type spanBatcher struct {

@@ -18,16 +18,18 @@
 // _ng_attempt_index and _ng_rollout_id when the row has them), plus the
 // collector's own member KeyBookkeeping ("_gymlens", a Bookkeeping): the
 // trace id the agent reported in a traceresponse header, the rollout id,
-// the collector's wall clock of the call and when it was made.
+// the collector's wall clock of the last call, when that call was made and
+// how many calls the rollout took.
 //
 // A /run call that fails (no answer, a status outside 2xx, a body that is
 // not a JSON object) is not a rollout: it is retried with
 // _ng_attempt_index 1, 2, ... until MaxAttempts calls were made, and then
 // the failures file gets the row of the last attempt plus
 // "_ng_failure_class":"rollout_error", "_ng_failure_error" (the last
-// error) and "_gymlens". An answer that carries _ng_failure_class itself
-// goes to the failures file as it is; one with a truthy _ng_no_persist is
-// written nowhere. Upstream aborts the whole collection on a non-2xx /run;
+// error) and "_gymlens". An answer that carries a non-null
+// _ng_failure_class itself goes to the failures file, with the same
+// members added as an output line, and is not retried; one with a truthy
+// _ng_no_persist is written nowhere (that check comes first). Upstream aborts the whole collection on a non-2xx /run;
 // this collector records the failure and carries on, and Collect's error
 // then wraps ErrFailedRollouts.
 //
@@ -43,19 +45,39 @@
 //     failed rollout that many again (upstream counts the failure lines
 //     across runs and gives up on a rollout once they reach the cap).
 //     Without Resume, the output and failures files are emptied first.
-//   - Bounded: a limiter of Options.Concurrency slots (metrics.NewLimiter,
-//     site rollout_collection) admits one rollout at a time into a
-//     goroutine of its own, which keeps its slot across retries; the rest
-//     of the dataset waits undispatched, so a large dataset never means a
-//     large number of goroutines or connections. The limiter is the source
-//     of gym.concurrency.*{nemo.gym.concurrency.site="rollout_collection"}.
+//   - Bounded: rollouts are dispatched in order through a limiter of
+//     Options.Concurrency slots (metrics.NewLimiter, site
+//     rollout_collection). A rollout that gets a slot runs in a goroutine
+//     of its own and keeps the slot across its retries; only the next
+//     rollout waits on the limiter, and the rest of the dataset is not
+//     dispatched yet, so a large dataset never means a large number of
+//     goroutines or connections. The limiter is the source of
+//     gym.concurrency.*{nemo.gym.concurrency.site="rollout_collection"}.
+//   - Stop: closing Options.Stop (the orchestrator does when a server of
+//     the fleet dies) dispatches no further rollout and retries no failed
+//     call; the rollouts in flight finish and are recorded, failures
+//     included, and Collect returns ErrStopped if rollouts remain.
 //   - Cancellation: cancelling ctx stops handing out rollouts and aborts
 //     the calls in flight; those are not written (a resume runs them
-//     again), and every line already in the files is complete.
+//     again), and every line already in the files is complete. A failed
+//     write to the files ends the run the same way.
+//
+// # Traces
 //
 // With telemetry on and the job span group enabled, the whole collection
-// is one gym.job span. Each /run call is a CLIENT span that starts a trace
-// of its own and links back to the job, so each rollout's trace in the
-// agent, model and resources servers is one trace, not a branch of one
-// enormous job trace.
+// is one gym.job span (nemo.gym.job.tasks: the number of rollouts). The
+// rollouts are not part of its trace: every /run call starts from a
+// context with no parent span, so its CLIENT span (span group http_client)
+// is the root of a new trace and carries one link, to the gym.job span.
+// The agent's SERVER span is that CLIENT span's child, and everything the
+// agent, model and resources servers do for the rollout stays in that
+// trace; a collection of 10,000 rollouts is 10,000 traces of a rollout
+// each plus the job's, not one enormous trace. A retried rollout is one
+// such trace per attempt. The closing /aggregate_metrics calls are
+// children of the gym.job span, in its trace.
+//
+// With the http_client group off there is no CLIENT span to carry the
+// link: the call sends no trace context and the agent starts a root of
+// its own. With the job group off, the calls continue whatever trace ctx
+// carries, if any.
 package rollout

@@ -18,8 +18,9 @@ import (
 )
 
 // TestCollectJobSpan runs a collection with every span group on and checks
-// that the run is one gym.job span whose trace the agent's SERVER spans
-// join. It changes process-wide telemetry, so it must not run in parallel.
+// that the run is one gym.job span and each rollout a trace of its own: a
+// root CLIENT span linked to the job, the agent's SERVER span its child.
+// It changes process-wide telemetry, so it must not run in parallel.
 func TestCollectJobSpan(t *testing.T) {
 	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")

@@ -6,8 +6,10 @@
 # 100, so the handler costs what a small real verifier costs) in five
 # variants:
 #
-#   uninstrumented  --uninstrumented, telemetry off: our stack with no
-#                   ingress instrumentation installed (the baseline)
+#   uninstrumented  GYMLENS_BENCH_UNINSTRUMENTED=1, telemetry off: our stack
+#                   with no ingress instrumentation installed (the
+#                   baseline; gym is built with -tags gymbench, the only
+#                   build that reads the variable)
 #   off             NEMO_GYM_OTEL_ENABLED=0
 #   metrics         enabled, NEMO_GYM_OTEL_TRACES_ENABLED=0 (metrics only)
 #   default         enabled, the default span-group preset
@@ -105,8 +107,10 @@ set_clean_env
 # ---- build ----------------------------------------------------------------
 
 t0=$(now_ns)
-if ! (cd "$ROOT" && go build -o "$WORK/gym" ./cmd/gym); then
-  fail "go build ./cmd/gym failed"
+# The gymbench tag adds one thing: server.New reads
+# GYMLENS_BENCH_UNINSTRUMENTED (the baseline). Every variant runs this binary.
+if ! (cd "$ROOT" && go build -tags gymbench -o "$WORK/gym" ./cmd/gym); then
+  fail "go build -tags gymbench ./cmd/gym failed"
   exit 1
 fi
 if ! (cd "$ROOT/tools" && go build -o "$WORK/otlpsink" ./otlpsink); then
@@ -180,9 +184,9 @@ run_variant() {
   fi
 
   # The server.
-  local venv=() flags=()
+  local venv=()
   case $variant in
-    uninstrumented) venv=(NEMO_GYM_OTEL_ENABLED=0) flags=(--uninstrumented) ;;
+    uninstrumented) venv=(NEMO_GYM_OTEL_ENABLED=0 GYMLENS_BENCH_UNINSTRUMENTED=1) ;;
     off) venv=(NEMO_GYM_OTEL_ENABLED=0) ;;
     metrics) venv=(NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
     default) venv=(NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_SPAN_GROUPS=default) ;;
@@ -190,7 +194,7 @@ run_variant() {
   esac
   if ! start_serve "$variant round $round" "$dir" "${venv[@]}" NEMO_GYM_OTEL_EXPORTER=otlp \
     OTEL_EXPORTER_OTLP_ENDPOINT="http://$saddr" OTEL_EXPORTER_OTLP_INSECURE=true OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
-    GYM_RUNSTATS_DIR="$dir" -- --config-json "{\"work_us\":$WORK_US}" ${flags[@]+"${flags[@]}"}; then
+    GYM_RUNSTATS_DIR="$dir" -- --config-json "{\"work_us\":$WORK_US}"; then
     stop_pid "$spid"
     return 0
   fi

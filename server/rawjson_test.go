@@ -20,7 +20,7 @@ import (
 // error still wins over the result.
 func TestRawJSONWrittenAsItIs(t *testing.T) {
 	const body = "{ \"b\": 1.50,\n \"a\":null, \"s\":\"\\u00e9<>\", \"a\":[1E2] }\n"
-	s := server.New(server.Options{Name: "raw", Logger: slog.New(slog.DiscardHandler), Uninstrumented: true})
+	s := server.New(server.Uninstrumented(server.Options{Name: "raw", Logger: slog.New(slog.DiscardHandler)}))
 	server.Handle(s, "POST /raw", func(context.Context, struct{}) (server.RawJSON, error) {
 		return server.RawJSON(body), nil
 	})

@@ -377,7 +377,11 @@ func activeValue(t *testing.T, got map[string]metricdata.Metrics) int64 {
 // request has no body, so it can be served again and again.
 func pingHandler(tb testing.TB, uninstrumented bool) (http.Handler, *http.Request) {
 	tb.Helper()
-	s := server.New(server.Options{Name: "ping", Uninstrumented: uninstrumented})
+	opts := server.Options{Name: "ping"}
+	if uninstrumented {
+		opts = server.Uninstrumented(opts)
+	}
+	s := server.New(opts)
 	s.HandleFunc("GET /ping", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	r := httptest.NewRequest(http.MethodGet, "/ping", nil)
 	r.Host = "127.0.0.1:8000"

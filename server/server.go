@@ -42,12 +42,14 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the server's own logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Uninstrumented builds the handler without any ingress
+	// uninstrumented builds the handler without any ingress
 	// instrumentation, whatever the process's telemetry: no SERVER spans,
 	// no request-duration metric, no trace context taken from incoming
-	// headers. It is a baseline for benchmarks (the same stack with the
-	// instrumentation not installed), not something to run a fleet with.
-	Uninstrumented bool
+	// headers. It is the benchmarks' baseline (the same stack with the
+	// instrumentation not installed) and no option for users: tests set it
+	// through export_test.go, and a gym binary built with the gymbench tag
+	// from the environment (see benchhook_on.go).
+	uninstrumented bool
 	// Middleware, when set, wraps the handler of every route but the
 	// health check, inside the ingress instrumentation: its time is part
 	// of the SERVER span and of the request-duration metric.
@@ -100,6 +102,9 @@ func New(opts Options) *Server {
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if benchUninstrumented {
+		opts.uninstrumented = true
 	}
 	log := opts.Logger
 	if log == nil {
@@ -216,11 +221,11 @@ func (s *Server) Handler() http.Handler {
 }
 
 // build wires every route, each behind its own ingress instrumentation
-// (none with Options.Uninstrumented), and a catch-all that answers 404 for
-// everything else.
+// (none for an uninstrumented benchmark baseline), and a catch-all that
+// answers 404 for everything else.
 func (s *Server) build() http.Handler {
 	wrap := func(_ string, h http.Handler) http.Handler { return h }
-	if !s.opts.Uninstrumented {
+	if !s.opts.uninstrumented {
 		wrap = newIngressTelemetry(s.log).wrap
 	}
 	mux := http.NewServeMux()
@@ -232,7 +237,7 @@ func (s *Server) build() http.Handler {
 				// this one answers 500 for a panic in the middleware.
 				h = s.recoverer(s.opts.Middleware(h))
 			}
-			if !s.opts.Uninstrumented {
+			if !s.opts.uninstrumented {
 				h = withRolloutSpan(h)
 			}
 			h = wrap(pattern, h)

@@ -373,9 +373,10 @@ func TestTelemetryOffAddsNothing(t *testing.T) {
 	}
 }
 
-// TestUninstrumentedInstallsNothing: with telemetry on, a server built with
-// Options.Uninstrumented exports no SERVER span and no request metric, while
-// the same server without it exports one span per request.
+// TestUninstrumentedInstallsNothing: with telemetry on, a server built as
+// the benchmark baseline (server.Uninstrumented, visible to tests only)
+// exports no SERVER span and no request metric, while the same server
+// without it exports one span per request.
 func TestUninstrumentedInstallsNothing(t *testing.T) {
 	spans, reader, h := enableTelemetry(t, "default")
 	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -384,7 +385,11 @@ func TestUninstrumentedInstallsNothing(t *testing.T) {
 		wantSpans      int
 	}{{true, 0}, {false, 1}} {
 		spans.Reset()
-		s, _ := newEchoServer(t, server.Options{Name: "echo", Uninstrumented: tc.uninstrumented})
+		opts := server.Options{Name: "echo"}
+		if tc.uninstrumented {
+			opts = server.Uninstrumented(opts)
+		}
+		s, _ := newEchoServer(t, opts)
 		url, stop := servertest.Start(t, s)
 		req, err := http.NewRequest(http.MethodPost, url+"/echo", strings.NewReader(`{"name":"x"}`))
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 // spans (model_call, verify) is on it returns ctx unchanged: span groups are
 // set for the whole fleet, so nobody downstream would read the id, and the
 // baggage would be built here, encoded into every call and parsed by every
-// callee (about 1.5 KB and ten allocations per hop) for nothing.
+// callee for nothing.
 func WithRolloutID(ctx context.Context, id string) context.Context {
 	if !lens.Enabled(GroupModelCall) && !lens.Enabled(GroupVerify) {
 		return ctx

@@ -24,14 +24,13 @@ func main() {
 // DefaultGCPercent is the garbage collector's target (GOGC) in every
 // `gym serve` process unless GOGC is set in the environment.
 //
-// A gym server keeps a live heap of one or two megabytes while it allocates
-// tens of kilobytes per rollout, so with Go's default of 100 its heap never
-// leaves the 4 MB minimum and the collector runs about a hundred times a
-// second in a busy agent. At 400 the minimum heap is 16 MB and collections
-// are a fifth as frequent; a server then holds a few megabytes more (up to
-// five times its live heap). Measured with `gym run` (model latency 0) this
-// cut the agent's CPU per rollout by a fifth with telemetry on (see
-// docs/performance.md). The orchestrator keeps Go's default: its live heap
+// A gym server keeps a small live heap while it allocates tens of kilobytes
+// per rollout, so with Go's default of 100 its heap never leaves the 4 MB
+// minimum and a busy agent collects many times a second. At 400 the
+// minimum heap is 16 MB and collections are that much rarer, for the price
+// of a few megabytes more per server (up to five times its live heap).
+// What it saves in CPU per rollout is measured in docs/performance.md
+// (fleet throughput). The orchestrator keeps Go's default: its live heap
 // (the task list, a run read back for the summary) is large enough that it
 // collects rarely anyway, and five times it would be a lot of memory.
 const DefaultGCPercent = 400

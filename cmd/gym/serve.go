@@ -56,7 +56,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
 	resourcesURL := fs.String("resources-url", "", "agent only: base URL of the resources server")
 	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit")
-	uninstrumented := fs.Bool("uninstrumented", false, "benchmark baseline: install no ingress instrumentation (no SERVER spans, no request metrics)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents> --name NAME [flags]\n"+
 			"       gym serve    (with $%s and $%s set, as a fleet's launcher starts it)\n\n"+
@@ -110,19 +109,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return serveOne(ctx, serveSpec{
 		name: *name, typ: serverType, impl: entry, cfg: cfg, addr: *addr,
 		peers:   registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL},
-		maxBody: *maxBody, uninstrumented: *uninstrumented,
+		maxBody: *maxBody,
 	}, stdout, stderr)
 }
 
 // serveSpec is one server, checked and ready to start.
 type serveSpec struct {
-	name, typ      string
-	impl           registry.Impl
-	cfg            any
-	peers          registry.Peers
-	addr           string
-	maxBody        int64
-	uninstrumented bool
+	name, typ string
+	impl      registry.Impl
+	cfg       any
+	peers     registry.Peers
+	addr      string
+	maxBody   int64
 	// dryRun stops after registering the routes (on a server that never
 	// listens), before telemetry, any profile and the listener.
 	dryRun bool
@@ -229,7 +227,6 @@ func serveOne(ctx context.Context, spec serveSpec, stdout, stderr io.Writer) int
 	slog.SetDefault(log)
 	opts := spec.impl.Options(spec.name)
 	opts.Name, opts.Type, opts.Addr, opts.MaxBodyBytes, opts.Logger = spec.name, spec.typ, spec.addr, spec.maxBody, base
-	opts.Uninstrumented = spec.uninstrumented
 	// Registering on a server that never listens checks what only
 	// Register checks (an agent's peer URLs) before telemetry, whose
 	// prometheus exporter listens, or a profile starts.

@@ -14,11 +14,12 @@ import (
 	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
-// Spans are by far the most frequent record, and encoding them through
-// reflection cost a fifth of a busy server's CPU. appendSpan writes the same
-// line as telfile.Span's JSON form directly from the finished span:
-// no intermediate map, no reflection, a handful of appends. The tests parse
-// its output with the telfile reader, which keeps the two in step.
+// Spans are by far the most frequent record, too frequent to encode
+// through reflection (docs/performance.md compares the two). appendSpan
+// writes the same line as telfile.Span's JSON form directly from the
+// finished span: no intermediate map, no reflection, a handful of appends.
+// The tests parse its output with the telfile reader, which keeps the two
+// in step.
 
 // appendSpan appends one span line, newline included. It reads the ended
 // span through its accessors, in place: no snapshot, no interface calls.

@@ -24,9 +24,9 @@ type SpanExporter struct {
 // writeChunk is how much encoded output an export gathers before it hands
 // it to the sink. A batch is written in pieces of about this size, each
 // ending at a line boundary, so the buffer stays small and is kept across
-// exports: a buffer sized for a whole batch (2048 spans, about a megabyte)
-// taken from a sync.Pool was dropped at every GC and regrown by append,
-// which made encoding allocate about 800 bytes per span.
+// exports: a buffer sized for a whole batch taken from a sync.Pool would be
+// dropped at every GC and regrown by append, so encoding would allocate
+// again for every batch.
 const writeChunk = 64 << 10
 
 // SpanExporter returns an exporter that writes finished spans to the sink.
