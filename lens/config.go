@@ -103,8 +103,8 @@ const (
 // Span batching defaults. The interval and timeout are the OpenTelemetry
 // specification's; the queue is four times its 2048 and the largest export
 // twice its 512, because an export's cost on a busy server is mostly the
-// wait for the export's goroutines to be scheduled, not the spans in it
-// (see spanBatcher). The batch stays at 1024 so that one export request
+// wait for the export's goroutines to be scheduled, not the spans in it.
+// They are handed to the SDK's batch span processor (see spanQueue). The batch stays at 1024 so that one export request
 // stays well under the 4 MiB a collector's gRPC receiver accepts by
 // default, even when some spans carry exception stack traces.
 const (
@@ -194,8 +194,8 @@ type Config struct {
 	// millisecond histograms; nil keeps the SDK's default buckets.
 	HistogramBoundariesMS []float64
 	// SpanScheduleDelay, SpanExportTimeout, SpanQueueSize and SpanBatchSize
-	// configure the span batcher (the OTEL_BSP_* variables). SpanBatchSize
-	// is the value given; the batcher uses at most SpanQueueSize of it.
+	// configure the batch span processor (the OTEL_BSP_* variables).
+	// SpanBatchSize is the value given; the processor uses at most SpanQueueSize of it.
 	SpanScheduleDelay time.Duration
 	SpanExportTimeout time.Duration
 	SpanQueueSize     int
@@ -432,7 +432,7 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	cfg.SpanExportTimeout = millis(KeyBSPExportTimeout)
 	cfg.SpanQueueSize = count(KeyBSPMaxQueueSize, maxSpanQueueSize)
 	cfg.SpanBatchSize = count(KeyBSPMaxExportBatch, maxSpanQueueSize)
-	// A batch above the queue size is not an error: the batcher caps it at
+	// A batch above the queue size is not an error: the processor caps it at
 	// the queue size, as the OpenTelemetry SDK does.
 	return cfg, errors.Join(errs...)
 }

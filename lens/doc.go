@@ -13,7 +13,8 @@
 //	Setup(cfg, opts) ──► export strategy says no ──► no-op Handle, gate all off
 //	   │ yes
 //	   ├── exporters (otlp | console | prometheus | file) per signal
-//	   ├── tracer: lens's own (internal/tracer) ──► span batcher ──► exporters
+//	   ├── tracer: the SDK's (sampler and limits from OTEL_*) ──► batch span processor per exporter
+//	   │                                                  └──► Options.SpanProcessors
 //	   ├── meter and logger: the OpenTelemetry SDK's
 //	   ├── global providers + W3C trace-context/baggage propagators
 //	   └── gate mask published: Enabled(g) becomes true for resolved groups
@@ -22,12 +23,13 @@
 // group is off must cost one atomic load and a bit test, nothing more. All
 // attribute building and span creation belongs inside `if lens.Enabled(g)`.
 //
-// Why a tracer of its own: a fleet server starts a span or more for every
-// request, and the SDK's span was the largest single cost telemetry added
-// per rollout (see internal/tracer). lens's spans implement the same
-// trace.Span API and are encoded in place by the run-directory and console
-// exporters; over OTLP, internal/otlpenc maps them to the protobuf and the
-// official OTLP trace clients send it; an exporter written for the SDK
-// (Options.SpanExporter) receives them in the SDK's read-only form.
-// Metrics and logs stay on the SDK.
+// Spans come from the OpenTelemetry SDK's tracer provider, so the SDK's
+// standard settings hold in every process: OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG (with parentbased_traceidratio a rollout is kept
+// or dropped whole, since every process follows the sampled flag of the
+// trace context it receives), and the OTEL_SPAN_*, OTEL_EVENT_* and
+// OTEL_LINK_* limits. The run-directory and console exporters are
+// sdktrace.SpanExporters; over OTLP the official trace exporters send them.
+// Each exporter sits behind the SDK's batch span processor, wrapped so that
+// the spans a full queue drops are counted and logged.
 package lens

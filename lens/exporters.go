@@ -22,6 +22,7 @@ import (
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
@@ -94,17 +95,17 @@ func (s *exporterSet) jsonClient(signal string, msgs otlpMessages) (*http.Client
 	return c, nil
 }
 
-func (s *exporterSet) spanExporters(ctx context.Context) (out []spanExporter, err error) {
+func (s *exporterSet) spanExporters(ctx context.Context) (out []sdktrace.SpanExporter, err error) {
 	if s.opts.SpanExporter != nil {
-		return []spanExporter{sdkSpans{s.opts.SpanExporter}}, nil
+		return []sdktrace.SpanExporter{s.opts.SpanExporter}, nil
 	}
-	var built []spanExporter
+	var built []sdktrace.SpanExporter
 	defer func() {
 		if err != nil {
 			// Stop what was started already (an OTLP client holds a
 			// connection and goroutines); nothing will use it.
 			for _, e := range built {
-				_ = e.shutdown(ctx)
+				_ = e.Shutdown(ctx)
 			}
 		}
 	}()
@@ -121,18 +122,19 @@ func (s *exporterSet) spanExporters(ctx context.Context) (out []spanExporter, er
 			default:
 				c = otlptracegrpc.NewClient()
 			}
-			if err := c.Start(ctx); err != nil {
+			e, err := otlptrace.New(ctx, c)
+			if err != nil {
 				return nil, fmt.Errorf("lens: otlp trace exporter: %w", err)
 			}
-			built = append(built, newOTLPSpans(c))
+			built = append(built, e)
 		case ExporterConsole:
-			built = append(built, fileSpans{s.consoleSink().SpanExporter()})
+			built = append(built, s.consoleSink().SpanExporter())
 		case ExporterFile:
 			f, err := s.fileSink()
 			if err != nil {
 				return nil, err
 			}
-			built = append(built, fileSpans{f.SpanExporter()})
+			built = append(built, f.SpanExporter())
 		}
 	}
 	return built, nil

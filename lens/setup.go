@@ -31,7 +31,6 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 // ErrAlreadySetUp is returned by Setup when an enabled set-up already
@@ -54,8 +53,15 @@ type Options struct {
 	Rank, WorldSize, LocalRank int
 	// MetricReader, when set, replaces the configured metric exporters.
 	MetricReader sdkmetric.Reader
-	// SpanExporter, when set, replaces the configured span exporters.
+	// SpanExporter, when set, replaces the configured span exporters
+	// (behind the same batch span processor).
 	SpanExporter sdktrace.SpanExporter
+	// SpanProcessors are added to the tracer provider next to the
+	// configured exporters' processors; each sees every span the sampler
+	// records, starting and ending. The handle shuts them down with the
+	// provider. They are used only where the process records spans (traces
+	// on and at least one exporter that takes spans).
+	SpanProcessors []sdktrace.SpanProcessor
 	// LogExporter, when set, replaces the configured log exporters.
 	LogExporter sdklog.Exporter
 	// Stdout receives the console exporter's lines; nil means os.Stdout.
@@ -74,7 +80,7 @@ type Handle struct {
 	groupSet  *GroupSet
 	res       *resource.Resource
 
-	tp     *tracer.Provider
+	tp     *sdktrace.TracerProvider
 	mp     *sdkmetric.MeterProvider
 	lp     *sdklog.LoggerProvider
 	tracer trace.Tracer
@@ -83,7 +89,7 @@ type Handle struct {
 	promAddr string
 	closers  []func(context.Context) error
 
-	batchers []*spanBatcher
+	queues []*spanQueue
 
 	prevSlog     *slog.Logger
 	prevLogOut   io.Writer
@@ -166,8 +172,8 @@ func (h *Handle) DroppedSpans() uint64 {
 		return 0
 	}
 	var n uint64
-	for _, b := range h.batchers {
-		n += b.Dropped()
+	for _, q := range h.queues {
+		n += q.Dropped()
 	}
 	return n
 }
@@ -178,8 +184,8 @@ func (h *Handle) ForceFlush(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	for _, b := range h.batchers {
-		errs = append(errs, b.ForceFlush(ctx))
+	if h.tp != nil {
+		errs = append(errs, h.tp.ForceFlush(ctx))
 	}
 	if h.mp != nil {
 		errs = append(errs, h.mp.ForceFlush(ctx))
@@ -230,12 +236,7 @@ func (h *Handle) release(ctx context.Context) error {
 	logglobal.SetLoggerProvider(lognoop.NewLoggerProvider())
 	var errs []error
 	if h.tp != nil {
-		h.tp.Stop()
-		var terrs []error
-		for _, b := range h.batchers {
-			terrs = append(terrs, b.Shutdown(ctx))
-		}
-		errs = append(errs, wrap("traces", errors.Join(terrs...)))
+		errs = append(errs, wrap("traces", h.tp.Shutdown(ctx)))
 	}
 	if h.mp != nil {
 		errs = append(errs, wrap("metrics", h.mp.Shutdown(ctx)))
@@ -376,7 +377,7 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 
 	sinks := newExporterSet(cfg, opts, res, &h.closers)
 	if cfg.TracesEnabled {
-		if err := h.buildTraces(ctx, sinks, warn); err != nil {
+		if err := h.buildTraces(ctx, sinks, opts, warn); err != nil {
 			return err
 		}
 	}
@@ -393,20 +394,29 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// buildTraces installs a tracer provider, unless no configured exporter
-// takes spans (prometheus alone): then spans are not recorded at all.
-func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, warn *slog.Logger) error {
+// buildTraces installs the SDK's tracer provider, unless no configured
+// exporter takes spans (prometheus alone): then spans are not recorded at
+// all. Each exporter gets a batch span processor (see spanQueue); the
+// caller's processors come after them. No sampler is given: the SDK reads
+// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG itself (parentbased_always_on
+// when unset), and the OTEL_SPAN_*, OTEL_EVENT_* and OTEL_LINK_* limits too.
+func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, opts Options, warn *slog.Logger) error {
 	exps, err := sinks.spanExporters(ctx)
 	if err != nil || len(exps) == 0 {
 		return err
 	}
-	procs := make([]tracer.Processor, 0, len(exps))
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(h.res)}
 	for _, e := range exps {
-		b := newSpanBatcher(e, warn, batchSettingsFrom(h.cfg))
-		h.batchers = append(h.batchers, b)
-		procs = append(procs, b)
+		q := newSpanQueue(e, warn, batchSettingsFrom(h.cfg))
+		h.queues = append(h.queues, q)
+		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(q))
 	}
-	h.tp = tracer.NewProvider(h.res, procs...)
+	for _, p := range opts.SpanProcessors {
+		if p != nil {
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		}
+	}
+	h.tp = sdktrace.NewTracerProvider(tpOpts...)
 	h.tracer = h.tp.Tracer(contract.TracerScope)
 	otel.SetTracerProvider(h.tp)
 	return nil

@@ -8,6 +8,8 @@
 #   scripts/bench-fleet.sh                      # 2000 rollouts, 3 rounds, default preset
 #   ROLLOUTS=20000 ROUNDS=5 scripts/bench-fleet.sh
 #   SPANS=all scripts/bench-fleet.sh
+#   SAMPLER=parentbased_traceidratio SAMPLER_ARG=0.01 scripts/bench-fleet.sh
+#                                               # head sampling (OTEL_TRACES_SAMPLER[_ARG])
 #
 # Targets: rollouts/s on/off >= 0.9 with the default preset (>= 0.8 with
 # all); peak RSS of each server on/off <= 1.25. The peak RSS comes from the
@@ -33,7 +35,8 @@ rate() { # variant round: one gym run, its rollouts/s stored in rates
   local variant=$1 round=$2 out stats="$work/stats/$1-$2" flags=()
   mkdir -p "$stats"
   [ "$variant" = off ] && flags=(--no-telemetry)
-  out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run \
+  out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
+    ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run \
     --rollouts "$ROLLOUTS" --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$work/runs" --quiet \
     ${flags[@]+"${flags[@]}"} 2>>"$work/stderr.log")
   rm -rf "$work/runs"

@@ -142,25 +142,26 @@ var serverTypes = []string{
 // checkReport is everything "gym telemetry check" prints. The text output
 // and the JSON output are two renderings of it.
 type checkReport struct {
-	ConfigFile      string          `json:"config_file"`
-	YAMLBlock       bool            `json:"yaml_block"`
-	Settings        []settingReport `json:"settings"`
-	SpanGroups      []string        `json:"span_groups"`
-	Exporters       []string        `json:"exporters"`
-	Signals         []string        `json:"signals"`
-	OTLPProtocols   otlpProtocols   `json:"otlp_protocols"`
-	Resource        map[string]any  `json:"resource"`
-	ServiceName     string          `json:"service_name"`
-	ServerName      string          `json:"server_name"`
-	ServerType      string          `json:"server_type"`
-	Rank            int             `json:"rank"`
-	WorldSize       int             `json:"world_size"`
-	LocalRank       int             `json:"local_rank"`
-	ExportStrategy  string          `json:"export_strategy"`
-	StrategyExports bool            `json:"strategy_selects_rank"`
-	Enabled         bool            `json:"enabled"`
-	Export          bool            `json:"export"`
-	Reason          string          `json:"reason,omitempty"`
+	ConfigFile      string           `json:"config_file"`
+	YAMLBlock       bool             `json:"yaml_block"`
+	Settings        []settingReport  `json:"settings"`
+	SpanGroups      []string         `json:"span_groups"`
+	Exporters       []string         `json:"exporters"`
+	Signals         []string         `json:"signals"`
+	Sampler         lens.SamplerInfo `json:"sampler"`
+	OTLPProtocols   otlpProtocols    `json:"otlp_protocols"`
+	Resource        map[string]any   `json:"resource"`
+	ServiceName     string           `json:"service_name"`
+	ServerName      string           `json:"server_name"`
+	ServerType      string           `json:"server_type"`
+	Rank            int              `json:"rank"`
+	WorldSize       int              `json:"world_size"`
+	LocalRank       int              `json:"local_rank"`
+	ExportStrategy  string           `json:"export_strategy"`
+	StrategyExports bool             `json:"strategy_selects_rank"`
+	Enabled         bool             `json:"enabled"`
+	Export          bool             `json:"export"`
+	Reason          string           `json:"reason,omitempty"`
 }
 
 // otlpProtocols is the protocol each signal's OTLP exporter would use.
@@ -230,6 +231,7 @@ func check(f checkFlags) (*checkReport, []error) {
 		SpanGroups:      groups,
 		Exporters:       slices.Clone(cfg.Exporters),
 		Signals:         signals(cfg),
+		Sampler:         lens.DescribeSampler(os.Getenv),
 		OTLPProtocols:   otlpProtocols{Traces: cfg.TracesProtocol, Metrics: cfg.MetricsProtocol, Logs: cfg.LogsProtocol},
 		Resource:        resource(cfg, f),
 		ServiceName:     serviceName(cfg, f.serverName),
@@ -456,6 +458,7 @@ func (r *checkReport) writeText(w io.Writer) {
 		{"span groups", orNone(strings.Join(r.SpanGroups, ", "), "(none)")},
 		{"exporters", orNone(strings.Join(r.Exporters, ", "), "(none)")},
 		{"signals", orNone(strings.Join(r.Signals, ", "), "(none)")},
+		{"sampler", samplerText(r.Sampler)},
 		{"otlp protocols", fmt.Sprintf("traces %s, metrics %s, logs %s",
 			r.OTLPProtocols.Traces, r.OTLPProtocols.Metrics, r.OTLPProtocols.Logs)},
 		{"server", server},
@@ -475,6 +478,24 @@ func (r *checkReport) writeText(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%v\n", k, r.Resource[k])
 	}
 	_ = tw.Flush()
+}
+
+// samplerText is the sampler row: the name, its ratio, where it came from
+// and what the SDK will make of a bad value.
+func samplerText(s lens.SamplerInfo) string {
+	out := s.Name
+	if s.Arg != "" {
+		out += " " + s.Arg
+	}
+	if s.FromEnv {
+		out += " (" + lens.KeyTracesSampler + ")"
+	} else {
+		out += " (the SDK's default)"
+	}
+	if s.Problem != "" {
+		out += "; " + s.Problem
+	}
+	return out
 }
 
 func orNone(s, none string) string {

@@ -437,3 +437,31 @@ func TestCheckProtocolsAndResource(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckShowsSampler: the check names the sampler the SDK will build
+// from OTEL_TRACES_SAMPLER and its argument, the default when unset, and
+// what the SDK does with a value it rejects.
+func TestCheckShowsSampler(t *testing.T) {
+	cleanEnv(t)
+	if rep := checkJSON(t); rep.Sampler.Name != "parentbased_always_on" || rep.Sampler.FromEnv {
+		t.Errorf("default sampler %+v", rep.Sampler)
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.01")
+	code, out, errOut := runGym(t, "telemetry", "check")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "sampler:         parentbased_traceidratio 0.01 (OTEL_TRACES_SAMPLER)") {
+		t.Errorf("no sampler row for parentbased_traceidratio 0.01:\n%s", out)
+	}
+	rep := checkJSON(t)
+	if rep.Sampler.Name != "parentbased_traceidratio" || rep.Sampler.Arg != "0.01" || !rep.Sampler.FromEnv ||
+		!strings.HasPrefix(rep.Sampler.Description, "ParentBased{root:TraceIDRatioBased{0.01}") {
+		t.Errorf("sampler %+v", rep.Sampler)
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "1.5")
+	if rep := checkJSON(t); rep.Sampler.Arg != "1" || !strings.Contains(rep.Sampler.Problem, "outside [0, 1]") {
+		t.Errorf("out-of-range ratio: %+v", rep.Sampler)
+	}
+}

@@ -2,9 +2,8 @@
 // file in gymlens's own telemetry format (see internal/telfile).
 //
 // A [Sink] owns one destination. Its three exporters may all be used at
-// once: SpanExporter takes the ended spans of lens's own tracer (lens's
-// batcher calls it), MetricExporter and LogExporter plug into the SDK's
-// meter and logger providers. Every export is encoded in memory and appended
+// once: SpanExporter, MetricExporter and LogExporter plug into the SDK's
+// tracer (behind a batch span processor), meter and logger providers. Every export is encoded in memory and appended
 // under the sink's lock in writes of whole lines (one Write per batch, except
 // that a large span batch goes in pieces of about 64 KiB), so lines from
 // different signals never interleave and a crash can cut off at most the

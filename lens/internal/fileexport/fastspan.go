@@ -9,9 +9,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
-	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 // Spans are by far the most frequent record, too frequent to encode
@@ -21,9 +21,9 @@ import (
 // The tests parse its output with the telfile reader, which keeps the two
 // in step.
 
-// appendSpan appends one span line, newline included. It reads the ended
-// span through its accessors, in place: no snapshot, no interface calls.
-func appendSpan(b []byte, sp *tracer.Span) []byte {
+// appendSpan appends one span line, newline included, reading the ended
+// span through its accessors.
+func appendSpan(b []byte, sp sdktrace.ReadOnlySpan) []byte {
 	sc := sp.SpanContext()
 	b = append(b, `{"type":"span","trace_id":"`...)
 	tid := sc.TraceID()
@@ -106,7 +106,7 @@ func appendSpan(b []byte, sp *tracer.Span) []byte {
 }
 
 // appendAttrs writes an attribute object as given. A span's attribute
-// keys are unique (the tracer sees to it); event and link attributes are
+// keys are unique (the SDK sees to it); event and link attributes are
 // written as the caller set them, a repeated key included, which JSON
 // readers resolve to the last value.
 func appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"io"
 	"math"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
-	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 var tricky = []string{
@@ -24,21 +24,16 @@ var tricky = []string{
 	"unicode ünï ✓ 😀", "bad utf8 \xff\xfe end", "<html>&amp;</html>", "\u2028\u2029",
 }
 
-// collectLens is a tracer processor that hands every ended span to a func.
-type collectLens func(*tracer.Span)
-
-func (c collectLens) OnEnd(s *tracer.Span) { c(s) }
-
 // lensSpans builds one ended span per tricky string, the string used as
 // name, scope, attribute key and value, event name, link attribute and
 // status description. Between them they carry every kind, every scalar and
 // slice attribute type (NaN and infinities among the floats), roots and
 // remote parents, Ok, Error and unset status, events and links. A root's
 // trace id and every span id are random; everything else is fixed.
-func lensSpans(tb testing.TB) []*tracer.Span {
+func lensSpans(tb testing.TB) []sdktrace.ReadOnlySpan {
 	tb.Helper()
-	var got []*tracer.Span
-	p := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { got = append(got, s) }))
+	var got []sdktrace.ReadOnlySpan
+	p := newTestProvider(collectLens(func(s sdktrace.ReadOnlySpan) { got = append(got, s) }))
 	tid := trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{9, 9}, TraceFlags: trace.FlagsSampled, Remote: true})
 	t0 := time.Unix(1700000000, 123456789)
@@ -154,8 +149,8 @@ func BenchmarkExportSpansToFile(b *testing.B) {
 	defer f.Close()
 	exp := NewSink(f, nil).SpanExporter()
 	const batch = 2048
-	spans := make([]*tracer.Span, 0, batch)
-	tp := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { spans = append(spans, s) }))
+	spans := make([]sdktrace.ReadOnlySpan, 0, batch)
+	tp := newTestProvider(collectLens(func(s sdktrace.ReadOnlySpan) { spans = append(spans, s) }))
 	parent := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true}))
 	for range batch {
@@ -218,7 +213,7 @@ func TestExportSpansWritesLines(t *testing.T) {
 // spanRecord is the reflective form of a span line, built field by field
 // as telfile.Span: the reference the direct encoder (appendSpan) is held
 // to.
-func spanRecord(sp *tracer.Span) *telfile.Span {
+func spanRecord(sp sdktrace.ReadOnlySpan) *telfile.Span {
 	sc := sp.SpanContext()
 	rec := &telfile.Span{
 		TraceID:    sc.TraceID().String(),

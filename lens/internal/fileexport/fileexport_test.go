@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,7 +24,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
-	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 func testResource() *resource.Resource {
@@ -59,32 +59,34 @@ func ofType(recs []telfile.Record, typ string) []telfile.Record {
 // exportAtEnd is a tracer processor that exports each span the moment it
 // ends, one export (and one line) per End, in the order spans end.
 type exportAtEnd struct {
+	endOnly
 	tb  testing.TB
 	exp *SpanExporter
 }
 
-func (p exportAtEnd) OnEnd(s *tracer.Span) {
-	if err := p.exp.ExportSpans(context.Background(), []*tracer.Span{s}); err != nil {
+func (p exportAtEnd) OnEnd(s sdktrace.ReadOnlySpan) {
+	if err := p.exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{testSpan(s)}); err != nil {
 		p.tb.Errorf("exporting %q: %v", s.Name(), err)
 	}
 }
 
 // batchOf is a tracer processor that exports spans in batches of n from
 // whichever goroutine fills one, so that exports overlap each other as
-// they do under lens's batcher, which runs two export workers.
+// they may under a batch processor and a flush running together.
 type batchOf struct {
+	endOnly
 	tb  testing.TB
 	exp *SpanExporter
 	n   int
 
 	mu      sync.Mutex
-	pending []*tracer.Span
+	pending []sdktrace.ReadOnlySpan
 }
 
-func (b *batchOf) OnEnd(s *tracer.Span) {
+func (b *batchOf) OnEnd(s sdktrace.ReadOnlySpan) {
 	b.mu.Lock()
-	b.pending = append(b.pending, s)
-	var full []*tracer.Span
+	b.pending = append(b.pending, testSpan(s))
+	var full []sdktrace.ReadOnlySpan
 	if len(b.pending) >= b.n {
 		full, b.pending = b.pending, nil
 	}
@@ -103,7 +105,7 @@ func (b *batchOf) flush() {
 	b.export(rest)
 }
 
-func (b *batchOf) export(spans []*tracer.Span) {
+func (b *batchOf) export(spans []sdktrace.ReadOnlySpan) {
 	if err := b.exp.ExportSpans(context.Background(), spans); err != nil {
 		b.tb.Errorf("exporting %d spans: %v", len(spans), err)
 	}
@@ -112,7 +114,7 @@ func (b *batchOf) export(spans []*tracer.Span) {
 func TestSpans(t *testing.T) {
 	var buf bytes.Buffer
 	sink := NewSink(&buf, testResource())
-	tr := tracer.NewProvider(nil, exportAtEnd{t, sink.SpanExporter()}).Tracer("gymlens/test")
+	tr := newTestProvider(exportAtEnd{tb: t, exp: sink.SpanExporter()}).Tracer("gymlens/test")
 
 	ctx, root := tr.Start(context.Background(), "session", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
@@ -192,7 +194,7 @@ func TestSpans(t *testing.T) {
 func TestRemoteParent(t *testing.T) {
 	var buf bytes.Buffer
 	sink := NewSink(&buf, nil)
-	tp := tracer.NewProvider(nil, exportAtEnd{t, sink.SpanExporter()})
+	tp := newTestProvider(exportAtEnd{tb: t, exp: sink.SpanExporter()})
 	remote := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    trace.TraceID{1, 2, 3},
 		SpanID:     trace.SpanID{4, 5, 6},
@@ -298,7 +300,7 @@ func TestLogs(t *testing.T) {
 	var buf bytes.Buffer
 	sink := NewSink(&buf, testResource())
 	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(sink.LogExporter())))
-	tp := tracer.NewProvider(nil) // spans only need valid IDs here
+	tp := newTestProvider() // spans only need valid IDs here
 	logger := lp.Logger("gymlens/log")
 
 	ctx, span := tp.Tracer("t").Start(context.Background(), "op")
@@ -392,7 +394,7 @@ func TestShutdownIsPerExporter(t *testing.T) {
 		t.Fatalf("stopped exporter wrote %q", buf.String())
 	}
 
-	tp := tracer.NewProvider(nil, exportAtEnd{t, spans})
+	tp := newTestProvider(exportAtEnd{tb: t, exp: spans})
 	_, sp := tp.Tracer("t").Start(ctx, "still-works")
 	sp.End()
 	recs := parse(t, buf.Bytes())
@@ -441,8 +443,8 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 func TestOneWritePerBatch(t *testing.T) {
 	var w countingWriter
 	sink := NewSink(&w, testResource())
-	var spans []*tracer.Span
-	tp := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { spans = append(spans, s) }))
+	var spans []sdktrace.ReadOnlySpan
+	tp := newTestProvider(collectLens(func(s sdktrace.ReadOnlySpan) { spans = append(spans, s) }))
 	for i := range 10 {
 		_, sp := tp.Tracer("t").Start(context.Background(), fmt.Sprint("s", i))
 		sp.End()
@@ -465,7 +467,7 @@ func TestConcurrentWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	batches := &batchOf{tb: t, exp: sink.SpanExporter(), n: 7}
-	tp := tracer.NewProvider(nil, batches)
+	tp := newTestProvider(batches)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(
 		sdkmetric.NewPeriodicReader(sink.MetricExporter(), sdkmetric.WithInterval(5*time.Millisecond))))
 	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(sink.LogExporter())))
@@ -554,7 +556,7 @@ func TestOpenFileAppendsAndCloseIsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp := tracer.NewProvider(nil, exportAtEnd{t, sink.SpanExporter()})
+		tp := newTestProvider(exportAtEnd{tb: t, exp: sink.SpanExporter()})
 		_, sp := tp.Tracer("t").Start(context.Background(), fmt.Sprint("run-", run))
 		sp.End()
 		if err := sink.MetricExporter().ForceFlush(context.Background()); err != nil {
@@ -567,9 +569,9 @@ func TestOpenFileAppendsAndCloseIsIdempotent(t *testing.T) {
 			t.Errorf("second Close: %v", err)
 		}
 		// Exports after Close fail loudly instead of vanishing.
-		_, sp2 := tracer.NewProvider(nil).Tracer("t").Start(context.Background(), "late")
+		_, sp2 := newTestProvider().Tracer("t").Start(context.Background(), "late")
 		sp2.End()
-		err = sink.SpanExporter().ExportSpans(context.Background(), []*tracer.Span{sp2.(*tracer.Span)})
+		err = sink.SpanExporter().ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{sp2.(sdktrace.ReadOnlySpan)})
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("export after Close = %v, want ErrClosed", err)
 		}
@@ -631,8 +633,8 @@ func TestLargeBatchWritesWholeLinesInChunks(t *testing.T) {
 	sink := NewSink(&w, testResource())
 	exp := sink.SpanExporter()
 	const n = 2048
-	spans := make([]*tracer.Span, 0, n)
-	tp := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { spans = append(spans, s) }))
+	spans := make([]sdktrace.ReadOnlySpan, 0, n)
+	tp := newTestProvider(collectLens(func(s sdktrace.ReadOnlySpan) { spans = append(spans, s) }))
 	for i := range n {
 		_, sp := tp.Tracer("t").Start(context.Background(), fmt.Sprint("span-", i),
 			trace.WithAttributes(attribute.String("padding", strings.Repeat("x", 200))))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,8 +16,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/spans.golden from the current encoder")
@@ -27,10 +26,10 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/spans.golden fro
 // UTF-8 in every string, events (a recorded error among them, one with a
 // repeated key), links with and without attributes, an error status, and
 // the attribute kinds that take the encoder's general path.
-func goldenSpans(tb testing.TB) []*tracer.Span {
+func goldenSpans(tb testing.TB) []sdktrace.ReadOnlySpan {
 	tb.Helper()
-	var got []*tracer.Span
-	p := tracer.NewProvider(nil, collectLens(func(s *tracer.Span) { got = append(got, s) }))
+	var got []sdktrace.ReadOnlySpan
+	p := newTestProvider(collectLens(func(s sdktrace.ReadOnlySpan) { got = append(got, s) }))
 	t0 := time.Unix(1700000000, 123456789)
 	at := func(ms int) trace.SpanEventOption {
 		return trace.WithTimestamp(t0.Add(time.Duration(ms) * time.Millisecond))

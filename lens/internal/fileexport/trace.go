@@ -4,20 +4,17 @@ import (
 	"context"
 	"sync"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/internal/telfile"
-	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
-// SpanExporter writes the ended spans of lens's tracer to a sink, reading
-// them in place (ExportSpans). It is deliberately not an
-// sdktrace.SpanExporter: lens's tracer is the only source of spans, and
-// lens itself turns its spans into SDK snapshots for a caller's exporter
-// written for the SDK, so this one needs to know a single span type.
+// SpanExporter is an sdktrace.SpanExporter that writes ended spans to a
+// sink, one line each, encoding them straight from their read-only form.
 type SpanExporter struct {
 	exporterBase
-	bufMu sync.Mutex // exports may overlap (two batcher workers, a flush)
+	bufMu sync.Mutex // exports may overlap (the batch processor and a flush)
 	buf   []byte     // reused for every export, never above writeChunk plus one span
 }
 
@@ -29,6 +26,8 @@ type SpanExporter struct {
 // again for every batch.
 const writeChunk = 64 << 10
 
+var _ sdktrace.SpanExporter = (*SpanExporter)(nil)
+
 // SpanExporter returns an exporter that writes finished spans to the sink.
 // Shutting it down stops only this exporter.
 func (s *Sink) SpanExporter() *SpanExporter {
@@ -37,7 +36,7 @@ func (s *Sink) SpanExporter() *SpanExporter {
 
 // ExportSpans encodes a batch of ended spans and appends it to the
 // sink, in writes of whole lines.
-func (e *SpanExporter) ExportSpans(ctx context.Context, spans []*tracer.Span) error {
+func (e *SpanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -76,7 +75,7 @@ func spanKind(k trace.SpanKind) string {
 	case trace.SpanKindConsumer:
 		return telfile.KindConsumer
 	default:
-		// The tracer already maps "unspecified" to internal; anything
+		// The SDK already maps "unspecified" to internal; anything
 		// else unknown is written as internal too.
 		return telfile.KindInternal
 	}

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/gymlens/gymlens/lens/internal/tracer"
 )
 
 // recordingExporter keeps every batch it is handed; block, when set, holds
@@ -77,27 +75,27 @@ var defaultBatch = batchSettingsFrom(Config{})
 // every20ms is defaultBatch with a short interval.
 var every20ms = func() batchSettings { s := defaultBatch; s.interval = 20 * time.Millisecond; return s }()
 
-// batcherTestTracer makes real, ended spans for the batcher tests; it has
+// queueTestTracer makes real, ended SDK spans for the queue tests; it has
 // no processor of its own, so the tests hand the spans over themselves.
-var batcherTestTracer = tracer.NewProvider(nil).Tracer("batcher-test")
+var queueTestTracer = sdktrace.NewTracerProvider().Tracer("queue-test")
 
-func sampledSpan(i int) *tracer.Span {
-	_, s := batcherTestTracer.Start(context.Background(), "s"+strconv.Itoa(i))
+func sampledSpan(i int) sdktrace.ReadOnlySpan {
+	_, s := queueTestTracer.Start(context.Background(), "s"+strconv.Itoa(i))
 	s.End()
-	return s.(*tracer.Span)
+	return s.(sdktrace.ReadOnlySpan)
 }
 
-func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
+func TestSpanQueueExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 	exp := &recordingExporter{}
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
-	for i := range wakeSize {
+	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	for i := range defaultBatch.batch {
 		b.OnEnd(sampledSpan(i))
 	}
 	// The batch is full: the loop was woken and exports it long before the
 	// five-second interval. Poll, bounded.
 	deadline := time.Now().Add(4 * time.Second)
 	for {
-		if _, total := exp.counts(); total == wakeSize {
+		if _, total := exp.counts(); total == defaultBatch.batch {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -111,8 +109,8 @@ func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 	if err := b.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, total := exp.counts(); total != wakeSize+10 {
-		t.Fatalf("exported %d spans, want %d", total, wakeSize+10)
+	if _, total := exp.counts(); total != defaultBatch.batch+10 {
+		t.Fatalf("exported %d spans, want %d", total, defaultBatch.batch+10)
 	}
 	if err := b.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -126,10 +124,10 @@ func TestBatcherExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 	}
 }
 
-func TestBatcherDropsWhenFullAndReportsOnce(t *testing.T) {
+func TestSpanQueueDropsWhenFullAndReportsOnce(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	var logs bytes.Buffer
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.NewTextHandler(&logs, nil)), defaultBatch)
+	b := newSpanQueue(exp, slog.New(slog.NewTextHandler(&logs, nil)), defaultBatch)
 	n := defaultBatch.queue*2 + 100
 	for i := range n {
 		b.OnEnd(sampledSpan(i)) // never blocks, even with the exporter stuck
@@ -155,9 +153,9 @@ func TestBatcherDropsWhenFullAndReportsOnce(t *testing.T) {
 	}
 }
 
-func TestBatcherShutdownBoundedByContext(t *testing.T) {
+func TestSpanQueueShutdownBoundedByContext(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})} // never released
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), defaultBatch)
 	b.OnEnd(sampledSpan(1))
 	if err := shutdownWithin(t, b, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown = %v, want the deadline", err)
@@ -166,7 +164,7 @@ func TestBatcherShutdownBoundedByContext(t *testing.T) {
 
 // shutdownWithin shuts b down under a deadline of d and returns its error;
 // the test fails if Shutdown has not returned 10 s later (it ignored ctx).
-func shutdownWithin(t *testing.T, b *spanBatcher, d time.Duration) error {
+func shutdownWithin(t *testing.T, b *spanQueue, d time.Duration) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -191,26 +189,25 @@ func waitInFlight(t *testing.T, exp *recordingExporter) {
 	}
 }
 
-func TestBatcherShutdownWhileLoopExportIsStuck(t *testing.T) {
+func TestSpanQueueShutdownWhileLoopExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
-	for i := range wakeSize { // a full batch: the loop starts exporting and blocks
+	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	for i := range defaultBatch.batch { // a full batch: the loop starts exporting and blocks
 		b.OnEnd(sampledSpan(i))
 	}
 	waitInFlight(t, exp)
 	if err := shutdownWithin(t, b, 100*time.Millisecond); err == nil {
 		t.Fatal("Shutdown reported success with the export stuck")
 	}
-	close(exp.block) // release the workers so they can finish
-	b.workers.Wait()
+	close(exp.block)
 }
 
 // Drops are reported while the export loop is stuck in a slow export,
 // which is exactly when they happen (a collector that never answers).
-func TestBatcherReportsDropsWhileExportIsStuck(t *testing.T) {
+func TestSpanQueueReportsDropsWhileExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	logs := &lockedBuffer{}
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.NewTextHandler(logs, nil)), every20ms)
+	b := newSpanQueue(exp, slog.New(slog.NewTextHandler(logs, nil)), every20ms)
 	for i := range defaultBatch.queue * 2 { // the first full batch blocks the loop
 		b.OnEnd(sampledSpan(i))
 	}
@@ -242,79 +239,6 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// TestBatcherTakesTheBacklogInLargeExports: while exports are in flight the
-// queue grows; later exports take that backlog in batches of up to the
-// batch setting, not in wakeSize pieces, and at most exportWorkers exports
-// run at once.
-func TestBatcherTakesTheBacklogInLargeExports(t *testing.T) {
-	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
-	// However many spans the two first (stuck) exports took, at most a
-	// batch each, two full batches' worth is left behind them.
-	backlog := 4*defaultBatch.batch + 300
-	for i := range backlog {
-		b.OnEnd(sampledSpan(i))
-	}
-	// Every worker is now stuck in an export; the rest waits in the queue.
-	for deadline := time.Now().Add(5 * time.Second); exp.inFlight() < exportWorkers; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d exports in flight, want %d", exp.inFlight(), exportWorkers)
-		}
-	}
-	close(exp.block)
-	if err := b.ForceFlush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	batches, total := exp.counts()
-	if b.Dropped() != 0 || total != backlog {
-		t.Fatalf("exported %d, dropped %d; want %d and 0", total, b.Dropped(), backlog)
-	}
-	large := 0
-	for _, n := range batches {
-		if n > defaultBatch.batch {
-			t.Errorf("batch of %d spans, above the batch setting %d", n, defaultBatch.batch)
-		}
-		if n == defaultBatch.batch {
-			large++
-		}
-	}
-	if large < 2 {
-		t.Errorf("batches %v: the backlog was not taken in full batches", batches)
-	}
-	if exp.maxInFlight > exportWorkers {
-		t.Errorf("%d exports ran at once, more than %d workers", exp.maxInFlight, exportWorkers)
-	}
-	if err := b.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestBatcherForceFlushWaitsForExportsInFlight: spans a worker took before
-// the flush count as flushed only once their export has returned.
-func TestBatcherForceFlushWaitsForExportsInFlight(t *testing.T) {
-	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), defaultBatch)
-	for i := range wakeSize {
-		b.OnEnd(sampledSpan(i))
-	}
-	waitInFlight(t, exp)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := b.ForceFlush(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("ForceFlush with an export stuck in flight = %v, want the deadline", err)
-	}
-	close(exp.block)
-	if err := b.ForceFlush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, total := exp.counts(); total != wakeSize {
-		t.Fatalf("after the flush %d spans exported, want %d", total, wakeSize)
-	}
-	if err := b.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestBatchSettingsFromConfig(t *testing.T) {
@@ -350,14 +274,14 @@ func TestBatchSettingsFromConfig(t *testing.T) {
 	}
 }
 
-// TestBatcherConcurrentAccounting: spans ended from many goroutines while
+// TestSpanQueueConcurrentAccounting: spans ended from many goroutines while
 // flushes run beside the workers are each exported once or counted as
 // dropped, never lost and never sent twice.
-func TestBatcherConcurrentAccounting(t *testing.T) {
+func TestSpanQueueConcurrentAccounting(t *testing.T) {
 	exp := &recordingExporter{}
 	set := defaultBatch
 	set.queue, set.batch = 1000, 300 // small, so the queue fills and drops happen
-	b := newSpanBatcher(sdkSpans{exp}, slog.New(slog.DiscardHandler), set)
+	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), set)
 	const writers, each = 8, 5000
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -384,8 +308,5 @@ func TestBatcherConcurrentAccounting(t *testing.T) {
 	_, total := exp.counts()
 	if got := uint64(total) + b.Dropped(); got != writers*each {
 		t.Fatalf("exported %d + dropped %d = %d, want %d ended", total, b.Dropped(), got, writers*each)
-	}
-	if exp.maxInFlight > exportWorkers {
-		t.Errorf("%d exports at once, more than %d", exp.maxInFlight, exportWorkers)
 	}
 }
