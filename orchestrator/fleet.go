@@ -539,6 +539,18 @@ func (f *Fleet) command(spec ServerSpec) (argv []string, dir string) {
 	return argv, dir
 }
 
+// ServerTelemetryEnv is the telemetry environment the orchestrator gives
+// the server called name on top of its own, whatever the user set: its own
+// file in the run directory and the address its prometheus exporter
+// serves on. `gym telemetry check --fleet` reads it to answer for a
+// server.
+func ServerTelemetryEnv(runDir, name, metricsAddr string) []string {
+	return []string{
+		lens.PrimaryPrefix + lens.KeyFilePath + "=" + filepath.Join(runDir, contract.RunTelemetryDir, contract.TelemetryFileName(name)),
+		lens.PrimaryPrefix + lens.KeyPrometheusAddr + "=" + metricsAddr,
+	}
+}
+
 func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	argv, dir := f.command(spec)
 	metricsAddr, err := pickMetricsAddr(spec.MetricsAddr)
@@ -555,9 +567,8 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), f.opts.ExtraEnv...)
+	cmd.Env = append(cmd.Env, ServerTelemetryEnv(f.opts.RunDir, spec.Name, metricsAddr)...)
 	cmd.Env = append(cmd.Env,
-		lens.PrimaryPrefix+lens.KeyFilePath+"="+filepath.Join(f.opts.RunDir, contract.RunTelemetryDir, contract.TelemetryFileName(spec.Name)),
-		lens.PrimaryPrefix+lens.KeyPrometheusAddr+"="+metricsAddr,
 		// The launch contract: the whole dict (secrets included, hence the
 		// environment rather than the world-readable command line) and
 		// which instance of it this process is.
