@@ -219,7 +219,10 @@ func check(f checkFlags) (*checkReport, []error) {
 		if env, err = fleetEnv(fc, &f); err != nil {
 			return nil, append(errs, err)
 		}
-		yamlCfg = fc.Telemetry
+		// A fleet's processes read only their environment: the block
+		// reaches them through ConfigureEnv's writes, which fleetEnv
+		// holds, and not at all while telemetry is off.
+		yamlCfg = telemetry.Config{Present: fc.Telemetry.Present}
 	case f.configFile != "":
 		doc, err := os.ReadFile(f.configFile)
 		if err != nil {
