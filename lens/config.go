@@ -65,6 +65,10 @@ type Setting struct {
 	Default string
 	// Doc is a one-line description.
 	Doc string
+
+	// show renders the parsed value (see Config.Value); nil shows the
+	// trimmed text.
+	show func(Config) string
 }
 
 // Setting keys. The prefixed ones are read as PrimaryPrefix+Key, falling back
@@ -121,33 +125,33 @@ const (
 
 // Settings lists every variable lens reads, in display order.
 var settings = []Setting{
-	{Key: KeyEnabled, YAML: "enabled", Default: "false", Doc: "master switch; nothing is set up while false"},
-	{Key: KeySpanGroups, YAML: "span_groups", Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none"},
-	{Key: KeyExporter, YAML: "exporter", Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none"},
-	{Key: KeyTracesEnabled, YAML: "traces_enabled", Default: "true", Doc: "export traces"},
-	{Key: KeyMetricsEnabled, YAML: "metrics_enabled", Default: "true", Doc: "export metrics"},
-	{Key: KeyLogsEnabled, YAML: "logs_enabled", Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs"},
-	{Key: KeyExportStrategy, YAML: "export_strategy", Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one"},
-	{Key: KeyExportRank, YAML: "export_rank", Default: "-1", Doc: "the exporting rank for single_rank; a negative rank means the last rank"},
-	{Key: KeyExportSampleRate, YAML: "export_sample_rate", Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]"},
+	{Key: KeyEnabled, YAML: "enabled", Default: "false", Doc: "master switch; nothing is set up while false", show: showBool(func(c Config) bool { return c.Enabled })},
+	{Key: KeySpanGroups, YAML: "span_groups", Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none", show: func(c Config) string { return c.SpanGroups }},
+	{Key: KeyExporter, YAML: "exporter", Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none", show: func(c Config) string { return strings.Join(c.Exporters, ",") }},
+	{Key: KeyTracesEnabled, YAML: "traces_enabled", Default: "true", Doc: "export traces", show: showBool(func(c Config) bool { return c.TracesEnabled })},
+	{Key: KeyMetricsEnabled, YAML: "metrics_enabled", Default: "true", Doc: "export metrics", show: showBool(func(c Config) bool { return c.MetricsEnabled })},
+	{Key: KeyLogsEnabled, YAML: "logs_enabled", Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs", show: showBool(func(c Config) bool { return c.LogsEnabled })},
+	{Key: KeyExportStrategy, YAML: "export_strategy", Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one", show: func(c Config) string { return c.ExportStrategy }},
+	{Key: KeyExportRank, YAML: "export_rank", Default: "-1", Doc: "the exporting rank for single_rank; a negative rank means the last rank", show: func(c Config) string { return strconv.Itoa(c.ExportRank) }},
+	{Key: KeyExportSampleRate, YAML: "export_sample_rate", Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]", show: func(c Config) string { return strconv.FormatFloat(c.ExportSampleRate, 'g', -1, 64) }},
 	{Key: KeyRunID, YAML: "run_id", Default: "", Doc: "run id shared by every process of one fleet"},
-	{Key: KeyServiceNamePerServer, YAML: "service_name_per_server", Default: "true", Doc: "name each server's service <service name>/<server name>"},
+	{Key: KeyServiceNamePerServer, YAML: "service_name_per_server", Default: "true", Doc: "name each server's service <service name>/<server name>", show: showBool(func(c Config) bool { return c.ServiceNamePerServer })},
 	{Key: KeyFilePath, YAML: "file_path", Default: "", Doc: "JSON-lines file the file exporter appends to"},
 	{Key: KeyPrometheusAddr, YAML: "prometheus_addr", Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint"},
-	{Key: KeyServiceName, Standard: true, YAML: "service_name", Default: "nemo-gym", Doc: "service name (group) of every process"},
+	{Key: KeyServiceName, Standard: true, YAML: "service_name", Default: "nemo-gym", Doc: "service name (group) of every process", show: func(c Config) string { return c.ServiceName }},
 	{Key: KeyOTLPEndpoint, Standard: true, YAML: "otlp_endpoint", Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
-	{Key: KeyOTLPProtocol, Standard: true, YAML: "otlp_protocol", Default: ProtocolGRPC, Doc: "OTLP transport: grpc, http/protobuf or http/json"},
-	{Key: KeyOTLPTracesProtocol, Standard: true, YAML: "otlp_traces_protocol", Default: "", Doc: "OTLP transport of traces; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
-	{Key: KeyOTLPMetricsProtocol, Standard: true, YAML: "otlp_metrics_protocol", Default: "", Doc: "OTLP transport of metrics; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
-	{Key: KeyOTLPLogsProtocol, Standard: true, YAML: "otlp_logs_protocol", Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
-	{Key: KeyMetricExportInterval, Standard: true, YAML: "metric_export_interval_ms", Default: "10000", Doc: "milliseconds between metric exports"},
-	{Key: KeyHistogramAggregation, Standard: true, YAML: "histogram_aggregation", Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram"},
+	{Key: KeyOTLPProtocol, Standard: true, YAML: "otlp_protocol", Default: ProtocolGRPC, Doc: "OTLP transport: grpc, http/protobuf or http/json", show: func(c Config) string { return c.OTLPProtocol }},
+	{Key: KeyOTLPTracesProtocol, Standard: true, YAML: "otlp_traces_protocol", Default: "", Doc: "OTLP transport of traces; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.TracesProtocol }},
+	{Key: KeyOTLPMetricsProtocol, Standard: true, YAML: "otlp_metrics_protocol", Default: "", Doc: "OTLP transport of metrics; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.MetricsProtocol }},
+	{Key: KeyOTLPLogsProtocol, Standard: true, YAML: "otlp_logs_protocol", Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.LogsProtocol }},
+	{Key: KeyMetricExportInterval, Standard: true, YAML: "metric_export_interval_ms", Default: "10000", Doc: "milliseconds between metric exports", show: showMillis(func(c Config) time.Duration { return c.MetricExportInterval })},
+	{Key: KeyHistogramAggregation, Standard: true, YAML: "histogram_aggregation", Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram", show: func(c Config) string { return c.HistogramAggregation }},
 	{Key: KeyHistogramBoundaries, YAML: "histogram_boundaries_ms", Default: "", Doc: "explicit bucket boundaries of the gym.* millisecond histograms, ascending and comma-separated (for example 100,1000,10000,60000,600000,3600000); empty keeps the OpenTelemetry default buckets, as NeMo Gym; not with base2_exponential_bucket_histogram"},
 	{Key: KeySemconvStabilityOptIn, Standard: true, YAML: "semconv_stability_opt_in", Default: "http", Doc: "HTTP server metric conventions, a comma list as Python's instrumentation reads it: http (new only), http/dup (old and new); a list with neither means the old ones (Python's default when unset)"},
-	{Key: KeyBSPScheduleDelay, Standard: true, YAML: "span_schedule_delay_ms", Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported"},
-	{Key: KeyBSPExportTimeout, Standard: true, YAML: "span_export_timeout_ms", Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned"},
-	{Key: KeyBSPMaxQueueSize, Standard: true, YAML: "span_queue_size", Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted"},
-	{Key: KeyBSPMaxExportBatch, Standard: true, YAML: "span_export_batch_size", Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size"},
+	{Key: KeyBSPScheduleDelay, Standard: true, YAML: "span_schedule_delay_ms", Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported", show: showMillis(func(c Config) time.Duration { return c.SpanScheduleDelay })},
+	{Key: KeyBSPExportTimeout, Standard: true, YAML: "span_export_timeout_ms", Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned", show: showMillis(func(c Config) time.Duration { return c.SpanExportTimeout })},
+	{Key: KeyBSPMaxQueueSize, Standard: true, YAML: "span_queue_size", Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted", show: func(c Config) string { return strconv.Itoa(c.SpanQueueSize) }},
+	{Key: KeyBSPMaxExportBatch, Standard: true, YAML: "span_export_batch_size", Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size", show: func(c Config) string { return strconv.Itoa(c.SpanBatchSize) }},
 }
 
 // yamlKeyOf returns the telemetry-block key of setting key, or "".
@@ -156,6 +160,32 @@ func yamlKeyOf(key string) string {
 		if s.Key == key {
 			return s.YAML
 		}
+	}
+	return ""
+}
+
+func showBool(get func(Config) bool) func(Config) string {
+	return func(c Config) string { return strconv.FormatBool(get(c)) }
+}
+
+func showMillis(get func(Config) time.Duration) func(Config) string {
+	return func(c Config) string { return strconv.FormatInt(get(c).Milliseconds(), 10) }
+}
+
+// Value renders the effective value of setting key as parsed, so that "1"
+// and "yes" both read as true and an inherited OTLP protocol shows the
+// protocol; a setting kept as text shows its trimmed text, an unknown key
+// "".
+func (c Config) Value(key string) string {
+	for _, s := range settings {
+		if s.Key != key {
+			continue
+		}
+		if s.show != nil {
+			return s.show(c)
+		}
+		src, _ := c.Source(key)
+		return strings.TrimSpace(src.Value)
 	}
 	return ""
 }

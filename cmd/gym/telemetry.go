@@ -11,10 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -299,7 +297,7 @@ func check(f checkFlags) (*checkReport, []error) {
 			Key:      s.Key,
 			Variable: variable,
 			YAMLKey:  "telemetry." + s.YAML,
-			Value:    effectiveValue(cfg, s.Key, src.Value),
+			Value:    cfg.Value(s.Key),
 			Raw:      src.Value,
 			Origin:   src.Origin,
 		})
@@ -433,64 +431,6 @@ func serviceName(cfg lens.Config, serverName string) string {
 		return cfg.ServiceName + "/" + serverName
 	}
 	return cfg.ServiceName
-}
-
-// effectiveValue renders the parsed value of setting key, so that "1" and
-// "yes" both read as true. Keys it does not know show their raw text.
-func effectiveValue(cfg lens.Config, key, raw string) string {
-	switch key {
-	case lens.KeyEnabled:
-		return strconv.FormatBool(cfg.Enabled)
-	case lens.KeyTracesEnabled:
-		return strconv.FormatBool(cfg.TracesEnabled)
-	case lens.KeyMetricsEnabled:
-		return strconv.FormatBool(cfg.MetricsEnabled)
-	case lens.KeyLogsEnabled:
-		return strconv.FormatBool(cfg.LogsEnabled)
-	case lens.KeyServiceNamePerServer:
-		return strconv.FormatBool(cfg.ServiceNamePerServer)
-	case lens.KeySpanGroups:
-		return cfg.SpanGroups
-	case lens.KeyExporter:
-		return strings.Join(cfg.Exporters, ",")
-	case lens.KeyExportStrategy:
-		return cfg.ExportStrategy
-	case lens.KeyExportRank:
-		return strconv.Itoa(cfg.ExportRank)
-	case lens.KeyExportSampleRate:
-		return strconv.FormatFloat(cfg.ExportSampleRate, 'g', -1, 64)
-	case lens.KeyRunID:
-		return cfg.RunID
-	case lens.KeyFilePath:
-		return cfg.FilePath
-	case lens.KeyPrometheusAddr:
-		return cfg.PrometheusAddr
-	case lens.KeyServiceName:
-		return cfg.ServiceName
-	case lens.KeyOTLPEndpoint:
-		return cfg.OTLPEndpoint
-	case lens.KeyOTLPProtocol:
-		return cfg.OTLPProtocol
-	case lens.KeyOTLPTracesProtocol:
-		return cfg.TracesProtocol
-	case lens.KeyOTLPMetricsProtocol:
-		return cfg.MetricsProtocol
-	case lens.KeyOTLPLogsProtocol:
-		return cfg.LogsProtocol
-	case lens.KeyMetricExportInterval:
-		return strconv.FormatInt(int64(cfg.MetricExportInterval/time.Millisecond), 10)
-	case lens.KeyHistogramAggregation:
-		return cfg.HistogramAggregation
-	case lens.KeyBSPScheduleDelay:
-		return strconv.FormatInt(int64(cfg.SpanScheduleDelay/time.Millisecond), 10)
-	case lens.KeyBSPExportTimeout:
-		return strconv.FormatInt(int64(cfg.SpanExportTimeout/time.Millisecond), 10)
-	case lens.KeyBSPMaxQueueSize:
-		return strconv.Itoa(cfg.SpanQueueSize)
-	case lens.KeyBSPMaxExportBatch:
-		return strconv.Itoa(cfg.SpanBatchSize)
-	}
-	return strings.TrimSpace(raw)
 }
 
 func (r *checkReport) writeText(w io.Writer) {
