@@ -639,7 +639,8 @@ func pickMetricsAddr(addr string) (string, error) {
 }
 
 // exportsPrometheus reports whether a child with environment env serves
-// /metrics: telemetry and metrics on, prometheus among the exporters.
+// /metrics: lens.Decide has it export metrics, prometheus among the
+// exporters.
 func exportsPrometheus(env []string) bool {
 	lookup := func(key string) (string, bool) {
 		for i := len(env) - 1; i >= 0; i-- { // the last one wins, as in exec
@@ -650,7 +651,11 @@ func exportsPrometheus(env []string) bool {
 		return "", false
 	}
 	lc, err := lens.LoadConfig(lens.LoadOptions{Lookup: lookup, Groups: telemetry.GroupSet()})
-	return err == nil && lc.Enabled && lc.MetricsEnabled && lc.HasExporter(lens.ExporterPrometheus)
+	if err != nil {
+		return false
+	}
+	d, err := lens.Decide(lc, lens.DecideOptions{Lookup: lookup})
+	return err == nil && d.Export && d.HasSignal(lens.SignalMetrics) && lc.HasExporter(lens.ExporterPrometheus)
 }
 
 func (f *Fleet) startError(c *child, err error) error {
