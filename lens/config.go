@@ -58,10 +58,17 @@ type Setting struct {
 	Key string
 	// Standard marks an OpenTelemetry-standard variable read without prefix.
 	Standard bool
+	// YAML is the setting's key in a Gym YAML file's telemetry: block (for
+	// example "enabled", "otlp_endpoint").
+	YAML string
 	// Default is the value used when neither environment nor overlay sets it.
 	Default string
 	// Doc is a one-line description.
 	Doc string
+
+	// show renders the parsed value (see Config.Value); nil shows the
+	// trimmed text.
+	show func(Config) string
 }
 
 // Setting keys. The prefixed ones are read as PrimaryPrefix+Key, falling back
@@ -118,33 +125,69 @@ const (
 
 // Settings lists every variable lens reads, in display order.
 var settings = []Setting{
-	{Key: KeyEnabled, Default: "false", Doc: "master switch; nothing is set up while false"},
-	{Key: KeySpanGroups, Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none"},
-	{Key: KeyExporter, Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none"},
-	{Key: KeyTracesEnabled, Default: "true", Doc: "export traces"},
-	{Key: KeyMetricsEnabled, Default: "true", Doc: "export metrics"},
-	{Key: KeyLogsEnabled, Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs"},
-	{Key: KeyExportStrategy, Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one"},
-	{Key: KeyExportRank, Default: "-1", Doc: "the exporting rank for single_rank; a negative rank means the last rank"},
-	{Key: KeyExportSampleRate, Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]"},
-	{Key: KeyRunID, Default: "", Doc: "run id shared by every process of one fleet"},
-	{Key: KeyServiceNamePerServer, Default: "true", Doc: "name each server's service <service name>/<server name>"},
-	{Key: KeyFilePath, Default: "", Doc: "JSON-lines file the file exporter appends to"},
-	{Key: KeyPrometheusAddr, Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint"},
-	{Key: KeyServiceName, Standard: true, Default: "nemo-gym", Doc: "service name (group) of every process"},
-	{Key: KeyOTLPEndpoint, Standard: true, Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
-	{Key: KeyOTLPProtocol, Standard: true, Default: ProtocolGRPC, Doc: "OTLP transport: grpc, http/protobuf or http/json"},
-	{Key: KeyOTLPTracesProtocol, Standard: true, Default: "", Doc: "OTLP transport of traces; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
-	{Key: KeyOTLPMetricsProtocol, Standard: true, Default: "", Doc: "OTLP transport of metrics; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
-	{Key: KeyOTLPLogsProtocol, Standard: true, Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty"},
-	{Key: KeyMetricExportInterval, Standard: true, Default: "10000", Doc: "milliseconds between metric exports"},
-	{Key: KeyHistogramAggregation, Standard: true, Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram"},
-	{Key: KeyHistogramBoundaries, Default: "", Doc: "explicit bucket boundaries of the gym.* millisecond histograms, ascending and comma-separated (for example 100,1000,10000,60000,600000,3600000); empty keeps the OpenTelemetry default buckets, as NeMo Gym; not with base2_exponential_bucket_histogram"},
-	{Key: KeySemconvStabilityOptIn, Standard: true, Default: "http", Doc: "HTTP server metric conventions, a comma list as Python's instrumentation reads it: http (new only), http/dup (old and new); a list with neither means the old ones (Python's default when unset)"},
-	{Key: KeyBSPScheduleDelay, Standard: true, Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported"},
-	{Key: KeyBSPExportTimeout, Standard: true, Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned"},
-	{Key: KeyBSPMaxQueueSize, Standard: true, Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted"},
-	{Key: KeyBSPMaxExportBatch, Standard: true, Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size"},
+	{Key: KeyEnabled, YAML: "enabled", Default: "false", Doc: "master switch; nothing is set up while false", show: showBool(func(c Config) bool { return c.Enabled })},
+	{Key: KeySpanGroups, YAML: "span_groups", Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none", show: func(c Config) string { return c.SpanGroups }},
+	{Key: KeyExporter, YAML: "exporter", Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none", show: func(c Config) string { return strings.Join(c.Exporters, ",") }},
+	{Key: KeyTracesEnabled, YAML: "traces_enabled", Default: "true", Doc: "export traces", show: showBool(func(c Config) bool { return c.TracesEnabled })},
+	{Key: KeyMetricsEnabled, YAML: "metrics_enabled", Default: "true", Doc: "export metrics", show: showBool(func(c Config) bool { return c.MetricsEnabled })},
+	{Key: KeyLogsEnabled, YAML: "logs_enabled", Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs", show: showBool(func(c Config) bool { return c.LogsEnabled })},
+	{Key: KeyExportStrategy, YAML: "export_strategy", Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one", show: func(c Config) string { return c.ExportStrategy }},
+	{Key: KeyExportRank, YAML: "export_rank", Default: "-1", Doc: "the exporting rank for single_rank; a negative rank means the last rank", show: func(c Config) string { return strconv.Itoa(c.ExportRank) }},
+	{Key: KeyExportSampleRate, YAML: "export_sample_rate", Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]", show: func(c Config) string { return strconv.FormatFloat(c.ExportSampleRate, 'g', -1, 64) }},
+	{Key: KeyRunID, YAML: "run_id", Default: "", Doc: "run id shared by every process of one fleet"},
+	{Key: KeyServiceNamePerServer, YAML: "service_name_per_server", Default: "true", Doc: "name each server's service <service name>/<server name>", show: showBool(func(c Config) bool { return c.ServiceNamePerServer })},
+	{Key: KeyFilePath, YAML: "file_path", Default: "", Doc: "JSON-lines file the file exporter appends to"},
+	{Key: KeyPrometheusAddr, YAML: "prometheus_addr", Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint"},
+	{Key: KeyServiceName, Standard: true, YAML: "service_name", Default: "nemo-gym", Doc: "service name (group) of every process", show: func(c Config) string { return c.ServiceName }},
+	{Key: KeyOTLPEndpoint, Standard: true, YAML: "otlp_endpoint", Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
+	{Key: KeyOTLPProtocol, Standard: true, YAML: "otlp_protocol", Default: ProtocolGRPC, Doc: "OTLP transport: grpc, http/protobuf or http/json", show: func(c Config) string { return c.OTLPProtocol }},
+	{Key: KeyOTLPTracesProtocol, Standard: true, YAML: "otlp_traces_protocol", Default: "", Doc: "OTLP transport of traces; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.TracesProtocol }},
+	{Key: KeyOTLPMetricsProtocol, Standard: true, YAML: "otlp_metrics_protocol", Default: "", Doc: "OTLP transport of metrics; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.MetricsProtocol }},
+	{Key: KeyOTLPLogsProtocol, Standard: true, YAML: "otlp_logs_protocol", Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.LogsProtocol }},
+	{Key: KeyMetricExportInterval, Standard: true, YAML: "metric_export_interval_ms", Default: "10000", Doc: "milliseconds between metric exports", show: showMillis(func(c Config) time.Duration { return c.MetricExportInterval })},
+	{Key: KeyHistogramAggregation, Standard: true, YAML: "histogram_aggregation", Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram", show: func(c Config) string { return c.HistogramAggregation }},
+	{Key: KeyHistogramBoundaries, YAML: "histogram_boundaries_ms", Default: "", Doc: "explicit bucket boundaries of the gym.* millisecond histograms, ascending and comma-separated (for example 100,1000,10000,60000,600000,3600000); empty keeps the OpenTelemetry default buckets, as NeMo Gym; not with base2_exponential_bucket_histogram"},
+	{Key: KeySemconvStabilityOptIn, Standard: true, YAML: "semconv_stability_opt_in", Default: "http", Doc: "HTTP server metric conventions, a comma list as Python's instrumentation reads it: http (new only), http/dup (old and new); a list with neither means the old ones (Python's default when unset)"},
+	{Key: KeyBSPScheduleDelay, Standard: true, YAML: "span_schedule_delay_ms", Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported", show: showMillis(func(c Config) time.Duration { return c.SpanScheduleDelay })},
+	{Key: KeyBSPExportTimeout, Standard: true, YAML: "span_export_timeout_ms", Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned", show: showMillis(func(c Config) time.Duration { return c.SpanExportTimeout })},
+	{Key: KeyBSPMaxQueueSize, Standard: true, YAML: "span_queue_size", Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted", show: func(c Config) string { return strconv.Itoa(c.SpanQueueSize) }},
+	{Key: KeyBSPMaxExportBatch, Standard: true, YAML: "span_export_batch_size", Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size", show: func(c Config) string { return strconv.Itoa(c.SpanBatchSize) }},
+}
+
+// yamlKeyOf returns the telemetry-block key of setting key, or "".
+func yamlKeyOf(key string) string {
+	for _, s := range settings {
+		if s.Key == key {
+			return s.YAML
+		}
+	}
+	return ""
+}
+
+func showBool(get func(Config) bool) func(Config) string {
+	return func(c Config) string { return strconv.FormatBool(get(c)) }
+}
+
+func showMillis(get func(Config) time.Duration) func(Config) string {
+	return func(c Config) string { return strconv.FormatInt(get(c).Milliseconds(), 10) }
+}
+
+// Value renders the effective value of setting key as parsed, so that "1"
+// and "yes" both read as true and an inherited OTLP protocol shows the
+// protocol; a setting kept as text shows its trimmed text, an unknown key
+// "".
+func (c Config) Value(key string) string {
+	for _, s := range settings {
+		if s.Key != key {
+			continue
+		}
+		if s.show != nil {
+			return s.show(c)
+		}
+		src, _ := c.Source(key)
+		return strings.TrimSpace(src.Value)
+	}
+	return ""
 }
 
 // Settings returns a copy of the table of every variable lens reads, in
@@ -350,11 +393,11 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	if _, err := lookupStrategy(cfg.ExportStrategy); err != nil {
 		bad(KeyExportStrategy, err.Error())
 	}
-	if n, err := strconv.Atoi(text(KeyExportRank)); err != nil {
+	if n, err := ParseInt(text(KeyExportRank)); err != nil || n < math.MinInt32 || n > math.MaxInt32 {
 		bad(KeyExportRank, "not an integer")
 	} else {
 		// Any negative rank means the last one, as in nemo-lens.
-		cfg.ExportRank = n
+		cfg.ExportRank = int(n)
 	}
 	if f, err := ParseFloat(text(KeyExportSampleRate)); err != nil {
 		bad(KeyExportSampleRate, err.Error())
@@ -404,7 +447,7 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 		}
 	}
 	millis := func(key string) time.Duration {
-		ms, err := strconv.ParseInt(text(key), 10, 64)
+		ms, err := ParseInt(text(key))
 		if err != nil {
 			bad(key, "not an integer number of milliseconds")
 			return 0
@@ -416,16 +459,16 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 		return time.Duration(ms) * time.Millisecond
 	}
 	count := func(key string, limit int) int {
-		n, err := strconv.Atoi(text(key))
+		n, err := ParseInt(text(key))
 		if err != nil {
 			bad(key, "not an integer")
 			return 0
 		}
-		if n <= 0 || n > limit {
+		if n <= 0 || n > int64(limit) {
 			bad(key, fmt.Sprintf("must be between 1 and %d", limit))
 			return 0
 		}
-		return n
+		return int(n)
 	}
 	cfg.MetricExportInterval = millis(KeyMetricExportInterval)
 	cfg.SpanScheduleDelay = millis(KeyBSPScheduleDelay)

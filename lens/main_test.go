@@ -52,11 +52,13 @@ func enabledVars(extra map[string]string) map[string]string {
 
 // isolateTelemetry prepares a test that touches the process-wide telemetry
 // state: it resets that state now and again when the test ends, and hides a
-// LOCAL_RANK the environment may carry (Setup reads it). Such tests must not
+// RANK, WORLD_SIZE or LOCAL_RANK the environment may carry (Setup reads them). Such tests must not
 // run in parallel with each other; t.Setenv enforces that.
 func isolateTelemetry(t *testing.T) {
 	t.Helper()
-	t.Setenv("LOCAL_RANK", "")
+	for _, name := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK"} {
+		t.Setenv(name, "")
+	}
 	lens.ResetForTesting()
 	t.Cleanup(lens.ResetForTesting)
 }

@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -237,7 +236,7 @@ func newJSONHTTPClient(signal string, msgs otlpMessages, lookup func(string) (st
 	}
 	timeout := 10 * time.Second
 	if v := env("TIMEOUT"); v != "" {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 && ms <= maxMillisecondSetting {
+		if ms, err := ParseInt(v); err == nil && ms > 0 && ms <= maxMillisecondSetting {
 			timeout = time.Duration(ms) * time.Millisecond
 		}
 	}

@@ -7,9 +7,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,9 +45,11 @@ type Options struct {
 	// Attributes are added to the resource of every signal (see
 	// ResourceAttributes for what wins over what).
 	Attributes []attribute.KeyValue
-	// Rank, WorldSize and LocalRank feed the export strategy; Rank and
-	// WorldSize are also the dl.rank and dl.world_size resource
-	// attributes. WorldSize 0 means a single process.
+	// Rank, WorldSize and LocalRank feed the export strategy (see
+	// Decide); Rank and WorldSize are also the dl.rank and dl.world_size
+	// resource attributes. WorldSize 0 reads rank and world size from RANK
+	// and WORLD_SIZE (unset: a single process); LocalRank 0 reads
+	// LOCAL_RANK.
 	Rank, WorldSize, LocalRank int
 	// MetricReader, when set, replaces the configured metric exporters.
 	MetricReader sdkmetric.Reader
@@ -305,10 +305,15 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lens: %s: %w", KeySpanGroups, err)
 	}
-	exporting, err := shouldExportSafely(cfg, opts)
+	d, err := Decide(cfg, opts.decideOptions())
 	if err != nil {
 		return nil, err
 	}
+	if d.SetupErr != nil {
+		return nil, d.SetupErr
+	}
+	exporting := d.Export
+	opts.Rank, opts.WorldSize, opts.LocalRank = d.Rank, d.WorldSize, d.LocalRank
 
 	proc.Lock()
 	defer proc.Unlock()
@@ -320,7 +325,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
 		propagation.TraceContext{}, propagation.Baggage{}))
 	proc.setUp = true
-	if !exporting || cfg.HasExporter(ExporterNone) && opts.MetricReader == nil && opts.SpanExporter == nil {
+	if !exporting {
 		live.Store(h)
 		return h, nil
 	}
@@ -342,19 +347,22 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
 	return h, nil
 }
 
-func shouldExportSafely(cfg Config, opts Options) (ok bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ok, err = false, fmt.Errorf("lens: export strategy %q panicked: %v", cfg.ExportStrategy, r)
-		}
-	}()
-	local := opts.LocalRank
-	if v, found := os.LookupEnv("LOCAL_RANK"); found && local == 0 {
-		if n, perr := strconv.Atoi(v); perr == nil {
-			local = n
-		}
+// decideOptions is the placement and the caller's own exporters as Decide
+// takes them: a WorldSize of 0 leaves rank and world size to RANK and
+// WORLD_SIZE, a LocalRank of 0 leaves the local rank to LOCAL_RANK.
+func (o Options) decideOptions() DecideOptions {
+	d := DecideOptions{
+		OwnSpanExporter: o.SpanExporter != nil,
+		OwnMetricReader: o.MetricReader != nil,
+		OwnLogExporter:  o.LogExporter != nil,
 	}
-	return ShouldExport(cfg, opts.Rank, opts.WorldSize, local)
+	if o.WorldSize != 0 {
+		d.Rank, d.WorldSize = &o.Rank, &o.WorldSize
+	}
+	if o.LocalRank != 0 {
+		d.LocalRank = &o.LocalRank
+	}
+	return d
 }
 
 func (h *Handle) build(ctx context.Context, opts Options) error {

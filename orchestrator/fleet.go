@@ -539,6 +539,18 @@ func (f *Fleet) command(spec ServerSpec) (argv []string, dir string) {
 	return argv, dir
 }
 
+// ServerTelemetryEnv is the telemetry environment the orchestrator gives
+// the server called name on top of its own, whatever the user set: its own
+// file in the run directory and the address its prometheus exporter
+// serves on. `gym telemetry check --fleet` reads it to answer for a
+// server.
+func ServerTelemetryEnv(runDir, name, metricsAddr string) []string {
+	return []string{
+		lens.PrimaryPrefix + lens.KeyFilePath + "=" + filepath.Join(runDir, contract.RunTelemetryDir, contract.TelemetryFileName(name)),
+		lens.PrimaryPrefix + lens.KeyPrometheusAddr + "=" + metricsAddr,
+	}
+}
+
 func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	argv, dir := f.command(spec)
 	metricsAddr, err := pickMetricsAddr(spec.MetricsAddr)
@@ -555,9 +567,8 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), f.opts.ExtraEnv...)
+	cmd.Env = append(cmd.Env, ServerTelemetryEnv(f.opts.RunDir, spec.Name, metricsAddr)...)
 	cmd.Env = append(cmd.Env,
-		lens.PrimaryPrefix+lens.KeyFilePath+"="+filepath.Join(f.opts.RunDir, contract.RunTelemetryDir, contract.TelemetryFileName(spec.Name)),
-		lens.PrimaryPrefix+lens.KeyPrometheusAddr+"="+metricsAddr,
 		// The launch contract: the whole dict (secrets included, hence the
 		// environment rather than the world-readable command line) and
 		// which instance of it this process is.
@@ -628,7 +639,8 @@ func pickMetricsAddr(addr string) (string, error) {
 }
 
 // exportsPrometheus reports whether a child with environment env serves
-// /metrics: telemetry and metrics on, prometheus among the exporters.
+// /metrics: lens.Decide has it export metrics, prometheus among the
+// exporters.
 func exportsPrometheus(env []string) bool {
 	lookup := func(key string) (string, bool) {
 		for i := len(env) - 1; i >= 0; i-- { // the last one wins, as in exec
@@ -639,7 +651,11 @@ func exportsPrometheus(env []string) bool {
 		return "", false
 	}
 	lc, err := lens.LoadConfig(lens.LoadOptions{Lookup: lookup, Groups: telemetry.GroupSet()})
-	return err == nil && lc.Enabled && lc.MetricsEnabled && lc.HasExporter(lens.ExporterPrometheus)
+	if err != nil {
+		return false
+	}
+	d, err := lens.Decide(lc, lens.DecideOptions{Lookup: lookup})
+	return err == nil && d.Export && d.HasSignal(lens.SignalMetrics) && lc.HasExporter(lens.ExporterPrometheus)
 }
 
 func (f *Fleet) startError(c *child, err error) error {

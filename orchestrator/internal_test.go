@@ -59,12 +59,17 @@ func TestPickMetricsAddr(t *testing.T) {
 
 func TestExportsPrometheus(t *testing.T) {
 	for env, want := range map[string]bool{
-		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=prometheus":                             true,
-		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=file,prometheus":                        true,
-		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=file":                                   false,
-		"NEMO_GYM_OTEL_ENABLED=0 NEMO_GYM_OTEL_EXPORTER=prometheus":                             false,
-		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=prometheus NEMO_GYM_OTEL_EXPORTER=file": false,
-		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=file NEMO_GYM_OTEL_EXPORTER=prometheus": true,
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=prometheus": true,
+		// Every child has its FILE_PATH (without one its set-up fails).
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=file,prometheus NEMO_GYM_OTEL_FILE_PATH=t.jsonl": true,
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=file,prometheus":                                 false,
+		// The export strategy counts: this child is not the exporting rank.
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=prometheus NEMO_GYM_OTEL_EXPORT_STRATEGY=single_rank NEMO_GYM_OTEL_EXPORT_RANK=1": false,
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=prometheus NEMO_GYM_OTEL_METRICS_ENABLED=0":                                       false,
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=file":                                                                             false,
+		"NEMO_GYM_OTEL_ENABLED=0 NEMO_GYM_OTEL_EXPORTER=prometheus":                                                                       false,
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=prometheus NEMO_GYM_OTEL_EXPORTER=file":                                           false,
+		"NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=file NEMO_GYM_OTEL_EXPORTER=prometheus":                                           true,
 	} {
 		if got := exportsPrometheus(strings.Fields(env)); got != want {
 			t.Errorf("exportsPrometheus(%s) = %v, want %v", env, got, want)

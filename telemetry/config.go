@@ -24,27 +24,12 @@ type Config struct {
 	Values map[string]string
 }
 
-// yamlKeys maps each YAML key of the telemetry block to its lens setting.
+// yamlKeys maps each YAML key of the telemetry block to its lens setting;
+// the keys are the YAML column of lens's settings table.
 var yamlKeys = func() map[string]string {
-	m := map[string]string{
-		"service_name":              lens.KeyServiceName,
-		"otlp_endpoint":             lens.KeyOTLPEndpoint,
-		"otlp_protocol":             lens.KeyOTLPProtocol,
-		"otlp_traces_protocol":      lens.KeyOTLPTracesProtocol,
-		"otlp_metrics_protocol":     lens.KeyOTLPMetricsProtocol,
-		"otlp_logs_protocol":        lens.KeyOTLPLogsProtocol,
-		"metric_export_interval_ms": lens.KeyMetricExportInterval,
-		"histogram_aggregation":     lens.KeyHistogramAggregation,
-		"semconv_stability_opt_in":  lens.KeySemconvStabilityOptIn,
-		"span_schedule_delay_ms":    lens.KeyBSPScheduleDelay,
-		"span_export_timeout_ms":    lens.KeyBSPExportTimeout,
-		"span_queue_size":           lens.KeyBSPMaxQueueSize,
-		"span_export_batch_size":    lens.KeyBSPMaxExportBatch,
-	}
+	m := map[string]string{}
 	for _, s := range lens.Settings() {
-		if !s.Standard {
-			m[strings.ToLower(s.Key)] = s.Key
-		}
+		m[s.YAML] = s.Key
 	}
 	return m
 }()
@@ -172,6 +157,12 @@ func (c Config) loadOptions(lookup func(string) (string, bool)) lens.LoadOptions
 // block and the current environment, with the source of every value.
 func (c Config) Effective() (lens.Config, error) { return c.load(os.LookupEnv) }
 
+// EnvVar is one variable ConfigureEnv writes, with where its value comes
+// from ("yaml telemetry.exporter", "telemetry enabled", "run id").
+type EnvVar struct {
+	Name, Value, From string
+}
+
 // ConfigureEnv is the orchestrator's step before it spawns servers: it
 // validates the block together with the environment, and when telemetry is
 // enabled (by the block or by the environment) it writes each configured
@@ -180,18 +171,33 @@ func (c Config) Effective() (lens.Config, error) { return c.load(os.LookupEnv) }
 // wins. It mints one run id (RUN_ID from env or block, else SLURM_JOB_ID,
 // else 12 random hex characters), exports it and returns it. When telemetry
 // is disabled it writes nothing and returns "". On error nothing is written.
+// PlanEnv says what it writes without writing it.
 func ConfigureEnv(cfg Config) (runID string, err error) {
-	eff, err := cfg.Effective()
+	vars, runID, err := PlanEnv(cfg, os.LookupEnv)
 	if err != nil {
-		return "", fmt.Errorf("telemetry: %w", err)
+		return "", err
+	}
+	for _, w := range vars {
+		if err := os.Setenv(w.Name, w.Value); err != nil {
+			return "", fmt.Errorf("telemetry: set %s: %w", w.Name, err)
+		}
+	}
+	return runID, nil
+}
+
+// PlanEnv is ConfigureEnv without the writing: the variables it would set,
+// in the order it sets them, and the run id, for an environment read
+// through lookup. A run id is minted when none is given.
+func PlanEnv(cfg Config, lookup func(string) (string, bool)) (vars []EnvVar, runID string, err error) {
+	opts := cfg.loadOptions(lookup)
+	eff, err := lens.LoadConfig(opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("telemetry: %w", err)
 	}
 	if !eff.Enabled {
-		return "", nil
+		return nil, "", nil
 	}
-	opts := cfg.loadOptions(os.LookupEnv)
-	type write struct{ name, value string }
-	var writes []write
-	setIfUnset := func(key, value string) {
+	setIfUnset := func(key, value, from string) {
 		if _, _, set := opts.LookupVar(key); set {
 			return
 		}
@@ -199,7 +205,7 @@ func ConfigureEnv(cfg Config) (runID string, err error) {
 		if !strings.HasPrefix(key, "OTEL_") {
 			name = lens.PrimaryPrefix + key
 		}
-		writes = append(writes, write{name, value})
+		vars = append(vars, EnvVar{name, value, from})
 	}
 	keys := make([]string, 0, len(cfg.Values))
 	for k := range cfg.Values {
@@ -211,25 +217,21 @@ func ConfigureEnv(cfg Config) (runID string, err error) {
 		if k == lens.KeyRunID || strings.TrimSpace(cfg.Values[k]) == "" {
 			continue
 		}
-		setIfUnset(k, cfg.Values[k])
+		setIfUnset(k, cfg.Values[k], "yaml telemetry."+YAMLKey(k))
 	}
-	setIfUnset(lens.KeyEnabled, "1")
+	setIfUnset(lens.KeyEnabled, "1", "telemetry enabled")
 
 	runID = eff.RunID // env first, then the block
 	if runID == "" {
-		runID = strings.TrimSpace(os.Getenv("SLURM_JOB_ID"))
+		if v, ok := lookup("SLURM_JOB_ID"); ok {
+			runID = strings.TrimSpace(v)
+		}
 	}
 	if runID == "" {
 		runID = NewRunID()
 	}
-	setIfUnset(lens.KeyRunID, runID)
-
-	for _, w := range writes {
-		if err := os.Setenv(w.name, w.value); err != nil {
-			return "", fmt.Errorf("telemetry: set %s: %w", w.name, err)
-		}
-	}
-	return runID, nil
+	setIfUnset(lens.KeyRunID, runID, "run id")
+	return vars, runID, nil
 }
 
 // NewRunID returns 12 random lowercase hex characters.

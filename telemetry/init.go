@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -31,8 +29,9 @@ type InitOptions struct {
 	ServerType string
 	// ResourceAttributes are added to every signal's resource.
 	ResourceAttributes map[string]string
-	// Rank and WorldSize feed the export strategy; WorldSize 0 reads RANK
-	// and WORLD_SIZE from the environment, defaulting to a single process.
+	// Rank and WorldSize feed the export strategy; WorldSize 0 leaves them
+	// to RANK and WORLD_SIZE, read by lens.Decide (unset: a single
+	// process). LOCAL_RANK is always read there.
 	Rank, WorldSize int
 	// MetricReader, when set, replaces the configured metric exporters.
 	MetricReader sdkmetric.Reader
@@ -127,16 +126,12 @@ func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 	for k, v := range opts.ResourceAttributes {
 		attrs = append(attrs, attribute.String(k, v))
 	}
-	rank, world := opts.Rank, opts.WorldSize
-	if world == 0 {
-		rank, world = envInt("RANK", 0), envInt("WORLD_SIZE", 1)
-	}
 	h, err := lens.Setup(context.Background(), cfg, lens.Options{
 		Groups:       GroupSet(),
 		ServiceName:  serviceName,
 		Attributes:   attrs,
-		Rank:         rank,
-		WorldSize:    world,
+		Rank:         opts.Rank,
+		WorldSize:    opts.WorldSize,
 		MetricReader: opts.MetricReader,
 		SpanExporter: opts.SpanExporter,
 	})
@@ -168,13 +163,6 @@ func startRuntimeMetrics() {
 func sourceValue(cfg lens.Config, key string) string {
 	s, _ := cfg.Source(key)
 	return s.Value
-}
-
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return n
-	}
-	return def
 }
 
 // Get returns the handle Init built, or nil when telemetry is off or Init

@@ -29,13 +29,15 @@
 //     and the enabled signals;
 //   - the service name: OTEL_SERVICE_NAME, followed by "/" and the server
 //     name when SERVICE_NAME_PER_SERVER is on and --server-name is given;
-//   - the verdict: whether a process with this rank would export, and if
-//     not, the one reason why (telemetry disabled, the export strategy rules
-//     the rank out, or the exporter is none).
+//   - the verdict of lens.Decide, the one lens.Setup acts on: whether a
+//     process with this rank would export, and if not, the one reason why
+//     (telemetry disabled, the export strategy rules the rank out, no
+//     signal to export, or a set-up bound to fail).
 //
-// The rank and world size come from --rank and --world-size, else from
-// RANK and WORLD_SIZE; the local rank comes from LOCAL_RANK. With --json
-// the same report is printed as a single JSON object.
+// The rank, world size and local rank come from --rank, --world-size and
+// --local-rank, else from RANK, WORLD_SIZE and LOCAL_RANK. With --fleet the
+// answer is for a process of a fleet started by gym run, with gym run's
+// defaults. With --json the same report is printed as a single JSON object.
 //
 // The exit status is 0 for a valid configuration whether or not it
 // exports, and 2 when the configuration or the flags are bad; each problem

@@ -31,7 +31,7 @@ var envGroup = group{
 func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gym env start", flag.ContinueOnError)
 	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
-	runsDir := fs.String("runs-dir", "runs", "parent directory of run directories")
+	runsDir := fs.String("runs-dir", defaultRunsDir, "parent directory of run directories")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gym env start [--config FILE] [--runs-dir DIR]\n\n"+
 			"Starts every server of the fleet as a child process, waits until each is\n"+

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,12 +27,16 @@ type fleetSession struct {
 	log    *slog.Logger
 }
 
+// defaultRunsDir is where gym run and gym env start create run
+// directories unless --runs-dir says otherwise.
+const defaultRunsDir = "runs"
+
 // telemetryDefaults are applied when the fleet config has no telemetry
 // block: export to the run directory, or over OTLP when the user points
-// OTEL_EXPORTER_OTLP_ENDPOINT at a collector.
-func telemetryDefaults(enabled bool) map[string]string {
+// OTEL_EXPORTER_OTLP_ENDPOINT at a collector (read through lookup).
+func telemetryDefaults(enabled bool, lookup func(string) (string, bool)) map[string]string {
 	exporter := lens.ExporterFile
-	if strings.TrimSpace(os.Getenv(lens.KeyOTLPEndpoint)) != "" {
+	if v, _ := lookup(lens.KeyOTLPEndpoint); strings.TrimSpace(v) != "" {
 		exporter = lens.ExporterOTLP
 	}
 	d := map[string]string{lens.KeyExporter: exporter}
@@ -41,15 +46,44 @@ func telemetryDefaults(enabled bool) map[string]string {
 	return d
 }
 
+// fleetTelemetry is the telemetry block a fleet command hands to
+// ConfigureEnv: the fleet config's block, or telemetryDefaults when there is
+// none (telemetry on when defaultOn, as for gym run), with the default
+// exporter when the block names none. The config's block is not modified.
+func fleetTelemetry(tel telemetry.Config, defaultOn bool, lookup func(string) (string, bool)) telemetry.Config {
+	if !tel.Present {
+		tel.Values = telemetryDefaults(defaultOn, lookup)
+		return tel
+	}
+	if _, ok := tel.Values[lens.KeyExporter]; !ok {
+		tel.Values = maps.Clone(tel.Values)
+		tel.Values[lens.KeyExporter] = telemetryDefaults(false, lookup)[lens.KeyExporter]
+	}
+	return tel
+}
+
+// orchestratorEnv is what openSession sets for the orchestrator's own
+// process once ConfigureEnv has run (lookup reads that environment): a free
+// port for its /metrics unless the user chose one (a fixed default would
+// collide with a second fleet on the host, and targets.json says where it
+// landed), and its own file in the run directory, whatever the user gave.
+func orchestratorEnv(runDir string, lookup func(string) (string, bool)) []telemetry.EnvVar {
+	var out []telemetry.EnvVar
+	if _, _, set := (lens.LoadOptions{Lookup: lookup}).LookupVar(lens.KeyPrometheusAddr); !set {
+		out = append(out, telemetry.EnvVar{Name: lens.PrimaryPrefix + lens.KeyPrometheusAddr, Value: "127.0.0.1:0", From: "a free port"})
+	}
+	return append(out, telemetry.EnvVar{
+		Name:  lens.PrimaryPrefix + lens.KeyFilePath,
+		Value: filepath.Join(runDir, contract.RunTelemetryDir, contract.RunOrchestratorTelemetry),
+		From:  "the run directory",
+	})
+}
+
 // openSession writes the telemetry settings into the environment (user
 // variables win), creates runs/<run id>/ and initialises the orchestrator's
 // telemetry there.
 func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr io.Writer) (*fleetSession, error) {
-	if !cfg.Telemetry.Present {
-		cfg.Telemetry.Values = telemetryDefaults(defaultOn)
-	} else if _, ok := cfg.Telemetry.Values[lens.KeyExporter]; !ok {
-		cfg.Telemetry.Values[lens.KeyExporter] = telemetryDefaults(false)[lens.KeyExporter]
-	}
+	cfg.Telemetry = fleetTelemetry(cfg.Telemetry, defaultOn, os.LookupEnv)
 	runID, err := telemetry.ConfigureEnv(cfg.Telemetry)
 	if err != nil {
 		return nil, err
@@ -61,17 +95,10 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr
 	if err := os.MkdirAll(filepath.Join(runDir, contract.RunTelemetryDir), 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	// A free port for the orchestrator's own /metrics unless the user chose
-	// one: a fixed default would collide with a second fleet on the host,
-	// and targets.json says where it landed.
-	if _, _, set := (lens.LoadOptions{}).LookupVar(lens.KeyPrometheusAddr); !set {
-		if err := os.Setenv(lens.PrimaryPrefix+lens.KeyPrometheusAddr, "127.0.0.1:0"); err != nil {
+	for _, v := range orchestratorEnv(runDir, os.LookupEnv) {
+		if err := os.Setenv(v.Name, v.Value); err != nil {
 			return nil, err
 		}
-	}
-	// The orchestrator's own file; every server gets one of its own.
-	if err := os.Setenv(lens.PrimaryPrefix+lens.KeyFilePath, filepath.Join(runDir, contract.RunTelemetryDir, contract.RunOrchestratorTelemetry)); err != nil {
-		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", "orchestrator")
 	slog.SetDefault(log)

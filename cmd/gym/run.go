@@ -36,7 +36,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	concurrency := fs.Int("concurrency", 16, "rollouts in flight at once")
 	seed := fs.Int64("seed", 1, "seed of the dataset and of the built-in policy")
 	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
-	runsDir := fs.String("runs-dir", "runs", "parent directory of run directories")
+	runsDir := fs.String("runs-dir", defaultRunsDir, "parent directory of run directories")
 	latency := fs.Float64("model-latency-ms", -1, "built-in policy latency per call in ms (default: the model config's, 0)")
 	correct := fs.Float64("correct-probability", -1, "built-in policy's chance of a right answer (default: the model config's, 0.8)")
 	noTelemetry := fs.Bool("no-telemetry", false, "turn telemetry off (same as NEMO_GYM_OTEL_ENABLED=0)")

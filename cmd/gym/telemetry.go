@@ -9,17 +9,17 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -51,12 +51,21 @@ the span groups it resolves to, the exporters, the OTLP protocol of each
 signal, the service name, the resource attributes such a process would
 report (as detected in this environment: host, GPUs, SLURM, Kubernetes;
 process.pid is left out, it would be the server's), and whether a process
-with the given rank and server name would export at all.
+with the given rank and server name would export at all. The verdict is
+lens.Decide's, the one lens.Setup acts on.
 
 Nothing is set up: no exporter is created and no port or file is opened
 apart from reading --config. RANK, WORLD_SIZE and LOCAL_RANK are read from
-the environment like a server would; --rank and --world-size override the
-first two.
+the environment like a server would; --rank, --world-size and --local-rank
+override them.
+
+With --fleet the answer is for a process of a fleet started by gym run:
+--config is then a fleet config (default: the built-in fleet), gym run's
+telemetry defaults apply (on, exported to the run directory, or over OTLP
+when OTEL_EXPORTER_OTLP_ENDPOINT is set), and the process is the
+orchestrator, or the server --server-name names, with the environment the
+orchestrator gives it. The run id and the run directory are examples: each
+run picks its own.
 
 Exit status: 0 when the configuration is valid, whether or not it exports;
 2 when it is not (each problem is printed on stderr) or the flags are bad.
@@ -67,24 +76,26 @@ Flags:
 // checkFlags are the parsed flags of "gym telemetry check".
 type checkFlags struct {
 	configFile string
-	rank       int
-	worldSize  int
-	// rankName and worldName name where rank and worldSize came from, for
-	// error messages: the flag or the environment variable.
-	rankName, worldName string
-	serverName          string
-	serverType          string
-	json                bool
+	// rank, worldSize and localRank are nil unless their flag was given;
+	// lens.Decide reads the environment for the others.
+	rank, worldSize, localRank *int
+	serverName                 string
+	serverType                 string
+	fleet                      bool
+	json                       bool
 }
 
 func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
+	var rank, worldSize, localRank int
 	fs := flag.NewFlagSet("gym telemetry check", flag.ContinueOnError)
-	fs.StringVar(&f.configFile, "config", "", "Gym YAML `file` whose telemetry: block to read (optional)")
-	fs.IntVar(&f.rank, "rank", 0, "this process's rank `N` (default $RANK, else 0)")
-	fs.IntVar(&f.worldSize, "world-size", 0, "number of ranks `N` (default $WORLD_SIZE, else 1)")
+	fs.StringVar(&f.configFile, "config", "", "Gym YAML `file` whose telemetry: block to read (optional; with --fleet, the fleet config)")
+	fs.IntVar(&rank, "rank", 0, "this process's rank `N` (default $RANK, else 0)")
+	fs.IntVar(&worldSize, "world-size", 0, "number of ranks `N` (default $WORLD_SIZE, else 1)")
+	fs.IntVar(&localRank, "local-rank", 0, "this process's rank on its node `N` (default $LOCAL_RANK, else 0)")
 	fs.StringVar(&f.serverName, "server-name", "", "server `name` in the fleet config, as given to telemetry.Init")
 	fs.StringVar(&f.serverType, "server-type", "", "server `type`: "+strings.Join(serverTypes[1:], ", "))
+	fs.BoolVar(&f.fleet, "fleet", false, "answer for a process of a fleet started by gym run, with its defaults")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), checkUsage)
@@ -97,17 +108,16 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "gym telemetry check: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	f.rankName, f.worldName = "--rank", "--world-size"
-	if !set["rank"] {
-		f.rank, f.rankName = envInt("RANK", 0), "RANK"
-	}
-	if !set["world-size"] {
-		// Like lens.ShouldExport, treat a world size below 1 in the
-		// environment as a single process.
-		f.worldSize, f.worldName = max(envInt("WORLD_SIZE", 1), 1), "WORLD_SIZE"
-	}
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "rank":
+			f.rank = &rank
+		case "world-size":
+			f.worldSize = &worldSize
+		case "local-rank":
+			f.localRank = &localRank
+		}
+	})
 
 	rep, errs := check(f)
 	if len(errs) > 0 {
@@ -157,11 +167,18 @@ type checkReport struct {
 	Rank            int              `json:"rank"`
 	WorldSize       int              `json:"world_size"`
 	LocalRank       int              `json:"local_rank"`
+	RankOrigin      string           `json:"rank_origin"`
+	WorldSizeOrigin string           `json:"world_size_origin"`
+	LocalRankOrigin string           `json:"local_rank_origin"`
 	ExportStrategy  string           `json:"export_strategy"`
 	StrategyExports bool             `json:"strategy_selects_rank"`
 	Enabled         bool             `json:"enabled"`
 	Export          bool             `json:"export"`
 	Reason          string           `json:"reason,omitempty"`
+	// Fleet is set with --fleet: the answer is for a process of a gym run
+	// fleet, and RunDir is an example of its run directory.
+	Fleet  bool   `json:"fleet"`
+	RunDir string `json:"run_dir,omitempty"`
 }
 
 // otlpProtocols is the protocol each signal's OTLP exporter would use.
@@ -190,15 +207,22 @@ func check(f checkFlags) (*checkReport, []error) {
 		errs = append(errs, fmt.Errorf("unknown server type %q (valid: %s)",
 			f.serverType, strings.Join(serverTypes[1:], ", ")))
 	}
-	if f.worldSize < 1 {
-		errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", f.worldName, f.worldSize))
-	} else if f.rank < 0 || f.rank >= f.worldSize {
-		errs = append(errs, fmt.Errorf("%s=%d: must be in [0, %d) for %s=%d",
-			f.rankName, f.rank, f.worldSize, f.worldName, f.worldSize))
-	}
-
+	env := checkEnv{base: os.LookupEnv}
 	var yamlCfg telemetry.Config
-	if f.configFile != "" {
+	switch {
+	case f.fleet:
+		fc, err := loadFleetConfig(f.configFile)
+		if err != nil {
+			return nil, append(errs, err)
+		}
+		if env, err = fleetEnv(fc, &f); err != nil {
+			return nil, append(errs, err)
+		}
+		// A fleet's processes read only their environment: the block
+		// reaches them through ConfigureEnv's writes, which fleetEnv
+		// holds, and not at all while telemetry is off.
+		yamlCfg = telemetry.Config{Present: fc.Telemetry.Present}
+	case f.configFile != "":
 		doc, err := os.ReadFile(f.configFile)
 		if err != nil {
 			return nil, append(errs, err)
@@ -208,7 +232,23 @@ func check(f checkFlags) (*checkReport, []error) {
 			return nil, append(errs, fmt.Errorf("%s: %w", f.configFile, err))
 		}
 	}
-	cfg, err := yamlCfg.Effective()
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	cfg, err := lens.LoadConfig(lens.LoadOptions{
+		Lookup:        env.lookup,
+		Overlay:       yamlCfg.Values,
+		OverlayOrigin: func(key string) string { return "yaml telemetry." + telemetry.YAMLKey(key) },
+		Groups:        telemetry.GroupSet(),
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	env.relabel(&cfg) // before Decide: its reasons name origins
+	d, err := lens.Decide(cfg, lens.DecideOptions{
+		Rank: f.rank, WorldSize: f.worldSize, LocalRank: f.localRank,
+		Origin: "flag", Lookup: env.lookup,
+	})
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -216,12 +256,7 @@ func check(f checkFlags) (*checkReport, []error) {
 		return nil, errs
 	}
 	groups, err := telemetry.ResolveSpanGroups(cfg.SpanGroups)
-	if err != nil { // Effective validated SPAN_GROUPS already
-		return nil, []error{err}
-	}
-	localRank := envInt("LOCAL_RANK", 0)
-	selects, err := lens.ShouldExport(cfg, f.rank, f.worldSize, localRank)
-	if err != nil {
+	if err != nil { // LoadConfig validated SPAN_GROUPS already
 		return nil, []error{err}
 	}
 
@@ -230,19 +265,26 @@ func check(f checkFlags) (*checkReport, []error) {
 		YAMLBlock:       yamlCfg.Present,
 		SpanGroups:      groups,
 		Exporters:       slices.Clone(cfg.Exporters),
-		Signals:         signals(cfg),
+		Signals:         d.Signals,
 		Sampler:         lens.DescribeSampler(os.Getenv),
 		OTLPProtocols:   otlpProtocols{Traces: cfg.TracesProtocol, Metrics: cfg.MetricsProtocol, Logs: cfg.LogsProtocol},
-		Resource:        resource(cfg, f),
+		Resource:        resource(cfg, f, d),
 		ServiceName:     serviceName(cfg, f.serverName),
 		ServerName:      f.serverName,
 		ServerType:      f.serverType,
-		Rank:            f.rank,
-		WorldSize:       f.worldSize,
-		LocalRank:       localRank,
+		Rank:            d.Rank,
+		WorldSize:       d.WorldSize,
+		LocalRank:       d.LocalRank,
+		RankOrigin:      d.RankOrigin,
+		WorldSizeOrigin: d.WorldSizeOrigin,
+		LocalRankOrigin: d.LocalRankOrigin,
 		ExportStrategy:  cfg.ExportStrategy,
-		StrategyExports: selects,
+		StrategyExports: d.Selected,
 		Enabled:         cfg.Enabled,
+		Export:          d.Export,
+		Reason:          d.Reason,
+		Fleet:           f.fleet,
+		RunDir:          env.runDir,
 	}
 	if rep.SpanGroups == nil {
 		rep.SpanGroups = []string{}
@@ -256,68 +298,110 @@ func check(f checkFlags) (*checkReport, []error) {
 		rep.Settings = append(rep.Settings, settingReport{
 			Key:      s.Key,
 			Variable: variable,
-			YAMLKey:  "telemetry." + telemetry.YAMLKey(s.Key),
-			Value:    effectiveValue(cfg, s.Key, src.Value),
+			YAMLKey:  "telemetry." + s.YAML,
+			Value:    cfg.Value(s.Key),
 			Raw:      src.Value,
 			Origin:   src.Origin,
 		})
 	}
-	rep.Export, rep.Reason = verdict(cfg, rep)
 	return rep, nil
 }
 
-// verdict says whether the process would export and, when it would not, the
-// first reason in the order lens.Setup checks them.
-func verdict(cfg lens.Config, rep *checkReport) (bool, string) {
-	if !cfg.Enabled {
-		src, _ := cfg.Source(lens.KeyEnabled)
-		if src.Origin == "default" {
-			return false, fmt.Sprintf("telemetry is disabled by default (set %s%s=1 or telemetry.%s: true)",
-				lens.PrimaryPrefix, lens.KeyEnabled, telemetry.YAMLKey(lens.KeyEnabled))
-		}
-		return false, fmt.Sprintf("telemetry is disabled by %s=%s", src.Origin, strings.TrimSpace(src.Value))
-	}
-	if !rep.StrategyExports {
-		return false, strategyReason(cfg, rep)
-	}
-	if cfg.HasExporter(lens.ExporterNone) {
-		src, _ := cfg.Source(lens.KeyExporter)
-		return false, fmt.Sprintf("the exporter is none (%s)", src.Origin)
-	}
-	if len(rep.Signals) == 0 {
-		return false, "traces, metrics and logs are all disabled"
-	}
-	if cfg.HasExporter(lens.ExporterFile) && cfg.FilePath == "" {
-		return false, fmt.Sprintf("set-up would fail: the file exporter needs %s%s "+
-			"(the orchestrator sets it for each process it starts)", lens.PrimaryPrefix, lens.KeyFilePath)
-	}
-	return true, ""
+// checkEnv is the environment the checked process would see: the real one
+// (base) under the variables a fleet command would set for it (set, each
+// with where it comes from). Without --fleet, set is empty.
+type checkEnv struct {
+	base   func(string) (string, bool)
+	set    map[string]telemetry.EnvVar
+	runDir string
 }
 
-func strategyReason(cfg lens.Config, rep *checkReport) string {
-	where := fmt.Sprintf("rank %d of %d", rep.Rank, rep.WorldSize)
-	switch cfg.ExportStrategy {
-	case lens.StrategySingleRank:
-		exportRank, note := cfg.ExportRank, ""
-		if exportRank < 0 {
-			exportRank, note = rep.WorldSize-1, ", the last rank"
-		}
-		return fmt.Sprintf("export strategy %s exports only from rank %d (EXPORT_RANK=%d%s); this is %s",
-			cfg.ExportStrategy, exportRank, cfg.ExportRank, note, where)
-	case lens.StrategySampled:
-		return fmt.Sprintf("export strategy %s at EXPORT_SAMPLE_RATE=%s leaves out %s",
-			cfg.ExportStrategy, strconv.FormatFloat(cfg.ExportSampleRate, 'g', -1, 64), where)
-	case lens.StrategyFirstRankPerNode:
-		return fmt.Sprintf("export strategy %s exports only from LOCAL_RANK 0; this process has LOCAL_RANK %d",
-			cfg.ExportStrategy, rep.LocalRank)
+func (e checkEnv) lookup(name string) (string, bool) {
+	if v, ok := e.set[name]; ok {
+		return v.Value, true
 	}
-	return fmt.Sprintf("export strategy %s rules out %s", cfg.ExportStrategy, where)
+	return e.base(name)
+}
+
+// relabel names gym run as the origin of every value it would set, so the
+// settings table does not credit the user's environment with them.
+func (e checkEnv) relabel(cfg *lens.Config) {
+	for i, src := range cfg.Sources {
+		name, fromEnv := strings.CutPrefix(src.Origin, "env ")
+		if v, ok := e.set[name]; ok && fromEnv {
+			cfg.Sources[i].Origin = "gym run: " + v.From
+		}
+	}
+}
+
+// fleetEnv works out the environment gym run would give the process f
+// names, with the functions gym run and the orchestrator use themselves:
+// the fleet's telemetry defaults, ConfigureEnv's writes, the orchestrator's
+// own variables and, for a server, what the orchestrator adds for it. It
+// sets f.serverName and f.serverType from the fleet config.
+func fleetEnv(fc orchestrator.Config, f *checkFlags) (checkEnv, error) {
+	env := checkEnv{base: os.LookupEnv, set: map[string]telemetry.EnvVar{}}
+	tel := fleetTelemetry(fc.Telemetry, true, os.LookupEnv)
+	vars, runID, err := telemetry.PlanEnv(tel, os.LookupEnv)
+	if err != nil {
+		return env, err
+	}
+	if runID == "" { // telemetry off: the run still gets a directory
+		runID = telemetry.NewRunID()
+	}
+	for _, v := range vars {
+		if _, inBlock := fc.Telemetry.Values[settingKeyOf(v.Name)]; strings.HasPrefix(v.From, "yaml ") && !inBlock {
+			v.From = "default"
+		}
+		env.set[v.Name] = v
+	}
+	env.runDir = filepath.Join(defaultRunsDir, runID)
+	for _, v := range orchestratorEnv(env.runDir, env.lookup) {
+		env.set[v.Name] = v
+	}
+	wantType := contract.ServerTypeOrchestrator
+	if f.serverName == "" {
+		f.serverName = "orchestrator"
+	}
+	if f.serverName != "orchestrator" {
+		i := slices.IndexFunc(fc.Servers, func(s orchestrator.ServerSpec) bool { return s.Name == f.serverName })
+		if i < 0 {
+			names := make([]string, 0, len(fc.Servers))
+			for _, s := range fc.Servers {
+				names = append(names, s.Name)
+			}
+			return env, fmt.Errorf("--server-name %s: no such server in the fleet (servers: %s)", f.serverName, strings.Join(names, ", "))
+		}
+		spec := fc.Servers[i]
+		wantType = spec.Type
+		addr := spec.MetricsAddr
+		if addr == "" {
+			addr = "127.0.0.1:0" // the orchestrator picks a free port
+		}
+		for _, kv := range orchestrator.ServerTelemetryEnv(env.runDir, spec.Name, addr) {
+			name, value, _ := strings.Cut(kv, "=")
+			env.set[name] = telemetry.EnvVar{Name: name, Value: value, From: "the orchestrator, for " + spec.Name}
+		}
+	}
+	if f.serverType != "" && f.serverType != wantType {
+		return env, fmt.Errorf("--server-type %s: the fleet's %s is a %s", f.serverType, f.serverName, wantType)
+	}
+	f.serverType = wantType
+	return env, nil
+}
+
+// settingKeyOf returns the lens setting key a variable name sets.
+func settingKeyOf(name string) string {
+	if k, ok := strings.CutPrefix(name, lens.PrimaryPrefix); ok {
+		return k
+	}
+	return name
 }
 
 // resource lists the resource attributes a process with these flags would
 // report, mirroring telemetry.Init's Gym attributes on top of what lens
 // adds and detects. process.pid is left out: it would be the server's.
-func resource(cfg lens.Config, f checkFlags) map[string]any {
+func resource(cfg lens.Config, f checkFlags, d lens.Decision) map[string]any {
 	gymAttrs := []attribute.KeyValue{
 		attribute.String(contract.AttrServiceGroup, cfg.ServiceName),
 		attribute.String(contract.AttrVersion, contract.Version),
@@ -332,8 +416,8 @@ func resource(cfg lens.Config, f checkFlags) map[string]any {
 	for _, kv := range lens.ResourceAttributes(cfg, lens.Options{
 		ServiceName: serviceName(cfg, f.serverName),
 		Attributes:  gymAttrs,
-		Rank:        f.rank,
-		WorldSize:   f.worldSize,
+		Rank:        d.Rank,
+		WorldSize:   d.WorldSize,
 	}) {
 		if kv.Key != semconv.ProcessPIDKey {
 			out[string(kv.Key)] = kv.Value.AsInterface()
@@ -351,78 +435,6 @@ func serviceName(cfg lens.Config, serverName string) string {
 	return cfg.ServiceName
 }
 
-func signals(cfg lens.Config) []string {
-	out := []string{}
-	if cfg.TracesEnabled {
-		out = append(out, "traces")
-	}
-	if cfg.MetricsEnabled {
-		out = append(out, "metrics")
-	}
-	if cfg.LogsEnabled {
-		out = append(out, "logs")
-	}
-	return out
-}
-
-// effectiveValue renders the parsed value of setting key, so that "1" and
-// "yes" both read as true. Keys it does not know show their raw text.
-func effectiveValue(cfg lens.Config, key, raw string) string {
-	switch key {
-	case lens.KeyEnabled:
-		return strconv.FormatBool(cfg.Enabled)
-	case lens.KeyTracesEnabled:
-		return strconv.FormatBool(cfg.TracesEnabled)
-	case lens.KeyMetricsEnabled:
-		return strconv.FormatBool(cfg.MetricsEnabled)
-	case lens.KeyLogsEnabled:
-		return strconv.FormatBool(cfg.LogsEnabled)
-	case lens.KeyServiceNamePerServer:
-		return strconv.FormatBool(cfg.ServiceNamePerServer)
-	case lens.KeySpanGroups:
-		return cfg.SpanGroups
-	case lens.KeyExporter:
-		return strings.Join(cfg.Exporters, ",")
-	case lens.KeyExportStrategy:
-		return cfg.ExportStrategy
-	case lens.KeyExportRank:
-		return strconv.Itoa(cfg.ExportRank)
-	case lens.KeyExportSampleRate:
-		return strconv.FormatFloat(cfg.ExportSampleRate, 'g', -1, 64)
-	case lens.KeyRunID:
-		return cfg.RunID
-	case lens.KeyFilePath:
-		return cfg.FilePath
-	case lens.KeyPrometheusAddr:
-		return cfg.PrometheusAddr
-	case lens.KeyServiceName:
-		return cfg.ServiceName
-	case lens.KeyOTLPEndpoint:
-		return cfg.OTLPEndpoint
-	case lens.KeyOTLPProtocol:
-		return cfg.OTLPProtocol
-	case lens.KeyOTLPTracesProtocol:
-		return cfg.TracesProtocol
-	case lens.KeyOTLPMetricsProtocol:
-		return cfg.MetricsProtocol
-	case lens.KeyOTLPLogsProtocol:
-		return cfg.LogsProtocol
-	case lens.KeyMetricExportInterval:
-		return strconv.FormatInt(int64(cfg.MetricExportInterval/time.Millisecond), 10)
-	case lens.KeyHistogramAggregation:
-		return cfg.HistogramAggregation
-	case lens.KeyBSPScheduleDelay:
-		return strconv.FormatInt(int64(cfg.SpanScheduleDelay/time.Millisecond), 10)
-	case lens.KeyBSPExportTimeout:
-		return strconv.FormatInt(int64(cfg.SpanExportTimeout/time.Millisecond), 10)
-	case lens.KeyBSPMaxQueueSize:
-		return strconv.Itoa(cfg.SpanQueueSize)
-	case lens.KeyBSPMaxExportBatch:
-		return strconv.Itoa(cfg.SpanBatchSize)
-	}
-	return strings.TrimSpace(raw)
-}
-
 func (r *checkReport) writeText(w io.Writer) {
 	file := "(none)"
 	if r.ConfigFile != "" {
@@ -431,7 +443,11 @@ func (r *checkReport) writeText(w io.Writer) {
 			file += " (no telemetry: block)"
 		}
 	}
-	fmt.Fprintf(w, "config file: %s\n\n", file)
+	fmt.Fprintf(w, "config file: %s\n", file)
+	if r.Fleet {
+		fmt.Fprintf(w, "fleet:       as started by gym run (run directory, for example, %s)\n", r.RunDir)
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tVALUE\tSOURCE")
@@ -463,7 +479,7 @@ func (r *checkReport) writeText(w io.Writer) {
 			r.OTLPProtocols.Traces, r.OTLPProtocols.Metrics, r.OTLPProtocols.Logs)},
 		{"server", server},
 		{"service name", r.ServiceName},
-		{"process", fmt.Sprintf("rank %d of %d, local rank %d", r.Rank, r.WorldSize, r.LocalRank)},
+		{"process", fmt.Sprintf("rank %d of %d, local rank %d (%s)", r.Rank, r.WorldSize, r.LocalRank, placementOrigins(r))},
 		{"export strategy", strategy},
 		{"verdict", verdict},
 	} {
@@ -498,6 +514,15 @@ func samplerText(s lens.SamplerInfo) string {
 	return out
 }
 
+// placementOrigins says where rank, world size and local rank came from,
+// once when they share an origin.
+func placementOrigins(r *checkReport) string {
+	if r.RankOrigin == r.WorldSizeOrigin && r.RankOrigin == r.LocalRankOrigin {
+		return r.RankOrigin
+	}
+	return fmt.Sprintf("rank: %s, world size: %s, local rank: %s", r.RankOrigin, r.WorldSizeOrigin, r.LocalRankOrigin)
+}
+
 func orNone(s, none string) string {
 	if s == "" {
 		return none
@@ -510,15 +535,6 @@ func parens(s string) string {
 		return ""
 	}
 	return "(" + s + ")"
-}
-
-// envInt reads an integer variable the way telemetry.Init does: unset or
-// unparsable means def.
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name))); err == nil {
-		return n
-	}
-	return def
 }
 
 // errorLines flattens errs into one line per problem. Joined errors are
