@@ -11,6 +11,12 @@
 #
 # Plain `go test` already runs every target's seed corpus; this script is
 # the part that generates new inputs.
+#
+# Go 1.26's fuzz coordinator can end a run that found nothing with a bare
+# "context deadline exceeded" when -fuzztime expires under CPU contention
+# (golang/go#75804, fixed in Go 1.27). A real finding always writes its
+# input ("Failing input written to ..."), so such a run is retried once,
+# and reported as FLAKE, not a failure, if it happens again.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME="${FUZZTIME:-15s}"
@@ -24,7 +30,6 @@ targets=(
   "./orchestrator FuzzParseFleetConfig"
   "./servers/resources FuzzVerify"
   "./servers/agent FuzzRunBody"
-  "./lens/internal/otlpenc FuzzEncodeMatchesTheSDKExporter"
   "./protocol FuzzVerifyRequestRoundTrip"
   "./servers/resources/equivalence FuzzRatio"
   "./servers/resources/stringmatch FuzzLabelScanner"
@@ -48,10 +53,25 @@ for entry in "${targets[@]}"; do
   selected "$name" "$@" || continue
   ran=$((ran + 1))
   start=$SECONDS
-  # shellcheck disable=SC2086 # FUZZFLAGS is a list of flags
-  if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" $FUZZFLAGS "$pkg" >"$log" 2>&1; then
+  result=fail
+  for attempt in 1 2; do
+    # shellcheck disable=SC2086 # FUZZFLAGS is a list of flags
+    if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" $FUZZFLAGS "$pkg" >"$log" 2>&1; then
+      result=ok
+      break
+    fi
+    if grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' "$log"; then
+      result=flake
+      continue
+    fi
+    result=fail
+    break
+  done
+  if [ "$result" = ok ]; then
     execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
     printf 'ok    %-24s %-20s %4ds  %s execs\n' "$name" "$pkg" $((SECONDS - start)) "${execs:-?}"
+  elif [ "$result" = flake ]; then
+    printf 'FLAKE %-24s %-20s %4ds  twice a bare "context deadline exceeded", no input written (golang/go#75804)\n' "$name" "$pkg" $((SECONDS - start))
   else
     printf 'FAIL  %-24s %-20s %4ds\n' "$name" "$pkg" $((SECONDS - start))
     sed 's/^/      /' "$log"

@@ -23,8 +23,8 @@
 #   drops counted: the log reports spans dropped (dropped_total > 0)
 #   drops reported per interval, not per span: lines "telemetry export queue
 #     full: spans dropped" <= one per 5 s report interval of the server's
-#     life plus one at shutdown (the interval is batchInterval in
-#     lens/batcher.go)
+#     life plus one at shutdown (the interval is OTEL_BSP_SCHEDULE_DELAY,
+#     5 s by default: lens/spanqueue.go)
 #   the server exits cleanly within 40 s of SIGTERM
 #
 # Also printed: p99 latency, req/s, RSS before the load, at the warm-up, at
@@ -58,7 +58,7 @@ MAX_LATENCY_MS=${SOAK_MAX_LATENCY_MS:-1000}
 KEEP=${SOAK_KEEP:-0}
 READY_TIMEOUT=30   # s for the server to listen
 EXIT_BOUND=40      # s after SIGTERM (flush 10 s + drain 10 s + slack)
-REPORT_INTERVAL=5  # s between drop reports (batchInterval in lens/batcher.go)
+REPORT_INTERVAL=5  # s between drop reports (OTEL_BSP_SCHEDULE_DELAY default, lens/spanqueue.go)
 DROP_MSG='telemetry export queue full: spans dropped'
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-soak-export.XXXXXX")
