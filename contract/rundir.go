@@ -31,3 +31,13 @@ func TelemetryFileName(server string) string { return server + ".jsonl" }
 
 // LogFileName is the name of server's log in RunLogsDir.
 func LogFileName(server string) string { return server + ".log" }
+
+// Permissions of what a run writes under its run directory. A run holds
+// prompts, model answers and the fleet's configuration, so only the user
+// who ran it may read it.
+const (
+	// RunDirPerm is the mode of the run directory and every directory in it.
+	RunDirPerm = 0o700
+	// RunFilePerm is the mode of every file written in the run directory.
+	RunFilePerm = 0o600
+)

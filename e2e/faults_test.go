@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 	"github.com/gymlens/gymlens/rollout"
 )
 

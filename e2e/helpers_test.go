@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 	"github.com/gymlens/gymlens/internal/testenv"
 )
 

@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 	"github.com/gymlens/gymlens/lens"
 )
 

@@ -215,7 +215,7 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
 	for _, sub := range []string{contract.RunLogsDir, contract.RunTelemetryDir} {
-		if err := os.MkdirAll(filepath.Join(opts.RunDir, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(opts.RunDir, sub), contract.RunDirPerm); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
 		}
 	}
@@ -557,7 +557,7 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server %q: metrics_addr: %w", spec.Name, err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(f.opts.RunDir, contract.RunLogsDir, contract.LogFileName(spec.Name)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(f.opts.RunDir, contract.RunLogsDir, contract.LogFileName(spec.Name)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, contract.RunFilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}

@@ -131,7 +131,7 @@ func WritePrometheusConfig(runDir, runID string, orchestratorMetricsAddr string,
 		return fmt.Errorf("orchestrator: %w", err)
 	}
 	dir := filepath.Join(abs, PrometheusDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, contract.RunDirPerm); err != nil {
 		return fmt.Errorf("orchestrator: %w", err)
 	}
 
@@ -220,7 +220,7 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("orchestrator: write %s: %w", path, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), contract.RunFilePerm); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("orchestrator: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // A run of a hundred thousand rollouts holds some 700 000 spans, and a

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // rawSpan is a span as its telemetry file holds it.

@@ -20,7 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // KeyBookkeeping is the member of a rollout line holding the collector's

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // writeSyntheticRun writes a run directory of n rollouts into dir, made

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -94,7 +95,7 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 	if err != nil {
 		return nil, fmt.Errorf("rollout: aggregate metrics: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, append(b, '\n'), contract.RunFilePerm); err != nil {
 		return nil, fmt.Errorf("rollout: aggregate metrics: %w", err)
 	}
 	return out, nil

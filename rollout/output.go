@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -76,7 +77,7 @@ func (o *outputs) close() error {
 // file (a pipe, /dev/stdout) is only written to.
 func openOutputs(path string, resume, aggregate bool) (_ *outputs, err error) {
 	o := &outputs{done: map[key]struct{}{}, lastAttempt: map[key]int{}, prior: map[string][]protocol.Fields{}}
-	o.out, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	o.out, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, contract.RunFilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: open output: %w", err)
 	}
@@ -127,7 +128,7 @@ func openOutputs(path string, resume, aggregate bool) (_ *outputs, err error) {
 			outEnd = 0
 		}
 	}
-	if o.failures, err = os.OpenFile(failPath, flags, 0o644); err != nil {
+	if o.failures, err = os.OpenFile(failPath, flags, contract.RunFilePerm); err != nil {
 		return nil, fmt.Errorf("rollout: open failures file: %w", err)
 	}
 	for _, cut := range []struct {

@@ -92,7 +92,7 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr
 		runID = telemetry.NewRunID()
 	}
 	runDir := filepath.Join(runsDir, runID)
-	if err := os.MkdirAll(filepath.Join(runDir, contract.RunTelemetryDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(runDir, contract.RunTelemetryDir), contract.RunDirPerm); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	for _, v := range orchestratorEnv(runDir, os.LookupEnv) {
@@ -167,7 +167,7 @@ func (s *fleetSession) writeEffectiveConfig(fleet *orchestrator.Fleet) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(s.runDir, contract.RunConfigFile), b, 0o644)
+	return os.WriteFile(filepath.Join(s.runDir, contract.RunConfigFile), b, contract.RunFilePerm)
 }
 
 func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {

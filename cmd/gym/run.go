@@ -217,7 +217,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 const tasksFile = contract.RunTasksFile
 
 func writeRows(path string, rows []protocol.RunRequest) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, contract.RunFilePerm)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // Spans are by far the most frequent record, too frequent to encode

@@ -12,7 +12,8 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/resource"
 
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // ErrClosed is returned by exports that reach a Sink after Close.
@@ -44,14 +45,14 @@ func NewSink(w io.Writer, res *resource.Resource) *Sink {
 	return s
 }
 
-// OpenFile creates path's parent directories (0o755) if needed and opens the
-// file for appending (created with mode 0o644). The returned Sink closes the
+// OpenFile creates path's parent directories (contract.RunDirPerm) if needed and opens the
+// file for appending (created with mode contract.RunFilePerm). The returned Sink closes the
 // file on Close.
 func OpenFile(path string, res *resource.Resource) (*Sink, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), contract.RunDirPerm); err != nil {
 		return nil, fmt.Errorf("fileexport: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, contract.RunFilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("fileexport: %w", err)
 	}

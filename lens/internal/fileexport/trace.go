@@ -7,7 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/gymlens/gymlens/internal/telfile"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // SpanExporter is an sdktrace.SpanExporter that writes ended spans to a
