@@ -22,8 +22,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/lens/telfile"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // readTelemetry parses a telemetry file (or console output) back into records.
