@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a rollout's CPU goes, per process, telemetry off vs on: runs the
-# built-in fleet (`gym run`, model latency 0) with GYM_RUNSTATS_DIR set,
+# built-in fleet (`gym run`, model latency MODEL_LATENCY_MS, default 0) with GYM_RUNSTATS_DIR set,
 # waits WARMUP seconds, then signals every process (SIGUSR1) at the start
 # and the end of a WINDOW-second steady-state window, and divides each
 # process's CPU time, allocations and GC cycles over the window by the
@@ -9,6 +9,8 @@
 #
 #   scripts/fleet-cpu.sh
 #   ROUNDS=3 WINDOW=5 SPANS=all scripts/fleet-cpu.sh
+#   SAMPLER=parentbased_traceidratio SAMPLER_ARG=0.01 scripts/fleet-cpu.sh
+#   MODEL_LATENCY_MS=20 CONCURRENCY=4 scripts/fleet-cpu.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-2}"
@@ -17,6 +19,7 @@ WINDOW="${WINDOW:-3}"
 CONCURRENCY="${CONCURRENCY:-16}"
 ROLLOUTS="${ROLLOUTS:-150000}" # enough to outlast warm-up and window
 SPANS="${SPANS:-default}"
+MODEL_LATENCY_MS="${MODEL_LATENCY_MS:-0}"
 work=$(mktemp -d)
 gp=""
 cleanup() {
@@ -39,8 +42,9 @@ one() { # variant round
   mkdir -p "$stats" "$runs"
   [ "$variant" = off ] && flags=(--no-telemetry)
   # env execs gym, so $! is gym's pid and the signals below reach it.
-  env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" "$work/gym" run --rollouts "$ROLLOUTS" \
-    --concurrency "$CONCURRENCY" --model-latency-ms 0 --runs-dir "$runs" --quiet "${flags[@]}" \
+  env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
+    ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run --rollouts "$ROLLOUTS" \
+    --concurrency "$CONCURRENCY" --model-latency-ms "$MODEL_LATENCY_MS" --runs-dir "$runs" --quiet "${flags[@]}" \
     >"$work/run.out" 2>"$work/run.err" &
   gp=$!
   local f="" pids a b i
@@ -71,6 +75,14 @@ one() { # variant round
   gp=""
   local n=$((b - a))
   awk -v n="$n" -v w="$WINDOW" -v v="$variant" -v r="$round" 'BEGIN { printf "%s (round %d): %.0f rollouts/s in the window\n", v, r, n / w }'
+  local total
+  total=$(awk -v n="$n" '/event=signal/ {
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); cur[kv[1]] = kv[2] }
+      if (seen[FILENAME]++) t += cur["user_us"] + cur["sys_us"] - prev[FILENAME]
+      prev[FILENAME] = cur["user_us"] + cur["sys_us"] }
+    END { printf "%.1f", t / n }' "$stats"/*.runstats)
+  fleet_cpu["$variant $round"]=$total
+  echo "  fleet         cpu $total us per rollout, all processes"
   for x in "$stats"/*.runstats; do
     awk -v n="$n" -v name="$(basename "$x" .runstats)" '
       /event=signal/ {
@@ -87,5 +99,11 @@ one() { # variant round
   done
 }
 
-echo "span groups when on: $SPANS; variants alternate over $ROUNDS rounds"
+declare -A fleet_cpu # "variant round" -> CPU us per rollout, all processes
+echo "span groups when on: $SPANS, sampler ${SAMPLER:-default}${SAMPLER_ARG:+ $SAMPLER_ARG}, model latency $MODEL_LATENCY_MS ms; variants alternate over $ROUNDS rounds"
 alternate_rounds "$ROUNDS" one off on
+c_on=(); c_off=()
+for i in $(seq "$ROUNDS"); do c_off+=("${fleet_cpu["off $i"]}"); c_on+=("${fleet_cpu["on $i"]}"); done
+m_on=$(printf '%s\n' "${c_on[@]}" | median); m_off=$(printf '%s\n' "${c_off[@]}" | median)
+awk -v on="$m_on" -v off="$m_off" 'BEGIN {
+  printf "fleet CPU per rollout (median of the rounds): off %.1f us, on %.1f us, on/off %.3f, telemetry adds %.1f%%\n", off, on, on / off, (on / off - 1) * 100 }'
