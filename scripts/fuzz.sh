@@ -22,19 +22,17 @@ cd "$(dirname "$0")/.."
 FUZZTIME="${FUZZTIME:-15s}"
 FUZZFLAGS="${FUZZFLAGS:-}"
 
-# package target
-targets=(
-  "./lens FuzzLoadConfig"
-  "./telemetry FuzzResolveSpanGroups"
-  "./telemetry FuzzConfigFromYAML"
-  "./orchestrator FuzzParseFleetConfig"
-  "./servers/resources FuzzVerify"
-  "./servers/agent FuzzRunBody"
-  "./protocol FuzzVerifyRequestRoundTrip"
-  "./servers/resources/equivalence FuzzRatio"
-  "./servers/resources/stringmatch FuzzLabelScanner"
-  "./gymconfig FuzzResolve"
-)
+# Every fuzz target of the module, found in the test files themselves (a
+# target added to a package is run without being listed anywhere): one
+# "package target" entry per `func FuzzXxx(f *testing.F)`, tools/ (its own
+# module) left out.
+mapfile -t targets < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' . |
+  grep -v '^\./tools/' |
+  sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+)\(.*#\1 \2#' | sort)
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "fuzz: no fuzz targets found" >&2
+  exit 1
+fi
 
 selected() { # target -> true when no names were given or it is one of them
   [ $# -eq 1 ] && return 0
