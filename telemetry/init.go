@@ -106,29 +106,15 @@ func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 		return nil, nil, fmt.Errorf("telemetry: %w", err)
 	}
 
-	serviceName := cfg.ServiceName
-	if cfg.ServiceNamePerServer && opts.ServerName != "" {
-		serviceName += "/" + opts.ServerName
-	}
-	attrs := []attribute.KeyValue{
-		attribute.String(contract.AttrServiceGroup, cfg.ServiceName),
-		attribute.String(contract.AttrVersion, contract.Version),
-	}
-	if opts.ServerName != "" {
-		attrs = append(attrs, attribute.String(contract.AttrServerName, opts.ServerName))
-	}
-	if opts.ServerType != "" {
-		attrs = append(attrs, attribute.String(contract.AttrServerType, opts.ServerType))
-	}
-	if cfg.RunID != "" {
-		attrs = append(attrs, attribute.String(contract.AttrRunID, cfg.RunID))
-	}
+	// nemo.run.id and service.instance.id come from lens's resource, with
+	// the rest of what every process of the run shares.
+	attrs := GymAttributes(cfg, opts.ServerName, opts.ServerType)
 	for k, v := range opts.ResourceAttributes {
 		attrs = append(attrs, attribute.String(k, v))
 	}
 	h, err := lens.Setup(context.Background(), cfg, lens.Options{
 		Groups:       GroupSet(),
-		ServiceName:  serviceName,
+		ServiceName:  ServiceName(cfg, opts.ServerName),
 		Attributes:   attrs,
 		Rank:         opts.Rank,
 		WorldSize:    opts.WorldSize,
@@ -147,6 +133,35 @@ func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 		startRuntimeMetrics()
 	}
 	return h, ins, nil
+}
+
+// ServiceName is the service.name a process called serverName reports
+// under cfg: the fleet's service name, with "/<server name>" appended when
+// cfg asks for a name per server.
+func ServiceName(cfg lens.Config, serverName string) string {
+	if cfg.ServiceNamePerServer && serverName != "" {
+		return cfg.ServiceName + "/" + serverName
+	}
+	return cfg.ServiceName
+}
+
+// GymAttributes are the NeMo Gym resource attributes Init gives the
+// process serverName of type serverType under cfg (the service group, the
+// gymlens version, the server's name and type when known). lens adds the
+// attributes every process of a run shares; `gym telemetry check` shows
+// the same list.
+func GymAttributes(cfg lens.Config, serverName, serverType string) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String(contract.AttrServiceGroup, cfg.ServiceName),
+		attribute.String(contract.AttrVersion, contract.Version),
+	}
+	if serverName != "" {
+		attrs = append(attrs, attribute.String(contract.AttrServerName, serverName))
+	}
+	if serverType != "" {
+		attrs = append(attrs, attribute.String(contract.AttrServerType, serverType))
+	}
+	return attrs
 }
 
 // startRuntimeMetrics exports the Go runtime's metrics (go.memory.used,

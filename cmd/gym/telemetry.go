@@ -14,7 +14,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/gymlens/gymlens/contract"
@@ -269,7 +268,7 @@ func check(f checkFlags) (*checkReport, []error) {
 		Sampler:         lens.DescribeSampler(os.Getenv),
 		OTLPProtocols:   otlpProtocols{Traces: cfg.TracesProtocol, Metrics: cfg.MetricsProtocol, Logs: cfg.LogsProtocol},
 		Resource:        resource(cfg, f, d),
-		ServiceName:     serviceName(cfg, f.serverName),
+		ServiceName:     telemetry.ServiceName(cfg, f.serverName),
 		ServerName:      f.serverName,
 		ServerType:      f.serverType,
 		Rank:            d.Rank,
@@ -399,23 +398,13 @@ func settingKeyOf(name string) string {
 }
 
 // resource lists the resource attributes a process with these flags would
-// report, mirroring telemetry.Init's Gym attributes on top of what lens
-// adds and detects. process.pid is left out: it would be the server's.
+// report: telemetry.Init's Gym attributes on top of what lens adds and
+// detects. process.pid is left out: it would be the server's.
 func resource(cfg lens.Config, f checkFlags, d lens.Decision) map[string]any {
-	gymAttrs := []attribute.KeyValue{
-		attribute.String(contract.AttrServiceGroup, cfg.ServiceName),
-		attribute.String(contract.AttrVersion, contract.Version),
-	}
-	if f.serverName != "" {
-		gymAttrs = append(gymAttrs, attribute.String(contract.AttrServerName, f.serverName))
-	}
-	if f.serverType != "" {
-		gymAttrs = append(gymAttrs, attribute.String(contract.AttrServerType, f.serverType))
-	}
 	out := map[string]any{}
 	for _, kv := range lens.ResourceAttributes(cfg, lens.Options{
-		ServiceName: serviceName(cfg, f.serverName),
-		Attributes:  gymAttrs,
+		ServiceName: telemetry.ServiceName(cfg, f.serverName),
+		Attributes:  telemetry.GymAttributes(cfg, f.serverName, f.serverType),
 		Rank:        d.Rank,
 		WorldSize:   d.WorldSize,
 	}) {
@@ -424,15 +413,6 @@ func resource(cfg lens.Config, f checkFlags, d lens.Decision) map[string]any {
 		}
 	}
 	return out
-}
-
-// serviceName is the service name a server called serverName would report,
-// mirroring telemetry.Init.
-func serviceName(cfg lens.Config, serverName string) string {
-	if cfg.ServiceNamePerServer && serverName != "" {
-		return cfg.ServiceName + "/" + serverName
-	}
-	return cfg.ServiceName
 }
 
 func (r *checkReport) writeText(w io.Writer) {
