@@ -3,12 +3,10 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -26,103 +24,6 @@ import (
 // Process faults: a server stopped under load, a server killed mid-run, a
 // verifier that panics. Every process here is real and talks over loopback;
 // every wait is bounded and every PID started is cleaned up.
-
-// lineLog collects a child's output as lines, safe for the writer goroutine
-// exec runs and for the test reading it at the same time. Each complete
-// line is also offered to onLine, with the time it arrived.
-type lineLog struct {
-	mu      sync.Mutex
-	all     bytes.Buffer
-	partial []byte
-	onLine  func(line string, at time.Time)
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	now := time.Now()
-	l.mu.Lock()
-	l.all.Write(p)
-	l.partial = append(l.partial, p...)
-	var lines []string
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		lines = append(lines, string(l.partial[:i]))
-		l.partial = l.partial[i+1:]
-	}
-	cb := l.onLine
-	l.mu.Unlock()
-	if cb != nil {
-		for _, line := range lines {
-			cb(line, now)
-		}
-	}
-	return len(p), nil
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.all.String()
-}
-
-// gymProc is a started gym process whose exit is watched.
-type gymProc struct {
-	cmd    *exec.Cmd
-	stdout *lineLog
-	stderr *lineLog
-	done   chan struct{} // closed once Wait returned
-	err    error         // Wait's result, valid after done
-}
-
-// startGymProc starts the gym binary in a process group of its own. The
-// test's cleanup kills that group if the process is still running.
-func startGymProc(t *testing.T, env []string, stdout, stderr *lineLog, args ...string) *gymProc {
-	t.Helper()
-	cmd := exec.Command(gymBin, args...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &gymProc{cmd: cmd, stdout: stdout, stderr: stderr, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-	})
-	return p
-}
-
-// wait waits up to bound for the process to exit and returns its exit
-// code; it fails the test if the process is still running then.
-func (p *gymProc) wait(t *testing.T, bound time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(bound):
-		t.Fatalf("gym %v still running %s later\nstdout:\n%s\nstderr:\n%s",
-			p.cmd.Args[1:], bound, p.stdout.String(), tail(p.stderr.String(), 40))
-	}
-	if p.err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode() // -1 when killed by a signal
-	}
-	t.Fatalf("wait for gym: %v", p.err)
-	return -1
-}
 
 // startServe runs `gym serve resources_servers --name arithmetic` with its
 // telemetry in dir/telemetry/arithmetic.jsonl (so readRun(dir) reads it)

@@ -374,38 +374,9 @@ func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
 func TestEnvStartMalformedBodiesAre422AndNotCounted(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
-	cmd := exec.Command(gymBin, "env", "start", "--runs-dir", runs)
-	cmd.Env = gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_SPAN_GROUPS=all")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errLog lineLog // read while the process may still write
-	cmd.Stderr = &errLog
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	urls := map[string]string{}
-	urlRe := regexp.MustCompile(`^\s+(\S+)\s+\S+\s+(http://\S+)`)
-	sc := bufio.NewScanner(stdout)
-	deadline := time.AfterFunc(2*time.Minute, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	head := ""
-	for len(urls) < 3 && sc.Scan() {
-		if h, ok := strings.CutPrefix(sc.Text(), "head server "); ok {
-			head = h
-		}
-		if m := urlRe.FindStringSubmatch(sc.Text()); m != nil {
-			urls[m[1]] = m[2]
-		}
-	}
-	deadline.Stop()
-	if len(urls) < 3 || head == "" {
-		t.Fatalf("fleet did not report its servers and head server; stderr:\n%s", errLog.String())
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	checkHeadServer(t, head, urls, runDir(t, runs))
+	fleet := startEnv(t, gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_SPAN_GROUPS=all"), 3, "--runs-dir", runs)
+	urls := fleet.urls()
+	checkHeadServer(t, fleet.head, urls, fleet.runDir)
 
 	post := func(url, body string) (int, string) {
 		res, err := http.Post(url, "application/json", strings.NewReader(body))
@@ -436,20 +407,8 @@ func TestEnvStartMalformedBodiesAre422AndNotCounted(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(got, `"reward":1`) {
 		t.Fatalf("good /verify -> %d %s", code, got)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("gym env start did not stop on SIGTERM")
-	}
-	if err != nil {
-		t.Fatalf("env start exited with %v\n%s", err, errLog.String())
-	}
-	procs := readRun(t, runDir(t, runs))
+	fleet.stop(t, time.Minute)
+	procs := readRun(t, fleet.runDir)
 	calls := procs["arithmetic"].counterByOutcome("gym.verify.calls", "nemo.gym.verify.outcome")
 	if calls["success"] != 1 || calls["failure"] != 0 {
 		t.Errorf("gym.verify.calls = %v after 5 malformed and 1 good request; want success 1, failure 0", calls)

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -61,33 +58,8 @@ func TestNeMoGymFleetWithSDKEnvironment(t *testing.T) {
 	runs := filepath.Join(dir, "runs")
 
 	// The fleet, until SIGTERM. Its stdout names the head server.
-	env := gymEnv()
-	cmd := exec.Command(gymBin, "env", "start", "--config", cfg, "--runs-dir", runs)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errLog lineLog
-	cmd.Stderr = &errLog
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	deadline := time.AfterFunc(2*time.Minute, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	sc := bufio.NewScanner(stdout)
-	head := ""
-	for head == "" && sc.Scan() {
-		if h, ok := strings.CutPrefix(sc.Text(), "head server "); ok {
-			head = h
-		}
-	}
-	deadline.Stop()
-	if head == "" {
-		t.Fatalf("the fleet did not start or name its head server; stderr:\n%s", errLog.String())
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	fleet := startEnv(t, gymEnv(), 3, "--config", cfg, "--runs-dir", runs)
+	head := fleet.head
 
 	// Rows for the wallet agent: the built-in policy calls none of the
 	// wallet's tools, so the final balance is the opening one and the
@@ -140,19 +112,7 @@ func TestNeMoGymFleetWithSDKEnvironment(t *testing.T) {
 		t.Errorf("%d distinct traces for %d rollouts", len(traces), n)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("gym env start did not stop on SIGTERM")
-	}
-	if err != nil {
-		t.Fatalf("env start exited with %v\n%s", err, errLog.String())
-	}
+	fleet.stop(t, time.Minute)
 
 	procs := readRun(t, runDir(t, runs))
 	for _, name := range []string{"wallet", "policy_model", "wallet_simple_agent", "orchestrator"} {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -302,89 +301,21 @@ type promFleetProc struct {
 }
 
 // startPromFleet starts `gym env start` with the prometheus exporter and
-// waits (bounded) for its start-up report. Cleanup stops it by PID:
-// SIGTERM, then SIGKILL to its group and to any server left.
+// waits (bounded) for its start-up report; startEnv's cleanup stops it.
 func startPromFleet(t *testing.T, runs, cfgPath string) promFleetProc {
 	t.Helper()
-	cmd := exec.Command(gymBin, "env", "start", "--config", cfgPath, "--runs-dir", runs)
-	cmd.Env = gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_EXPORTER=prometheus",
+	e := startEnv(t, gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_EXPORTER=prometheus",
 		// The orchestrator's own endpoint on a free port, never 9464.
-		"NEMO_GYM_OTEL_PROMETHEUS_ADDR=127.0.0.1:0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr lineLog
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 64)
-	var out lineLog
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out.Write(append(sc.Bytes(), '\n'))
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-
-	fl := promFleetProc{pids: map[string]int{}}
-	t.Cleanup(func() {
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Errorf("gym env start (pid %d) ignored SIGTERM for 20 s; killing it", cmd.Process.Pid)
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		for name, pid := range fl.pids {
-			if syscall.Kill(pid, 0) == nil {
-				t.Errorf("server %s (pid %d) outlived its fleet; killing it", name, pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		if t.Failed() {
-			t.Logf("gym env start stdout:\n%s\nstderr (tail):\n%s", out.String(), tail(stderr.String(), 40))
-		}
-	})
-
-	timeout := time.After(40 * time.Second)
-	for len(fl.pids) < 3 {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				err := <-done
-				t.Fatalf("gym env start ended before reporting its fleet (%v)\nstderr:\n%s", err, tail(stderr.String(), 40))
-			}
-			f := strings.Fields(l)
-			switch {
-			case len(f) == 3 && f[0] == "run":
-				fl.runID, fl.runDir = f[1], strings.Trim(f[2], "()")
-			case len(f) == 5 && f[3] == "pid":
-				pid, err := strconv.Atoi(f[4])
-				if err != nil {
-					t.Fatalf("bad server line %q", l)
-				}
-				fl.pids[f[0]] = pid
-				if f[1] == "responses_api_agents" {
-					fl.agentURL = f[2]
-				}
-			}
-		case <-timeout:
-			t.Fatalf("gym env start reported no fleet within 40 s\nstdout:\n%s\nstderr:\n%s", out.String(), tail(stderr.String(), 40))
+		"NEMO_GYM_OTEL_PROMETHEUS_ADDR=127.0.0.1:0"), 3, "--config", cfgPath, "--runs-dir", runs)
+	fl := promFleetProc{runID: e.runID, runDir: e.runDir, pids: map[string]int{}}
+	for name, s := range e.servers {
+		fl.pids[name] = s.pid
+		if s.typ == contract.ServerTypeAgent {
+			fl.agentURL = s.url
 		}
 	}
-	if fl.runDir == "" || fl.agentURL == "" {
-		t.Fatalf("could not read the run directory or agent URL from:\n%s", out.String())
+	if fl.agentURL == "" {
+		t.Fatalf("no agent among the servers reported: %v", e.servers)
 	}
 	return fl
 }
