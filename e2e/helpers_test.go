@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gymlens/gymlens/lens/telfile"
 	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // gymBin is the gym binary, built once for the whole test binary.
