@@ -4,13 +4,21 @@
 //
 // The orchestrator is the only process that knows how many servers run, so
 // it is the only writer of gym.servers.active: the count once every server
-// answers, one less for each server that dies, zero at shutdown.
+// answers, one less for each server reaped (dead, killed as hung, or
+// stopped), each value exported before the next is recorded.
 //
 //	config dict ─► parse, resolve, check (instances, impls and their blocks,
 //	   references, fixed ports) ─► head server on head_server ─► defaults
 //	   (hosts, ports, disallowed_ports) ─► spawn resources + models (parallel)
 //	   ─► GET / answers ─► agents ─► GET / answers
-//	   gym.servers.active = n ─► watch exits ─► stop: SIGTERM, drain, SIGKILL
+//	   gym.servers.active = n ─► watch exits, probe GET / (liveness) ─►
+//	   stop: SIGTERM, drain, SIGKILL
+//
+// The orchestrator owns each child's stdout and stderr pipes and drains
+// them into the child's log for as long as they are open; a log write that
+// fails (a full disk) is counted and dropped, so a child never blocks on
+// or dies of its output. A running server that fails LivenessFailures
+// probes in a row is killed and reported on Exits with ErrUnresponsive.
 //
 // Children learn everything from their environment: NEMO_GYM_CONFIG_DICT
 // (the whole dict as YAML, hosts and ports filled in, interpolations

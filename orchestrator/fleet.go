@@ -45,6 +45,27 @@ const maxPortRetries = 3
 // pollInterval is how often a starting server's GET / is tried.
 const pollInterval = 50 * time.Millisecond
 
+// Liveness defaults: once the fleet is up, every server's GET / is probed
+// every DefaultLivenessInterval (counted from the end of the previous
+// probe), each probe waiting up to DefaultLivenessTimeout for an answer
+// (any HTTP status counts, as for readiness). DefaultLivenessFailures
+// failed probes in a row and the server is killed and reported on Exits:
+// a server that stops answering is detected within LivenessFailures ×
+// (LivenessInterval + LivenessTimeout), 12 s with these defaults.
+const (
+	DefaultLivenessInterval = 2 * time.Second
+	DefaultLivenessTimeout  = 2 * time.Second
+	DefaultLivenessFailures = 3
+)
+
+// activeFlushTimeout bounds the export forced after each change of
+// gym.servers.active, so a slow collector cannot hold the fleet up.
+const activeFlushTimeout = 2 * time.Second
+
+// ErrUnresponsive is wrapped by the Exit.Err of a server the fleet killed
+// because it stopped answering its liveness probes.
+var ErrUnresponsive = errors.New("stopped answering GET /")
+
 // Options tune Start.
 type Options struct {
 	// Binary is the gym executable to run built-in servers with; "" means
@@ -58,6 +79,17 @@ type Options struct {
 	// StopTimeout is how long servers get to drain after SIGTERM before
 	// SIGKILL; 0 means 15 s.
 	StopTimeout time.Duration
+	// LivenessInterval is the pause between two liveness probes (GET /)
+	// of a running server; 0 means DefaultLivenessInterval, a negative
+	// value turns liveness probing off.
+	LivenessInterval time.Duration
+	// LivenessTimeout bounds each liveness probe; 0 or less means
+	// DefaultLivenessTimeout.
+	LivenessTimeout time.Duration
+	// LivenessFailures is how many probes in a row must fail before the
+	// server is killed and reported on Exits; 0 or less means
+	// DefaultLivenessFailures.
+	LivenessFailures int
 	// Logger receives the orchestrator's own logs; nil means slog.Default().
 	Logger *slog.Logger
 	// ExtraEnv is added to every child's environment.
@@ -86,7 +118,10 @@ type ServerInfo struct {
 type Exit struct {
 	Name string
 	PID  int
-	Err  error // from exec.Cmd.Wait: the exit status or signal
+	// Err is exec.Cmd.Wait's error (the exit status or signal), or, for a
+	// server the fleet killed because it stopped answering, an error
+	// wrapping ErrUnresponsive.
+	Err error
 }
 
 // Fleet is a running set of server processes and the head server.
@@ -106,6 +141,25 @@ type Fleet struct {
 	exits    chan Exit
 	stopOnce sync.Once
 	stopErr  error
+
+	// quit is closed when Stop begins: the liveness watchers (watchers)
+	// end.
+	quit     chan struct{}
+	watchers sync.WaitGroup
+	probe    *http.Client
+	// activeCh carries every change of gym.servers.active to the
+	// recorder goroutine, which records and exports each in turn;
+	// recorderDone is closed when it has ended. Both are nil until Start
+	// first records the count.
+	activeCh     chan activeChange
+	recorderDone chan struct{}
+}
+
+// activeChange is one value of gym.servers.active; recorded is closed once
+// it has been recorded (its export may still be under way).
+type activeChange struct {
+	n        int
+	recorded chan struct{}
 }
 
 type child struct {
@@ -113,14 +167,30 @@ type child struct {
 	cmd     *exec.Cmd
 	info    ServerInfo
 	tail    *tailBuffer
-	logFile *os.File
-	done    chan struct{} // closed when the process has been reaped
+	output  *childOutput
+	done    chan struct{} // closed when the process has been reaped and its output drained
 	waitErr error
 	// up is set once the server answered; only then is its death an Exit.
 	up bool
 	// stoppedByUs is set once the fleet sent SIGTERM, so the exit is
 	// expected.
 	stoppedByUs bool
+	// counted is set while the child counts in gym.servers.active: from
+	// the end of Start until it is reaped.
+	counted bool
+	// reaped is set when Wait has returned.
+	reaped bool
+	// hung is set when the liveness watcher killed the child: why.
+	hung error
+}
+
+// failure is why the child ended, as reported: the liveness watcher's
+// verdict when it killed the child, else Wait's error.
+func (c *child) failure() error {
+	if c.hung != nil {
+		return c.hung
+	}
+	return c.waitErr
 }
 
 // Start fills the config dict's defaults (hosts, ports, head server),
@@ -159,15 +229,23 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 		}
 	}
 	f.mu.Lock()
-	f.active = len(f.servers)
-	n := f.active
-	f.mu.Unlock()
-	f.recordActive(n)
-	// Export the start-up count now rather than at the next interval, so a
-	// short run still shows it.
-	if err := telemetry.Get().ForceFlush(ctx); err != nil {
-		f.log.Debug("telemetry flush after start-up", "err", err)
+	// Servers that died during the agents' wave were reported already and
+	// do not count.
+	for _, c := range f.servers {
+		if !c.reaped {
+			c.counted = true
+			f.active++
+		}
 	}
+	n := f.active
+	f.activeCh = make(chan activeChange, len(f.servers)+2)
+	f.recorderDone = make(chan struct{})
+	go f.recordLoop()
+	f.mu.Unlock()
+	// The recorder exports the count at once (in the background), so a
+	// short run still shows it.
+	f.setActive(n)
+	f.startWatchers()
 	f.log.Info("fleet started", "servers", n, "head_server", f.HeadURL())
 	return f, nil
 }
@@ -201,6 +279,15 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 15 * time.Second
 	}
+	if opts.LivenessInterval == 0 {
+		opts.LivenessInterval = DefaultLivenessInterval
+	}
+	if opts.LivenessTimeout <= 0 {
+		opts.LivenessTimeout = DefaultLivenessTimeout
+	}
+	if opts.LivenessFailures <= 0 {
+		opts.LivenessFailures = DefaultLivenessFailures
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -223,6 +310,7 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 		opts: opts, log: log, cwd: cwd, dict: d,
 		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		exits: make(chan Exit, len(cfg.Servers)),
+		quit:  make(chan struct{}),
 	}
 	ln, err := listenHead(cfg, log)
 	if err != nil {
@@ -370,17 +458,7 @@ func (f *Fleet) waitExit(ctx context.Context, c *child) error {
 
 // answers reports whether GET url/ gets any HTTP answer.
 func answers(ctx context.Context, client *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/", nil)
-	if err != nil {
-		return false
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-	res.Body.Close()
-	return true
+	return probe(ctx, client, url) == nil
 }
 
 // kill SIGKILLs c's process group and waits until c is reaped.
@@ -576,17 +654,24 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 		gymconfig.EnvConfigPath+"="+spec.Name,
 	)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	// A grandchild that escaped the process group could hold the output
-	// pipes open; stop waiting for them this long after the child exits.
-	cmd.WaitDelay = 5 * time.Second
-	c := &child{spec: spec, cmd: cmd, tail: newTailBuffer(20), logFile: logFile, done: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(logFile, c.tail)
-	cmd.Stdout = logFile
+	sink := &logSink{name: spec.Name, log: f.log, f: logFile}
+	// The orchestrator owns the child's output pipes and drains them for
+	// as long as the child holds them, whatever becomes of the log file:
+	// a child must never block on, or die of, its own output.
+	output, stdout, stderr, err := newChildOutput(sink)
+	if err != nil {
+		sink.close()
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	c := &child{spec: spec, cmd: cmd, tail: newTailBuffer(20), output: output, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		output.closeAll()
+		sink.close()
 		return nil, fmt.Errorf("server %q: start %s: %w", spec.Name, argv[0], err)
 	}
+	output.start(c.tail)
 	c.info = ServerInfo{
 		Spec: spec, PID: cmd.Process.Pid, Started: started, Command: argv, Dir: dir,
 		URL: "http://" + net.JoinHostPort(dialHost(spec.Host), strconv.Itoa(spec.Port)),
@@ -706,18 +791,28 @@ func (f *Fleet) waitReady(ctx context.Context, c *child) error {
 // reports the death and lowers gym.servers.active.
 func (f *Fleet) reap(c *child) {
 	err := c.cmd.Wait()
+	// Whatever the child wrote last is in the log and the tail before
+	// anyone is told it is gone.
+	c.output.finish(outputGrace)
 	f.mu.Lock()
 	c.waitErr = err
+	c.reaped = true
 	// A server that never came up is Start's to report, not an Exit.
 	expected := c.stoppedByUs || f.stopping || !c.up
-	wasActive := f.active > 0 && !expected
-	if wasActive {
+	counted := c.counted
+	c.counted = false
+	if counted {
 		f.active--
 	}
 	n := f.active
+	hung := c.hung
 	f.mu.Unlock()
+	// Every change of the count is recorded, an orderly stop's included,
+	// before anyone hears of the exit.
+	if counted {
+		f.setActive(n)
+	}
 	close(c.done)
-	c.logFile.Close()
 	if expected {
 		return
 	}
@@ -725,11 +820,46 @@ func (f *Fleet) reap(c *child) {
 	if err != nil {
 		status = err.Error()
 	}
-	f.log.Error("server died", "server", c.spec.Name, "pid", c.info.PID, "status", status)
-	if wasActive {
-		f.recordActive(n)
+	if hung != nil {
+		f.log.Error("server killed: it stopped answering", "server", c.spec.Name, "pid", c.info.PID, "reason", hung, "status", status)
+	} else {
+		f.log.Error("server died", "server", c.spec.Name, "pid", c.info.PID, "status", status)
 	}
-	f.exits <- Exit{Name: c.spec.Name, PID: c.info.PID, Err: err}
+	f.exits <- Exit{Name: c.spec.Name, PID: c.info.PID, Err: c.failure()}
+}
+
+// setActive hands the recorder a new value of gym.servers.active and waits
+// until it has been recorded (not exported). A no-op before Start records
+// the first count or after Stop ended the recorder.
+func (f *Fleet) setActive(n int) {
+	f.mu.Lock()
+	ch := f.activeCh
+	f.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	change := activeChange{n: n, recorded: make(chan struct{})}
+	ch <- change
+	<-change.recorded
+}
+
+// recordLoop records each value of gym.servers.active in turn and forces
+// an export after each one: the metric is a gauge, so a value replaced
+// before the next periodic export would never be seen (a death and the
+// stop that follows it would read 3, 0 instead of 3, 2, 1, 0). Each
+// export is bounded by activeFlushTimeout; the next value is recorded
+// after it.
+func (f *Fleet) recordLoop() {
+	defer close(f.recorderDone)
+	for ch := range f.activeCh {
+		f.recordActive(ch.n)
+		close(ch.recorded)
+		ctx, cancel := context.WithTimeout(context.Background(), activeFlushTimeout)
+		if err := telemetry.Get().ForceFlush(ctx); err != nil {
+			f.log.Debug("telemetry flush after a change of gym.servers.active", "err", err)
+		}
+		cancel()
+	}
 }
 
 func (f *Fleet) recordActive(n int) {
@@ -836,14 +966,20 @@ func (f *Fleet) stop(ctx context.Context) error {
 	f.stopping = true
 	servers := append([]*child(nil), f.servers...)
 	f.mu.Unlock()
+	// No liveness verdict while the servers drain.
+	close(f.quit)
+	f.watchers.Wait()
+	if f.probe != nil {
+		f.probe.CloseIdleConnections()
+	}
 
 	var errs []error
 	for _, c := range servers {
 		select {
 		case <-c.done:
 			// Already gone: the reaper reported it unless it was ours.
-			if !c.stoppedByUs && c.waitErr != nil {
-				errs = append(errs, fmt.Errorf("server %q had died: %v", c.spec.Name, c.waitErr))
+			if !c.stoppedByUs && c.failure() != nil {
+				errs = append(errs, fmt.Errorf("server %q had died: %v", c.spec.Name, c.failure()))
 			}
 			continue
 		default:
@@ -873,10 +1009,21 @@ func (f *Fleet) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("server %q did not stop within %s: killed", c.spec.Name, f.opts.StopTimeout))
 		}
 	}
+	// Every server has been reaped, so the reapers recorded each step down
+	// to 0; the recorder ends once it has exported them.
 	f.mu.Lock()
+	ch := f.activeCh
+	f.activeCh = nil
 	f.active = 0
 	f.mu.Unlock()
-	f.recordActive(0)
+	if ch != nil {
+		close(ch)
+		select {
+		case <-f.recorderDone:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("gym.servers.active: export not finished: %w", ctx.Err()))
+		}
+	}
 	if f.head != nil {
 		if err := f.head.close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("head server: %w", err))

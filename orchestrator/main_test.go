@@ -208,10 +208,19 @@ const stubEnv = "GYMLENS_ORCHESTRATOR_STUB"
 // runStub is a minimal server under the launch contract: it finds itself
 // in NEMO_GYM_CONFIG_DICT / NEMO_GYM_CONFIG_PATH, listens on exactly its
 // block's host:port and answers every request with 200. In mode
-// "stubborn" it ignores SIGTERM.
+// "stubborn" it ignores SIGTERM; in mode "chatty" every request writes
+// chattyBytes to stdout and as much to stderr.
 func runStub(mode string) int {
-	if mode == "stubborn" {
+	switch mode {
+	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
+	case "chatty": // an orderly stop is a clean exit
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM)
+		go func() {
+			<-stop
+			os.Exit(0)
+		}()
 	}
 	l, ok, err := gymconfig.LaunchFromEnv(os.LookupEnv)
 	if err != nil || !ok {
@@ -224,7 +233,15 @@ func runStub(mode string) int {
 		return 1
 	}
 	fmt.Fprintln(os.Stderr, "stub serving", l.Self.Name, "on", ln.Addr())
-	if err := http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})); err != nil {
+	handler := func(http.ResponseWriter, *http.Request) {}
+	if mode == "chatty" {
+		line := strings.Repeat("x", chattyBytes-1) + "\n"
+		handler = func(http.ResponseWriter, *http.Request) {
+			_, _ = os.Stdout.WriteString(line)
+			_, _ = os.Stderr.WriteString(line)
+		}
+	}
+	if err := http.Serve(ln, http.HandlerFunc(handler)); err != nil {
 		fmt.Fprintln(os.Stderr, "stub:", err)
 		return 1
 	}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,13 @@ const (
 	// DefaultMaxAttempts is the number of /run calls a rollout gets when
 	// neither Options.MaxAttempts nor EnvMaxAttempts says otherwise.
 	DefaultMaxAttempts = 3
+	// DefaultFailureWindow is how many of the most recently finished
+	// rollouts the failure-rate guard looks at (Options.FailureWindow).
+	DefaultFailureWindow = 50
+	// DefaultMaxFailureRate is the share of failed rollouts in that
+	// window at which the run stops (Options.MaxFailureRate): 40 of the
+	// last 50.
+	DefaultMaxFailureRate = 0.8
 )
 
 // EnvMaxAttempts is the environment variable upstream reads for the
@@ -73,8 +81,12 @@ const traceResponseHeader = "traceresponse"
 // Bookkeeping is the collector's record of one rollout, written under
 // KeyBookkeeping into its line.
 type Bookkeeping struct {
-	// TraceID is the rollout's trace as the agent reported it in the
-	// traceresponse header of its /run answer; "" when it sent none.
+	// TraceID is the rollout's trace: as the agent reported it in the
+	// traceresponse header of its /run answer, else the trace of the
+	// collector's own CLIENT span of the call (which the agent continues),
+	// so a call that timed out or got no answer still names its trace;
+	// "" when neither is known (no header and the http_client span group
+	// off).
 	TraceID string `json:"trace_id"`
 	// RolloutID is the rollout's id (protocol.RunRequest.ResolveRolloutID
 	// of the row as sent): "<task index>-<rollout index>", with "-a<n>"
@@ -145,11 +157,29 @@ type Options struct {
 	// ErrStopped if rollouts remain. The orchestrator closes it when a
 	// server of the fleet dies.
 	Stop <-chan struct{}
+	// FailureWindow and MaxFailureRate guard a run that is failing as a
+	// whole (a server hung or gone, an upstream refusing every call): once
+	// FailureWindow rollouts have finished, whenever MaxFailureRate or
+	// more of the last FailureWindow failed on every attempt (a line of
+	// class FailureRolloutError; an agent's own _ng_failure_class answer
+	// is a result, not a failed call), the run stops as with Stop and
+	// Collect returns an error wrapping ErrFailureRate. FailureWindow 0
+	// means DefaultFailureWindow, a negative one turns the guard off;
+	// MaxFailureRate 0 means DefaultMaxFailureRate, otherwise it must be
+	// in (0, 1].
+	FailureWindow  int
+	MaxFailureRate float64
 }
 
 // ErrStopped is returned by Collect when Options.Stop ended the run before
 // every rollout was recorded; a later run with Options.Resume continues.
 var ErrStopped = errors.New("rollout: stopped before every rollout ran")
+
+// ErrFailureRate is wrapped by Collect's error when the failure-rate
+// guard (Options.FailureWindow, Options.MaxFailureRate) stopped the run;
+// the message gives the figures and the last failure. A later run with
+// Options.Resume continues.
+var ErrFailureRate = errors.New("rollout: too many rollouts failing; stopped")
 
 // ErrInvalidInput is wrapped by Collect's error when the options or the
 // rows are unusable (and by CollectFile's when the task file cannot be
@@ -202,7 +232,21 @@ type Summary struct {
 // Remaining is the number of rollouts that have no outcome yet: 0 after a
 // complete run, more after a cancelled or stopped one.
 func (s Summary) Remaining() int {
-	return s.Total - s.Skipped - s.Succeeded - s.Failed - s.Discarded
+	return s.Total - s.Skipped - s.Ran()
+}
+
+// Ran is the number of rollouts this run recorded an outcome for:
+// succeeded, failed and discarded. Skipped ones and the ones an early
+// stop left undone are not counted.
+func (s Summary) Ran() int { return s.Succeeded + s.Failed + s.Discarded }
+
+// Rate is this run's throughput: the rollouts it ran (Ran, not Total)
+// per second of its wall clock (Elapsed); 0 when no time was measured.
+func (s Summary) Rate() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Ran()) / s.Elapsed.Seconds()
 }
 
 // clock is the time source of a run, replaced in tests.
@@ -264,6 +308,10 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	if err != nil {
 		return Summary{}, invalidInput{err}
 	}
+	guard, err := newFailureGuard(opts.FailureWindow, opts.MaxFailureRate)
+	if err != nil {
+		return Summary{}, invalidInput{err}
+	}
 	client := opts.Client
 	if client == nil {
 		client = server.NewClient(server.ClientOptions{})
@@ -320,6 +368,8 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 		sum:         &sum,
 		cancel:      cancel,
 		job:         trace.SpanContextFromContext(ctx),
+		guard:       guard,
+		abort:       make(chan struct{}),
 	}
 	if !opts.DisableAggregation {
 		c.entries = files.prior
@@ -346,10 +396,10 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	lim := metrics.NewLimiter(contract.SiteRolloutCollection, p.concurrency)
 	var wg sync.WaitGroup
 	for _, job := range todo {
-		if runCtx.Err() != nil || closed(opts.Stop) || lim.Acquire(runCtx) != nil {
+		if runCtx.Err() != nil || c.halted() || lim.Acquire(runCtx) != nil {
 			break
 		}
-		if closed(opts.Stop) { // stopped while waiting for the slot
+		if c.halted() { // stopped while waiting for the slot
 			lim.Release()
 			break
 		}
@@ -369,6 +419,8 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 		return sum, fmt.Errorf("rollout: close output: %w", closeErr)
 	case ctx.Err() != nil && sum.Remaining() > 0:
 		return sum, ctx.Err()
+	case c.abortErr != nil && sum.Remaining() > 0:
+		return sum, c.abortErr
 	case closed(opts.Stop) && sum.Remaining() > 0:
 		return sum, ErrStopped
 	}
@@ -420,10 +472,15 @@ type collector struct {
 	// is a job span.
 	callCtx context.Context
 	cancel  context.CancelCauseFunc
+	// abort is closed, and abortErr set, when the failure-rate guard
+	// stops the run; it acts as Options.Stop does.
+	abort    chan struct{}
+	abortErr error
 
-	mu       sync.Mutex // serialises writes to the files and updates of sum and entries
+	mu       sync.Mutex // serialises writes to the files and updates of sum, entries and guard
 	files    *outputs
 	sum      *Summary
+	guard    *failureGuard // nil when off
 	writeErr error
 	// entries are the successful results to aggregate, by agent name, as
 	// /aggregate_metrics takes them; nil when aggregation is off.
@@ -449,7 +506,10 @@ func (c *collector) run(ctx context.Context, job pending) {
 		start := c.clock.now()
 		var result protocol.Fields
 		// The id labels this call's CLIENT span (server.WithRolloutID).
-		reply, err := c.client.Post(server.WithRolloutID(c.callCtx, id), runURL, row, &result, server.Call{})
+		// PostSpan, so a call that got no answer (a timeout, a reset) still
+		// names its trace: the CLIENT span's, which the agent continues.
+		reply, err := c.client.PostSpan(server.WithRolloutID(c.callCtx, id), runURL, row, &result, server.Call{})
+		reply.Span.End()
 		elapsed := c.clock.now().Sub(start)
 		if err != nil && ctx.Err() != nil {
 			return
@@ -457,18 +517,34 @@ func (c *collector) run(ctx context.Context, job pending) {
 		if err == nil && result == nil {
 			err = errors.New("agent answered /run with null")
 		}
-		meta = Bookkeeping{TraceID: traceIDOf(reply.Header), RolloutID: id,
+		meta = Bookkeeping{TraceID: cmp.Or(traceIDOf(reply.Header), spanTraceID(reply.Span)), RolloutID: id,
 			DurationMS: float64(elapsed) / float64(time.Millisecond), AttemptedAt: start.UTC(), Attempts: n + 1}
 		if err == nil {
 			c.record(row, job.agent, result, meta)
 			return
 		}
 		lastErr = err
-		if closed(c.stop) {
+		if c.halted() {
 			break
 		}
 	}
 	c.fail(row, lastErr, meta)
+}
+
+// halted reports whether the run is ending early: Options.Stop was closed
+// or the failure-rate guard tripped.
+func (c *collector) halted() bool { return closed(c.stop) || closed(c.abort) }
+
+// finished feeds the failure-rate guard one finished rollout and stops
+// the run when it trips. c.mu is held.
+func (c *collector) finished(failed bool, err error) {
+	if c.guard == nil || c.abortErr != nil {
+		return
+	}
+	if msg, trip := c.guard.add(failed); trip {
+		c.abortErr = fmt.Errorf("%w: %s; last failure: %v", ErrFailureRate, msg, err)
+		close(c.abort)
+	}
 }
 
 // record writes the /run result of row with the collector's members added:
@@ -509,11 +585,13 @@ func (c *collector) record(row protocol.RunRequest, agent string, result protoco
 	case noPersist:
 		c.count(meta)
 		c.sum.Discarded++
+		c.finished(false, nil)
 	case failed:
 		if c.write(c.files.failures, line) {
 			c.count(meta)
 			c.sum.Failed++
 			c.failed.Add(1)
+			c.finished(false, nil)
 		}
 	default:
 		if c.write(c.files.out, line) {
@@ -525,6 +603,7 @@ func (c *collector) record(row protocol.RunRequest, agent string, result protoco
 			if entry != nil {
 				c.entries[agent] = append(c.entries[agent], entry)
 			}
+			c.finished(false, nil)
 		}
 	}
 }
@@ -555,6 +634,7 @@ func (c *collector) fail(row protocol.RunRequest, err error, meta Bookkeeping) {
 		c.count(meta)
 		c.sum.Failed++
 		c.failed.Add(1)
+		c.finished(true, err)
 	}
 }
 
@@ -582,6 +662,18 @@ func (c *collector) count(meta Bookkeeping) {
 	c.sum.DurationsMS = append(c.sum.DurationsMS, meta.DurationMS)
 	c.sum.Retries += meta.Attempts - 1
 	c.recorded.Add(1)
+}
+
+// spanTraceID returns the trace id of span, or "" when it has none (the
+// http_client span group is off).
+func spanTraceID(span trace.Span) string {
+	if span == nil {
+		return ""
+	}
+	if id := span.SpanContext().TraceID(); id.IsValid() {
+		return id.String()
+	}
+	return ""
 }
 
 // traceIDOf returns the trace id of a traceresponse header, or "" when

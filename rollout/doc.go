@@ -17,7 +17,9 @@
 // plus _ng_task_index, _ng_rollout_index and agent_ref of the row (and
 // _ng_attempt_index and _ng_rollout_id when the row has them), plus the
 // collector's own member KeyBookkeeping ("_gymlens", a Bookkeeping): the
-// trace id the agent reported in a traceresponse header, the rollout id,
+// rollout's trace id (the one the agent reported in a traceresponse
+// header, else the collector's CLIENT span's, so a call that timed out
+// still names its trace), the rollout id,
 // the collector's wall clock of the last call, when that call was made and
 // how many calls the rollout took.
 //
@@ -57,6 +59,13 @@
 //     the fleet dies) dispatches no further rollout and retries no failed
 //     call; the rollouts in flight finish and are recorded, failures
 //     included, and Collect returns ErrStopped if rollouts remain.
+//   - Failure rate: when FailureWindow (DefaultFailureWindow) rollouts
+//     have finished and MaxFailureRate (DefaultMaxFailureRate) or more of
+//     the last FailureWindow failed on every attempt, the run stops as
+//     with Stop and Collect returns an error wrapping ErrFailureRate with
+//     the figures and the last failure: a fleet that fails every call
+//     (a hung or dead peer) ends the run instead of crawling through the
+//     dataset one timeout at a time.
 //   - Cancellation: cancelling ctx stops handing out rollouts and aborts
 //     the calls in flight; those are not written (a resume runs them
 //     again), and every line already in the files is complete. A failed

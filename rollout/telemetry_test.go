@@ -114,12 +114,16 @@ func TestCollectJobSpan(t *testing.T) {
 	if servers != n || clients != n || aggregates != 1 || len(traces) != n || traces[job.SpanContext.TraceID()] {
 		t.Fatalf("%d server and %d client spans in %d traces for %d rollouts, %d aggregate calls", servers, clients, len(traces), n, aggregates)
 	}
-	// The agent reported no trace id; lines then carry none rather than
-	// the job's.
+	// The agent reported no trace id; lines then carry their CLIENT
+	// span's, each its own rollout's trace, never the job's.
+	seen := map[string]bool{}
 	for _, l := range readLines(t, out) {
-		if m := get[rollout.Bookkeeping](t, l, rollout.KeyBookkeeping); m.TraceID != "" {
-			t.Errorf("rollout %s has trace %q", m.RolloutID, m.TraceID)
+		m := get[rollout.Bookkeeping](t, l, rollout.KeyBookkeeping)
+		id, err := trace.TraceIDFromHex(m.TraceID)
+		if err != nil || !traces[id] || seen[m.TraceID] {
+			t.Errorf("rollout %s has trace %q, want its own CLIENT span's (%v)", m.RolloutID, m.TraceID, err)
 		}
+		seen[m.TraceID] = true
 	}
 }
 

@@ -117,7 +117,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	})
 	d := sum.DurationsMS
 	fmt.Fprintf(stdout, "rollouts: %d run, %d skipped (already in %s), %d failed, %d rewarded; p50 %.1f ms, p95 %.1f ms\n",
-		sum.Succeeded+sum.Failed, sum.Skipped, output, sum.Failed, sum.Rewarded, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
+		sum.Ran(), sum.Skipped, output, sum.Failed, sum.Rewarded, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 	if err != nil {
 		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
 		if errors.Is(err, rollout.ErrInvalidInput) {

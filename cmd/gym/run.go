@@ -180,7 +180,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitOK
 	if collectErr != nil {
 		if errors.Is(collectErr, context.Canceled) {
-			fmt.Fprintln(stderr, "gym run: interrupted; the fleet was stopped cleanly and the partial run is kept")
+			how := "stopped cleanly"
+			if stopErr != nil {
+				how = "stopped, not cleanly (see below)"
+			}
+			fmt.Fprintf(stderr, "gym run: interrupted; the fleet was %s and the partial run is kept\n", how)
+		} else if errors.Is(collectErr, rollout.ErrFailureRate) {
+			fmt.Fprintf(stderr, "gym run: %v\ngym run: stopped early: %d of %d tasks not run (see %s; `gym rollouts collect --resume` continues)\n",
+				collectErr, sum.Remaining(), sum.Total, rollout.FailuresPath(filepath.Join(sess.runDir, contract.RunRolloutsFile)))
 		} else if errors.Is(collectErr, rollout.ErrFailedRollouts) {
 			fmt.Fprintf(stderr, "gym run: %d rollouts failed after every attempt (see %s)\n", sum.Failed,
 				rollout.FailuresPath(filepath.Join(sess.runDir, contract.RunRolloutsFile)))
@@ -243,9 +250,8 @@ func readRows(path string) ([]protocol.RunRequest, error) {
 
 func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rollout.Summary) {
 	fmt.Fprintf(w, "\nrun %s  (%s)\n", runID, runDir)
-	ran := sum.Succeeded + sum.Failed
 	fmt.Fprintf(w, "  rollouts        %d (%d failed), %.1f/s over %s\n", rep.Rollouts, rep.Failed,
-		float64(ran)/max(sum.Elapsed.Seconds(), 1e-9), sum.Elapsed.Round(time.Millisecond))
+		sum.Rate(), sum.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  success         %.3f (%d of %d rewarded)\n", rep.SuccessFraction(), rep.Rewarded, rep.Rollouts)
 	d := rep.DurationsMS
 	fmt.Fprintf(w, "  rollout time    p50 %.1f ms   p95 %.1f ms\n", rollout.Percentile(d, 50), rollout.Percentile(d, 95))

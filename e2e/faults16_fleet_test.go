@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gymlens/gymlens/orchestrator"
+)
+
+// Issue 16, item 2: a server stopped with SIGSTOP answers nothing and never
+// exits. gym run must notice it (liveness probes: DefaultLivenessFailures
+// probes DefaultLivenessInterval apart, each with DefaultLivenessTimeout,
+// 12 s with the defaults), kill it and end the run, where it used to
+// crawl on at one timed-out rollout per client timeout.
+func TestGymRunEndsWhenAServerHangs(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	bound := time.Duration(orchestrator.DefaultLivenessFailures) *
+		(orchestrator.DefaultLivenessInterval + orchestrator.DefaultLivenessTimeout)
+
+	var (
+		mu   sync.Mutex
+		pids = map[string]int{}
+	)
+	started := make(chan struct{})
+	killed := make(chan timedLine, 1)
+	var startedOnce sync.Once
+	stderr := &lineLog{onLine: func(line string, at time.Time) {
+		if m := serverUpRe.FindStringSubmatch(line); m != nil {
+			pid, _ := strconv.Atoi(m[2])
+			mu.Lock()
+			pids[m[1]] = pid
+			mu.Unlock()
+		}
+		if strings.Contains(line, `msg="fleet started"`) {
+			startedOnce.Do(func() { close(started) })
+		}
+		if strings.Contains(line, `msg="server killed: it stopped answering"`) {
+			select {
+			case killed <- timedLine{line, at}:
+			default:
+			}
+		}
+	}}
+	// More rollouts than can run before the hang; after it none can
+	// complete, so only the hang detection can end this run.
+	orch := startGymProc(t, gymEnv("NEMO_GYM_OTEL_ENABLED=0"), &lineLog{}, stderr,
+		"run", "--rollouts", "20000", "--concurrency", "16", "--model-latency-ms", "5",
+		"--runs-dir", runs, "--quiet")
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, pid := range pids {
+			if gymAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	})
+	select {
+	case <-started:
+	case <-orch.done:
+		t.Fatalf("gym run ended before the fleet started: %v\nstderr:\n%s", orch.err, orch.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("fleet did not start within 60s\nstderr:\n%s", orch.stderr.String())
+	}
+	// Some rollouts first, so the run is under way.
+	output := filepath.Join(runDir(t, runs), "rollouts.jsonl")
+	deadline := time.Now().Add(30 * time.Second)
+	for countLines(output) < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 50 rollouts 30 s after the start\nstderr:\n%s", tail(orch.stderr.String(), 30))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	model := pids["policy_model"]
+	mu.Unlock()
+	if model == 0 {
+		t.Fatalf("no policy_model PID in %v", pids)
+	}
+	t0 := time.Now()
+	if err := syscall.Kill(model, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-killed:
+		took := l.at.Sub(t0)
+		t.Logf("hung model server killed %s after SIGSTOP (bound %s)", took.Round(time.Millisecond), bound)
+		if !strings.Contains(l.text, "server=policy_model") {
+			t.Errorf("killed another server: %s", l.text)
+		}
+		// Scheduling slack on a loaded machine, not another probe round.
+		if took > bound+2*time.Second {
+			t.Errorf("hang detected after %s, want within %s", took, bound)
+		}
+	case <-orch.done:
+		t.Fatalf("gym run ended before the hang was detected: %v\nstderr:\n%s", orch.err, tail(orch.stderr.String(), 30))
+	case <-time.After(bound + 30*time.Second):
+		t.Fatalf("hung server not killed %s after SIGSTOP\nstderr:\n%s", bound+30*time.Second, tail(orch.stderr.String(), 30))
+	}
+	code := orch.wait(t, 60*time.Second)
+	errOut := orch.stderr.String()
+	t.Logf("gym run exited %d %s after SIGSTOP", code, time.Since(t0).Round(time.Millisecond))
+	if code != 1 {
+		t.Errorf("gym run exited %d, want 1\nstderr:\n%s", code, tail(errOut, 30))
+	}
+	for _, want := range []string{"server policy_model (pid " + strconv.Itoa(model) + ") died: stopped answering GET /",
+		"stopped early after a server died"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, tail(errOut, 30))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name, pid := range pids {
+		if gymAlive(pid) {
+			t.Errorf("server %s (pid %d) still alive after gym run exited", name, pid)
+		}
+	}
+}
+
+// Issue 16, item 10: an interrupted run whose stop had to kill a server
+// (stopped with SIGSTOP, it cannot act on SIGTERM) must not say the fleet
+// stopped cleanly next to the "killed" line.
+func TestGymRunInterruptedStopReportsAKill(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	var (
+		mu   sync.Mutex
+		pids = map[string]int{}
+	)
+	started := make(chan struct{})
+	var startedOnce sync.Once
+	stderr := &lineLog{onLine: func(line string, _ time.Time) {
+		if m := serverUpRe.FindStringSubmatch(line); m != nil {
+			pid, _ := strconv.Atoi(m[2])
+			mu.Lock()
+			pids[m[1]] = pid
+			mu.Unlock()
+		}
+		if strings.Contains(line, `msg="fleet started"`) {
+			startedOnce.Do(func() { close(started) })
+		}
+	}}
+	orch := startGymProc(t, gymEnv("NEMO_GYM_OTEL_ENABLED=0"), &lineLog{}, stderr,
+		"run", "--rollouts", "20000", "--concurrency", "8", "--model-latency-ms", "5",
+		"--runs-dir", runs, "--quiet")
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, pid := range pids {
+			if gymAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	})
+	select {
+	case <-started:
+	case <-orch.done:
+		t.Fatalf("gym run ended before the fleet started: %v\nstderr:\n%s", orch.err, orch.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("fleet did not start within 60s\nstderr:\n%s", orch.stderr.String())
+	}
+	output := filepath.Join(runDir(t, runs), "rollouts.jsonl")
+	for deadline := time.Now().Add(30 * time.Second); countLines(output) < 20; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 20 rollouts 30 s after the start\nstderr:\n%s", tail(orch.stderr.String(), 30))
+		}
+	}
+	mu.Lock()
+	resources := pids["arithmetic"]
+	mu.Unlock()
+	// Stop the resources server and interrupt at once, well inside the
+	// liveness bound: the stop, not the probes, meets the hung server.
+	if err := syscall.Kill(resources, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := orch.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := orch.wait(t, 90*time.Second)
+	errOut := orch.stderr.String()
+	if code != 1 {
+		t.Errorf("gym run exited %d, want 1\nstderr:\n%s", code, tail(errOut, 30))
+	}
+	if !strings.Contains(errOut, `server "arithmetic" did not stop within`) || !strings.Contains(errOut, "killed") {
+		t.Errorf("stderr does not report the kill:\n%s", tail(errOut, 30))
+	}
+	if strings.Contains(errOut, "stopped cleanly") {
+		t.Errorf("stderr says the fleet stopped cleanly although a server was killed:\n%s", tail(errOut, 30))
+	}
+	if !strings.Contains(errOut, "interrupted; the fleet was stopped, not cleanly") {
+		t.Errorf("stderr lacks the interrupted line:\n%s", tail(errOut, 30))
+	}
+}
