@@ -164,10 +164,10 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 	f.mu.Unlock()
 	f.recordActive(n)
 	// Export the start-up count now rather than at the next interval, so a
-	// short run still shows it.
-	if err := telemetry.Get().ForceFlush(ctx); err != nil {
-		f.log.Debug("telemetry flush after start-up", "err", err)
-	}
+	// short run still shows it; in the background and bounded, because a
+	// collector that never answers (or answers 429) would hold the first
+	// rollout back for the exporter's whole timeout.
+	telemetry.Get().FlushInBackground()
 	f.log.Info("fleet started", "servers", n, "head_server", f.HeadURL())
 	return f, nil
 }

@@ -38,8 +38,9 @@
 // the bucket each estimate lies in.
 //
 // Damage is handled in two ways. A truncated last line of a telemetry file
-// (a writer that died mid-line) or an unreadable line of the rollout
-// files becomes a [Note] and the report goes on; a corrupt line elsewhere or a
-// file from another format version makes Load fail with a [FileError]
-// naming the file and line.
+// (a writer that died mid-line), a corrupt line in the middle of one (a
+// writer that kept appending after a short write, on a full disk), or an
+// unreadable line of the rollout files becomes a [Note] and the report
+// goes on without that line; a file from another format version makes
+// Load fail with a [FileError] naming the file and line.
 package report
