@@ -137,11 +137,17 @@ func TestCollectorFaultsCountEveryLostSpan(t *testing.T) {
 		name     string
 		protocol string
 		endpoint func(t *testing.T) string
+		// exportTimeout is OTEL_BSP_EXPORT_TIMEOUT: 1 s ends each export
+		// before shutdown's 4 s; 30 s leaves one running when shutdown
+		// ends, as the lens default does against a process's 10 s.
+		exportTimeout string
 	}{
-		{"blackhole grpc", lens.ProtocolGRPC, blackHole},
-		{"blackhole http", lens.ProtocolHTTPProtobuf, blackHole},
-		{"http 500", lens.ProtocolHTTPProtobuf, func(t *testing.T) string { e, _ := answering(t, http.StatusInternalServerError); return e }},
-		{"http 429", lens.ProtocolHTTPProtobuf, func(t *testing.T) string { e, _ := answering(t, http.StatusTooManyRequests); return e }},
+		{"blackhole grpc", lens.ProtocolGRPC, blackHole, "1000"},
+		{"blackhole http", lens.ProtocolHTTPProtobuf, blackHole, "1000"},
+		{"http 500", lens.ProtocolHTTPProtobuf, func(t *testing.T) string { e, _ := answering(t, http.StatusInternalServerError); return e }, "1000"},
+		{"http 429", lens.ProtocolHTTPProtobuf, func(t *testing.T) string { e, _ := answering(t, http.StatusTooManyRequests); return e }, "1000"},
+		{"blackhole grpc, export outlasting shutdown", lens.ProtocolGRPC, blackHole, "30000"},
+		{"http 429, export outlasting shutdown", lens.ProtocolHTTPProtobuf, func(t *testing.T) string { e, _ := answering(t, http.StatusTooManyRequests); return e }, "30000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			endpoint := c.endpoint(t)
@@ -149,9 +155,9 @@ func TestCollectorFaultsCountEveryLostSpan(t *testing.T) {
 			h := setupOTLP(t, endpoint, map[string]string{
 				"OTEL_EXPORTER_OTLP_PROTOCOL": c.protocol,
 				"NEMO_GYM_OTEL_FILE_PATH":     path,
-				// One export may take 1 s; the exporter's own timeout is
-				// far longer, so only the processor's bound ends it.
-				"OTEL_BSP_EXPORT_TIMEOUT":    "1000",
+				// The exporter's own timeout is far longer, so only the
+				// processor's bound or shutdown's ends an export.
+				"OTEL_BSP_EXPORT_TIMEOUT":    c.exportTimeout,
 				"OTEL_EXPORTER_OTLP_TIMEOUT": "30000",
 			})
 			endSpans(t, spans)

@@ -151,8 +151,9 @@ func (q *spanQueue) Shutdown(ctx context.Context) error {
 func (q *spanQueue) Dropped() uint64 { return q.dropped.Load() }
 
 // Stats returns the queue's account so far. Unflushed is only known once
-// Shutdown returned; before, the spans not yet handed to the exporter are
-// counted in Ended only, still on their way.
+// Shutdown returned; before, the spans not yet handed to the exporter, and
+// those in an export still running, are counted in Ended only, still on
+// their way.
 func (q *spanQueue) Stats() SpanStats {
 	s := SpanStats{Exporter: q.name, ComponentType: q.ctype}
 	// Later stages first: a span counts as handed before it counts as
@@ -165,6 +166,10 @@ func (q *spanQueue) Stats() SpanStats {
 	s.Ended = s.QueueFull + handed + pending
 	if q.shutDown.Load() {
 		s.Unflushed = pending
+		// An export still running when Shutdown returned had its context
+		// cancelled as Shutdown ended: its spans are lost, whenever it
+		// gets round to returning.
+		s.ExportFailed += handed - s.Exported - s.ExportFailed
 	}
 	return s
 }
@@ -257,7 +262,8 @@ type SpanStats struct {
 	Unflushed uint64
 	// Exported counts the spans the exporter delivered.
 	Exported uint64
-	// ExportFailed counts the spans of exports that returned an error.
+	// ExportFailed counts the spans of exports that returned an error or,
+	// once shut down, were still running when shutdown ended them.
 	ExportFailed uint64
 }
 
