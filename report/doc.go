@@ -16,8 +16,10 @@
 // time; the Run it returns takes some 35 bytes per span (durations and
 // rollouts) instead of a kilobyte. The Run's methods derive the views a
 // report shows (duration distributions, verify success per process and
-// over time, HTTP latency per route, the slowest rollouts' traces,
-// problems such as broken traces), and [WriteText] renders them as text.
+// over time, HTTP latency per route, the slowest rollouts' traces, the
+// spans each process's telemetry lost by its own account written at
+// shutdown ([Run.SpanLosses]), problems such as broken traces), and
+// [WriteText] renders them as text.
 // The model carries no presentation, so other renderers can be built on
 // the same methods.
 //
