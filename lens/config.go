@@ -102,6 +102,15 @@ const (
 	// KeyHistogramBoundaries sets explicit bucket boundaries, in
 	// milliseconds, on the gym.* duration histograms.
 	KeyHistogramBoundaries = "HISTOGRAM_BOUNDARIES_MS"
+	// KeyAttributeValueLengthLimit bounds every span, event and link
+	// attribute value (strings and byte slices, in bytes; slices element
+	// by element); KeySpanAttributeValueLengthLimit, when set, overrides it
+	// for spans, as the OpenTelemetry specification has it.
+	KeyAttributeValueLengthLimit     = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
+	KeySpanAttributeValueLengthLimit = "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"
+	// KeyMaxSpanLoss is the fraction of its spans a process may lose
+	// before `gym run` fails the run (see DefaultMaxSpanLoss).
+	KeyMaxSpanLoss = "MAX_SPAN_LOSS"
 	// KeySemconvStabilityOptIn picks the HTTP server metric conventions
 	// (server/semconv.go): "http" new only, "http/dup" old and new.
 	KeySemconvStabilityOptIn = "OTEL_SEMCONV_STABILITY_OPT_IN"
@@ -122,6 +131,24 @@ const (
 	defaultExportTimeout  = 30 * time.Second
 	maxMillisecondSetting = int64(math.MaxInt64 / time.Millisecond)
 )
+
+// DefaultAttributeValueLengthLimit is the attribute value length limit
+// unless OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT or
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT says otherwise (the SDK's own
+// default is no limit: one 4 MiB task id then made a whole batch exceed a
+// collector's 4 MiB message limit and lost every span in it). 8 KiB keeps
+// an exception's stack trace readable. It cannot by itself keep a batch
+// under 4 MiB (1024 spans with one 8 KiB value each already make 8 MiB),
+// which is why OTLP exports are also split by size (see
+// MaxExportRequestBytes); what it bounds is the single span: with the
+// SDK's count limit of 128 attributes, a span's attribute values come to
+// at most 1 MiB, so any span fits in a request by itself.
+const DefaultAttributeValueLengthLimit = 8192
+
+// DefaultMaxSpanLoss is the fraction of its ended spans a process may lose
+// (queue full, failed exports, unflushed at shutdown) before `gym run`
+// exits non-zero: 1 %. Losses below it are still reported.
+const DefaultMaxSpanLoss = 0.01
 
 // Settings lists every variable lens reads, in display order.
 var settings = []Setting{
@@ -151,6 +178,9 @@ var settings = []Setting{
 	{Key: KeyBSPScheduleDelay, Standard: true, YAML: "span_schedule_delay_ms", Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported", show: showMillis(func(c Config) time.Duration { return c.SpanScheduleDelay })},
 	{Key: KeyBSPExportTimeout, Standard: true, YAML: "span_export_timeout_ms", Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned", show: showMillis(func(c Config) time.Duration { return c.SpanExportTimeout })},
 	{Key: KeyBSPMaxQueueSize, Standard: true, YAML: "span_queue_size", Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted", show: func(c Config) string { return strconv.Itoa(c.SpanQueueSize) }},
+	{Key: KeyAttributeValueLengthLimit, Standard: true, YAML: "attribute_value_length_limit", Default: strconv.Itoa(DefaultAttributeValueLengthLimit), Doc: "longest span, event and link attribute value, in bytes (longer ones are truncated); negative for no limit", show: func(c Config) string { return strconv.Itoa(c.AttributeValueLengthLimit) }},
+	{Key: KeySpanAttributeValueLengthLimit, Standard: true, YAML: "span_attribute_value_length_limit", Default: "", Doc: "the attribute value length limit for spans; OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT when empty", show: func(c Config) string { return strconv.Itoa(c.AttributeValueLengthLimit) }},
+	{Key: KeyMaxSpanLoss, YAML: "max_span_loss", Default: strconv.FormatFloat(DefaultMaxSpanLoss, 'g', -1, 64), Doc: "fraction of a process's spans telemetry may lose (queue full, failed exports) before gym run exits 1, in [0,1]", show: func(c Config) string { return strconv.FormatFloat(c.MaxSpanLoss, 'g', -1, 64) }},
 	{Key: KeyBSPMaxExportBatch, Standard: true, YAML: "span_export_batch_size", Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size", show: func(c Config) string { return strconv.Itoa(c.SpanBatchSize) }},
 }
 
@@ -243,6 +273,12 @@ type Config struct {
 	SpanExportTimeout time.Duration
 	SpanQueueSize     int
 	SpanBatchSize     int
+	// AttributeValueLengthLimit is the span attribute value length limit
+	// in effect: OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, else
+	// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; -1 means no limit.
+	AttributeValueLengthLimit int
+	// MaxSpanLoss is KeyMaxSpanLoss, a fraction in [0, 1].
+	MaxSpanLoss float64
 
 	// Sources holds one entry per setting, in display order.
 	Sources []Source
@@ -475,6 +511,40 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 	cfg.SpanExportTimeout = millis(KeyBSPExportTimeout)
 	cfg.SpanQueueSize = count(KeyBSPMaxQueueSize, maxSpanQueueSize)
 	cfg.SpanBatchSize = count(KeyBSPMaxExportBatch, maxSpanQueueSize)
+	lengthLimit := func(key string) (int, bool) {
+		t := text(key)
+		if t == "" {
+			return 0, false
+		}
+		n, err := ParseInt(t)
+		switch {
+		case err != nil:
+			bad(key, "not an integer")
+		case n == 0:
+			bad(key, "must be a positive number of bytes, or negative for no limit")
+		case n < 0:
+			return -1, true
+		case n > math.MaxInt32:
+			bad(key, fmt.Sprintf("must be at most %d", math.MaxInt32))
+		default:
+			return int(n), true
+		}
+		return 0, false
+	}
+	if n, ok := lengthLimit(KeySpanAttributeValueLengthLimit); ok {
+		cfg.AttributeValueLengthLimit = n
+	} else if n, ok := lengthLimit(KeyAttributeValueLengthLimit); ok {
+		cfg.AttributeValueLengthLimit = n
+	} else {
+		cfg.AttributeValueLengthLimit = DefaultAttributeValueLengthLimit
+	}
+	if f, err := ParseFloat(text(KeyMaxSpanLoss)); err != nil {
+		bad(KeyMaxSpanLoss, err.Error())
+	} else if f < 0 || f > 1 {
+		bad(KeyMaxSpanLoss, "must be in [0, 1]")
+	} else {
+		cfg.MaxSpanLoss = f
+	}
 	// A batch above the queue size is not an error: the processor caps it at
 	// the queue size, as the OpenTelemetry SDK does.
 	return cfg, errors.Join(errs...)
@@ -544,4 +614,19 @@ func parseBoundaries(text string) ([]float64, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// MaxSpanLoss reads KeyMaxSpanLoss (with the default prefixes) through
+// lookup, nil meaning os.LookupEnv. An unset or malformed value gives
+// DefaultMaxSpanLoss; LoadConfig is where a malformed one is reported.
+func MaxSpanLoss(lookup func(string) (string, bool)) float64 {
+	_, v, ok := LoadOptions{Lookup: lookup}.LookupVar(KeyMaxSpanLoss)
+	if !ok {
+		return DefaultMaxSpanLoss
+	}
+	f, err := ParseFloat(v)
+	if err != nil || f < 0 || f > 1 {
+		return DefaultMaxSpanLoss
+	}
+	return f
 }

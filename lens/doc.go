@@ -28,8 +28,21 @@
 // OTEL_TRACES_SAMPLER_ARG (with parentbased_traceidratio a rollout is kept
 // or dropped whole, since every process follows the sampled flag of the
 // trace context it receives), and the OTEL_SPAN_*, OTEL_EVENT_* and
-// OTEL_LINK_* limits. The run-directory and console exporters are
-// sdktrace.SpanExporters; over OTLP the official trace exporters send them.
-// Each exporter sits behind the SDK's batch span processor, wrapped so that
-// the spans a full queue drops are counted and logged.
+// OTEL_LINK_* count limits; attribute values are cut at
+// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT (8 KiB unless set; the SDK's default is
+// none). The run-directory and console exporters are
+// sdktrace.SpanExporters; over OTLP the official trace exporters send them,
+// each batch in requests kept under MaxExportRequestBytes. Each exporter
+// sits behind the SDK's batch span processor, wrapped so that every span it
+// is offered is accounted for: delivered, dropped with the queue full, in a
+// failed export, or still queued when shutdown ran out of time
+// (Handle.SpanStats). At shutdown the account is logged and appended to the
+// FILE_PATH file, whatever the exporter, for the run to read
+// (contract.SDKSpanProcessed, contract.SDKSpanExported).
+//
+// Nothing here waits on a collector outside Shutdown and ForceFlush, both
+// bounded by their context: FlushInBackground is the flush for callers that
+// cannot wait. Incoming baggage is read by lens's own propagator, so a
+// client's malformed header is dropped with a debug line rather than
+// reported to the SDK's error handler as an export error.
 package lens

@@ -22,7 +22,6 @@ import (
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
@@ -95,11 +94,14 @@ func (s *exporterSet) jsonClient(signal string, msgs otlpMessages) (*http.Client
 	return c, nil
 }
 
-func (s *exporterSet) spanExporters(ctx context.Context) (out []sdktrace.SpanExporter, err error) {
+// spanExporters builds the configured span exporters, each named for its
+// queue's accounting. The OTLP ones send a batch in requests of at most
+// MaxExportRequestBytes (see budgetExporter).
+func (s *exporterSet) spanExporters(ctx context.Context) (out []namedExporter, err error) {
 	if s.opts.SpanExporter != nil {
-		return []sdktrace.SpanExporter{s.opts.SpanExporter}, nil
+		return []namedExporter{{s.opts.SpanExporter, "custom", "custom"}}, nil
 	}
-	var built []sdktrace.SpanExporter
+	var built []namedExporter
 	defer func() {
 		if err != nil {
 			// Stop what was started already (an OTLP client holds a
@@ -113,12 +115,15 @@ func (s *exporterSet) spanExporters(ctx context.Context) (out []sdktrace.SpanExp
 		switch name {
 		case ExporterOTLP:
 			var c otlptrace.Client
+			ctype := "otlp_grpc_span_exporter"
 			switch s.protocol(s.cfg.TracesProtocol) {
 			case ProtocolHTTPProtobuf:
 				c = otlptracehttp.NewClient(otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf))
+				ctype = "otlp_http_span_exporter"
 			case ProtocolHTTPJSON:
 				// The trace client writes OTLP/JSON itself.
 				c = otlptracehttp.NewClient(otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
+				ctype = "otlp_http_json_span_exporter"
 			default:
 				c = otlptracegrpc.NewClient()
 			}
@@ -126,15 +131,15 @@ func (s *exporterSet) spanExporters(ctx context.Context) (out []sdktrace.SpanExp
 			if err != nil {
 				return nil, fmt.Errorf("lens: otlp trace exporter: %w", err)
 			}
-			built = append(built, e)
+			built = append(built, namedExporter{budgetExporter{e, MaxExportRequestBytes}, name, ctype})
 		case ExporterConsole:
-			built = append(built, s.consoleSink().SpanExporter())
+			built = append(built, namedExporter{s.consoleSink().SpanExporter(), name, "gymlens_console_span_exporter"})
 		case ExporterFile:
 			f, err := s.fileSink()
 			if err != nil {
 				return nil, err
 			}
-			built = append(built, f.SpanExporter())
+			built = append(built, namedExporter{f.SpanExporter(), name, "gymlens_file_span_exporter"})
 		}
 	}
 	return built, nil

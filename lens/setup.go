@@ -29,6 +29,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
 
 // ErrAlreadySetUp is returned by Setup when an enabled set-up already
@@ -90,6 +91,19 @@ type Handle struct {
 	closers  []func(context.Context) error
 
 	queues []*spanQueue
+	// file is the run-directory sink when the file exporter is in use;
+	// the span accounting is written through it (see writeSpanStats).
+	file  *fileexport.Sink
+	warn  *slog.Logger
+	start time.Time
+
+	// bg* track FlushInBackground's flushes, which Shutdown cancels and
+	// awaits.
+	bgMu     sync.Mutex
+	bg       sync.WaitGroup
+	bgCancel context.CancelFunc
+	bgCtx    context.Context
+	bgClosed bool
 
 	prevSlog     *slog.Logger
 	prevLogOut   io.Writer
@@ -178,6 +192,63 @@ func (h *Handle) DroppedSpans() uint64 {
 	return n
 }
 
+// SpanStats returns the account of every span exporter's queue (see
+// SpanStats), in configuration order; nil when no spans are recorded.
+// After Shutdown it is final.
+func (h *Handle) SpanStats() []SpanStats {
+	if h == nil {
+		return nil
+	}
+	var out []SpanStats
+	for _, q := range h.queues {
+		out = append(out, q.Stats())
+	}
+	return out
+}
+
+// BackgroundFlushTimeout bounds a flush started by FlushInBackground.
+const BackgroundFlushTimeout = 5 * time.Second
+
+// FlushInBackground starts a flush of everything buffered so far and
+// returns at once. The flush runs for at most BackgroundFlushTimeout;
+// Shutdown cancels one still running and waits for it. A caller uses it
+// where it wants telemetry out early (a fleet's start-up count) but must
+// not wait on a collector: ForceFlush to a collector that never answers
+// waits for the exporter's own timeout, and one answering 429 for the
+// retries it allows.
+func (h *Handle) FlushInBackground() {
+	if h == nil || !h.exporting {
+		return
+	}
+	h.bgMu.Lock()
+	defer h.bgMu.Unlock()
+	if h.bgClosed {
+		return
+	}
+	if h.bgCtx == nil {
+		h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
+	}
+	ctx := h.bgCtx
+	h.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, BackgroundFlushTimeout)
+		defer cancel()
+		if err := h.ForceFlush(ctx); err != nil && h.warn != nil {
+			h.warn.Debug("telemetry: background flush", "err", err)
+		}
+	})
+}
+
+// stopBackground cancels the background flushes and waits for them.
+func (h *Handle) stopBackground() {
+	h.bgMu.Lock()
+	h.bgClosed = true
+	if h.bgCancel != nil {
+		h.bgCancel()
+	}
+	h.bgMu.Unlock()
+	h.bg.Wait()
+}
+
 // ForceFlush exports everything buffered so far, bounded by ctx.
 func (h *Handle) ForceFlush(ctx context.Context) error {
 	if h == nil {
@@ -219,6 +290,7 @@ func (h *Handle) shutdown(ctx context.Context) error {
 	if !h.exporting {
 		return nil
 	}
+	h.stopBackground()
 	return h.release(ctx)
 }
 
@@ -237,6 +309,8 @@ func (h *Handle) release(ctx context.Context) error {
 	var errs []error
 	if h.tp != nil {
 		errs = append(errs, wrap("traces", h.tp.Shutdown(ctx)))
+		// After the provider: its shutdown settles every queue's account.
+		errs = append(errs, h.writeSpanStats(ctx))
 	}
 	if h.mp != nil {
 		errs = append(errs, wrap("metrics", h.mp.Shutdown(ctx)))
@@ -323,7 +397,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
 	// Propagation must work even in a process that does not export, so a
 	// trace passing through it stays one trace.
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
-		propagation.TraceContext{}, propagation.Baggage{}))
+		propagation.TraceContext{}, requestBaggage{}))
 	proc.setUp = true
 	if !exporting {
 		live.Store(h)
@@ -371,6 +445,7 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 	if warn == nil {
 		warn = slog.Default()
 	}
+	h.warn, h.start = warn, time.Now()
 	otel.SetErrorHandler(newRateLimitedErrorHandler(warn, 30*time.Second))
 
 	attrs := resourceAttributes(cfg, opts, processDetectEnv())
@@ -388,6 +463,7 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 		if err := h.buildTraces(ctx, sinks, opts, warn); err != nil {
 			return err
 		}
+		h.file = sinks.file
 	}
 	if cfg.MetricsEnabled {
 		if err := h.buildMetrics(ctx, sinks); err != nil {
@@ -407,15 +483,17 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 // all. Each exporter gets a batch span processor (see spanQueue); the
 // caller's processors come after them. No sampler is given: the SDK reads
 // OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG itself (parentbased_always_on
-// when unset), and the OTEL_SPAN_*, OTEL_EVENT_* and OTEL_LINK_* limits too.
+// when unset), and the OTEL_SPAN_*, OTEL_EVENT_* and OTEL_LINK_* count
+// limits too; the attribute value length limit is lens's (see spanLimits).
 func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, opts Options, warn *slog.Logger) error {
 	exps, err := sinks.spanExporters(ctx)
 	if err != nil || len(exps) == 0 {
 		return err
 	}
-	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(h.res)}
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(h.res),
+		sdktrace.WithRawSpanLimits(spanLimits(h.cfg))}
 	for _, e := range exps {
-		q := newSpanQueue(e, warn, batchSettingsFrom(h.cfg))
+		q := newSpanQueue(e.SpanExporter, e.name, e.ctype, warn, batchSettingsFrom(h.cfg))
 		h.queues = append(h.queues, q)
 		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(q))
 	}

@@ -2,6 +2,7 @@ package lens
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -42,13 +43,15 @@ func batchSettingsFrom(cfg Config) batchSettings {
 }
 
 // spanQueue puts the SDK's batch span processor in front of one exporter
-// and counts the spans it had to drop, which the SDK's processor does not
-// tell. It keeps the queue bound itself: a sampled span that ends while
-// set.queue spans wait for an export is dropped here, counted
-// and logged at most once per interval; the rest go to the SDK's processor,
-// whose own queue is given room for set.queue plus a batch, so it never
-// drops one of them. A span stops counting once the exporter has been
-// handed it (exported or not).
+// and accounts for every sampled span that ends: the SDK's processor tells
+// neither what it drops nor what its exporter failed to deliver. It keeps
+// the queue bound itself: a sampled span that ends while set.queue spans
+// wait for an export is dropped here, counted and logged at most once per
+// interval; the rest go to the SDK's processor, whose own queue is given
+// room for set.queue plus a batch, so it never drops one of them. A span
+// stops taking room once the exporter has been handed it; it then counts
+// as exported or, when the export returned an error, as failed. Whatever
+// shutdown left in the queue counts as unflushed (see Stats).
 //
 // It is an sdktrace.SpanProcessor; Shutdown flushes and stops the SDK's
 // processor, which shuts the exporter down.
@@ -56,8 +59,20 @@ type spanQueue struct {
 	bsp     sdktrace.SpanProcessor
 	limit   int64
 	pending atomic.Int64 // spans handed to bsp and not yet to the exporter
-	dropped atomic.Uint64
-	log     *slog.Logger
+	name    string       // the exporter's name, for Stats and the log
+	ctype   string       // the exporter's component type, for Stats
+
+	// A sampled span offered by OnEnd is dropped (queue full), pending,
+	// or handed to the exporter, and then exported or failed: every
+	// count but pending only grows, and once Shutdown returned, pending is
+	// what it left behind.
+	dropped  atomic.Uint64
+	handed   atomic.Uint64
+	exported atomic.Uint64
+	failed   atomic.Uint64
+	shutDown atomic.Bool // Shutdown returned: pending spans are lost
+
+	log *slog.Logger
 
 	abort  context.Context // parent of every export; cancelled when Shutdown's ctx ends or it returns
 	cancel context.CancelFunc
@@ -72,8 +87,12 @@ type spanQueue struct {
 
 var _ sdktrace.SpanProcessor = (*spanQueue)(nil)
 
-func newSpanQueue(exp sdktrace.SpanExporter, log *slog.Logger, set batchSettings) *spanQueue {
+// newSpanQueue starts the queue of exp; its accounting names it name, of
+// component type ctype.
+func newSpanQueue(exp sdktrace.SpanExporter, name, ctype string, log *slog.Logger, set batchSettings) *spanQueue {
 	q := &spanQueue{
+		name:     name,
+		ctype:    ctype,
 		limit:    int64(set.queue),
 		log:      log,
 		stop:     make(chan struct{}),
@@ -122,6 +141,7 @@ func (q *spanQueue) Shutdown(ctx context.Context) error {
 		close(q.stop)
 		<-q.reporter
 		err = q.bsp.Shutdown(ctx)
+		q.shutDown.Store(true)
 		q.reportDrops()
 	})
 	return err
@@ -129,6 +149,30 @@ func (q *spanQueue) Shutdown(ctx context.Context) error {
 
 // Dropped returns how many spans were dropped because the queue was full.
 func (q *spanQueue) Dropped() uint64 { return q.dropped.Load() }
+
+// Stats returns the queue's account so far. Unflushed is only known once
+// Shutdown returned; before, the spans not yet handed to the exporter, and
+// those in an export still running, are counted in Ended only, still on
+// their way.
+func (q *spanQueue) Stats() SpanStats {
+	s := SpanStats{Exporter: q.name, ComponentType: q.ctype}
+	// Later stages first: a span counts as handed before it counts as
+	// exported or failed, so handed read afterwards covers them.
+	s.ExportFailed = q.failed.Load()
+	s.Exported = q.exported.Load()
+	handed := max(q.handed.Load(), s.Exported+s.ExportFailed)
+	s.QueueFull = q.dropped.Load()
+	pending := uint64(max(q.pending.Load(), 0))
+	s.Ended = s.QueueFull + handed + pending
+	if q.shutDown.Load() {
+		s.Unflushed = pending
+		// An export still running when Shutdown returned had its context
+		// cancelled as Shutdown ended: its spans are lost, whenever it
+		// gets round to returning.
+		s.ExportFailed += handed - s.Exported - s.ExportFailed
+	}
+	return s
+}
 
 // reportLoop logs drops once per interval, from a goroutine of its own:
 // drops happen when exports are slow, so the export goroutine is the one
@@ -157,22 +201,77 @@ func (q *spanQueue) reportDrops() {
 	}
 }
 
-// countingExporter tells its queue when spans leave it for the exporter.
+// countingExporter tells its queue when spans leave it for the exporter,
+// and how many of them the export delivered.
 type countingExporter struct {
 	sdktrace.SpanExporter
 	q *spanQueue
 }
 
 // ExportSpans hands spans to the exporter; from then on they no longer
-// take room in the queue, whatever the export's outcome.
+// take room in the queue. A failed export counts its spans as lost: all of
+// them, or as many as a lossError says.
 func (c countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	c.q.pending.Add(-int64(len(spans)))
+	n := uint64(len(spans))
+	c.q.pending.Add(-int64(n))
+	c.q.handed.Add(n)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(c.q.abort, cancel)
 	defer stop()
-	if err := c.SpanExporter.ExportSpans(ctx, spans); err != nil {
-		return fmt.Errorf("lens: span export: %w", err)
+	err := c.SpanExporter.ExportSpans(ctx, spans)
+	if err == nil {
+		c.q.exported.Add(n)
+		return nil
 	}
-	return nil
+	lost := n
+	var le *lossError
+	if errors.As(err, &le) {
+		lost = min(uint64(le.lost), n)
+	}
+	c.q.failed.Add(lost)
+	c.q.exported.Add(n - lost)
+	return fmt.Errorf("lens: span export (%d of %d spans lost): %w", lost, n, err)
+}
+
+// lossError is an export error that lost only some of the batch: an
+// exporter that sends a batch in several requests (see budgetExporter)
+// says how many spans the failed ones held.
+type lossError struct {
+	lost int
+	err  error
+}
+
+func (e *lossError) Error() string { return e.err.Error() }
+func (e *lossError) Unwrap() error { return e.err }
+
+// SpanStats is what became of the spans one exporter's queue was offered:
+// every sampled span that ended is in exactly one of QueueFull, Unflushed,
+// Exported and ExportFailed once the handle has shut down.
+type SpanStats struct {
+	// Exporter is the exporter's name (an EXPORTER value, or "custom" for
+	// Options.SpanExporter); ComponentType is its kind in the semantic
+	// conventions' otel.component.type terms.
+	Exporter, ComponentType string
+	// Ended counts the sampled spans that ended and were offered.
+	Ended uint64
+	// QueueFull counts the spans dropped because the queue was full.
+	QueueFull uint64
+	// Unflushed counts the spans still queued when shutdown ended (its
+	// deadline passed first); 0 before shutdown.
+	Unflushed uint64
+	// Exported counts the spans the exporter delivered.
+	Exported uint64
+	// ExportFailed counts the spans of exports that returned an error or,
+	// once shut down, were still running when shutdown ended them.
+	ExportFailed uint64
+}
+
+// Lost returns how many spans never reached their destination.
+func (s SpanStats) Lost() uint64 { return s.QueueFull + s.Unflushed + s.ExportFailed }
+
+// namedExporter is a span exporter with the names its accounting uses.
+type namedExporter struct {
+	sdktrace.SpanExporter
+	name, ctype string
 }

@@ -87,7 +87,7 @@ func sampledSpan(i int) sdktrace.ReadOnlySpan {
 
 func TestSpanQueueExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 	exp := &recordingExporter{}
-	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanQueue(exp, "test", "test", slog.New(slog.DiscardHandler), defaultBatch)
 	for i := range defaultBatch.batch {
 		b.OnEnd(sampledSpan(i))
 	}
@@ -127,7 +127,7 @@ func TestSpanQueueExportsFullBatchesWithoutWaitingForTheInterval(t *testing.T) {
 func TestSpanQueueDropsWhenFullAndReportsOnce(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	var logs bytes.Buffer
-	b := newSpanQueue(exp, slog.New(slog.NewTextHandler(&logs, nil)), defaultBatch)
+	b := newSpanQueue(exp, "test", "test", slog.New(slog.NewTextHandler(&logs, nil)), defaultBatch)
 	n := defaultBatch.queue*2 + 100
 	for i := range n {
 		b.OnEnd(sampledSpan(i)) // never blocks, even with the exporter stuck
@@ -155,7 +155,7 @@ func TestSpanQueueDropsWhenFullAndReportsOnce(t *testing.T) {
 
 func TestSpanQueueShutdownBoundedByContext(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})} // never released
-	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanQueue(exp, "test", "test", slog.New(slog.DiscardHandler), defaultBatch)
 	b.OnEnd(sampledSpan(1))
 	if err := shutdownWithin(t, b, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown = %v, want the deadline", err)
@@ -191,7 +191,7 @@ func waitInFlight(t *testing.T, exp *recordingExporter) {
 
 func TestSpanQueueShutdownWhileLoopExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
-	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), defaultBatch)
+	b := newSpanQueue(exp, "test", "test", slog.New(slog.DiscardHandler), defaultBatch)
 	for i := range defaultBatch.batch { // a full batch: the loop starts exporting and blocks
 		b.OnEnd(sampledSpan(i))
 	}
@@ -207,7 +207,7 @@ func TestSpanQueueShutdownWhileLoopExportIsStuck(t *testing.T) {
 func TestSpanQueueReportsDropsWhileExportIsStuck(t *testing.T) {
 	exp := &recordingExporter{block: make(chan struct{})}
 	logs := &lockedBuffer{}
-	b := newSpanQueue(exp, slog.New(slog.NewTextHandler(logs, nil)), every20ms)
+	b := newSpanQueue(exp, "test", "test", slog.New(slog.NewTextHandler(logs, nil)), every20ms)
 	for i := range defaultBatch.queue * 2 { // the first full batch blocks the loop
 		b.OnEnd(sampledSpan(i))
 	}
@@ -281,7 +281,7 @@ func TestSpanQueueConcurrentAccounting(t *testing.T) {
 	exp := &recordingExporter{}
 	set := defaultBatch
 	set.queue, set.batch = 1000, 300 // small, so the queue fills and drops happen
-	b := newSpanQueue(exp, slog.New(slog.DiscardHandler), set)
+	b := newSpanQueue(exp, "test", "test", slog.New(slog.DiscardHandler), set)
 	const writers, each = 8, 5000
 	var wg sync.WaitGroup
 	for w := range writers {

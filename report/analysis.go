@@ -386,9 +386,12 @@ const (
 	ProblemServersActiveWriter ProblemKind = "servers.active writer"
 	// ProblemRunIDMismatch is a telemetry file from another run.
 	ProblemRunIDMismatch ProblemKind = "other run"
+	// ProblemSpanLoss is a process whose telemetry lost spans (see
+	// Run.SpanLosses).
+	ProblemSpanLoss ProblemKind = "spans lost"
 )
 
-var problemOrder = []ProblemKind{ProblemBrokenTrace, ProblemSilentProcess, ProblemMissingTelemetry,
+var problemOrder = []ProblemKind{ProblemBrokenTrace, ProblemSpanLoss, ProblemSilentProcess, ProblemMissingTelemetry,
 	ProblemServersActiveWriter, ProblemRunIDMismatch}
 
 // Problem is something wrong with the run's telemetry.
@@ -405,8 +408,8 @@ type Problem struct {
 	Message string
 }
 
-// Problems checks the run for broken traces, processes that exported
-// nothing, configured servers without a telemetry file (when config.yaml
+// Problems checks the run for broken traces, processes whose telemetry
+// lost spans, processes that exported nothing, configured servers without a telemetry file (when config.yaml
 // says telemetry was on and exported to files), gym.servers.active
 // written by a process other than the orchestrator, and telemetry files
 // from another run. The result is sorted by kind, file and position.
@@ -442,6 +445,12 @@ func (r *Run) Problems() []Problem {
 			out = append(out, Problem{Kind: ProblemServersActiveWriter, File: telemetryPath(s.Process),
 				Message: fmt.Sprintf("%s (%s) exported %s; only the orchestrator may write it",
 					s.Process.Name(), orDash(s.Process.ServerType), contract.ServersActive)})
+		}
+	}
+	for _, l := range r.SpanLosses() {
+		if l.Lost() > 0 {
+			out = append(out, Problem{Kind: ProblemSpanLoss, File: telemetryPath(l.Process),
+				Message: fmt.Sprintf("%s: %s", l.Process.Name(), l)})
 		}
 	}
 	for _, p := range r.Processes {

@@ -16,8 +16,10 @@
 // time; the Run it returns takes some 35 bytes per span (durations and
 // rollouts) instead of a kilobyte. The Run's methods derive the views a
 // report shows (duration distributions, verify success per process and
-// over time, HTTP latency per route, the slowest rollouts' traces,
-// problems such as broken traces), and [WriteText] renders them as text.
+// over time, HTTP latency per route, the slowest rollouts' traces, the
+// spans each process's telemetry lost by its own account written at
+// shutdown ([Run.SpanLosses]), problems such as broken traces), and
+// [WriteText] renders them as text.
 // The model carries no presentation, so other renderers can be built on
 // the same methods.
 //
@@ -38,8 +40,9 @@
 // the bucket each estimate lies in.
 //
 // Damage is handled in two ways. A truncated last line of a telemetry file
-// (a writer that died mid-line) or an unreadable line of the rollout
-// files becomes a [Note] and the report goes on; a corrupt line elsewhere or a
-// file from another format version makes Load fail with a [FileError]
-// naming the file and line.
+// (a writer that died mid-line), a corrupt line in the middle of one (a
+// writer that kept appending after a short write, on a full disk), or an
+// unreadable line of the rollout files becomes a [Note] and the report
+// goes on without that line; a file from another format version makes
+// Load fail with a [FileError] naming the file and line.
 package report

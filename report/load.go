@@ -29,9 +29,9 @@ import (
 const KeyBookkeeping = "_gymlens"
 
 // FileError reports a file of the run directory that cannot be read. Load
-// returns it for damage it cannot step over (a corrupt line in the middle
-// of a telemetry file, a header from another format version); it names
-// the file and, when known, the line.
+// returns it for damage it cannot step over (a header from another format
+// version, a file it cannot open); it names the file and, when known, the
+// line.
 type FileError struct {
 	// Path is the file's path: the run directory as given to Load joined
 	// with the file's place inside it.
@@ -280,7 +280,10 @@ func (l *loader) readTelemetryFile(name string) error {
 	// <run>-rank0, as nemo-lens names it), the process id with it does.
 	instance, writer := "", ""
 	headerless := 0
-	err = telfile.Read(f, func(rec telfile.Record) error {
+	skipped := func(line int, err error) {
+		l.note(rel, line, "corrupt line (%v); skipped", err)
+	}
+	err = telfile.ReadSkipping(f, func(rec telfile.Record) error {
 		switch {
 		case rec.Resource != nil:
 			p.Headers++
@@ -310,7 +313,7 @@ func (l *loader) readTelemetryFile(name string) error {
 			p.Logs++
 		}
 		return nil
-	})
+	}, skipped)
 	if headerless > 0 {
 		l.note(rel, headerless, "records before any resource header; the process that wrote them is unknown")
 	}

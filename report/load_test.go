@@ -250,26 +250,46 @@ func TestTruncatedLastLineIsSkippedWithNote(t *testing.T) {
 	}
 }
 
-func TestCorruptMiddleLineNamesFileAndLine(t *testing.T) {
+// A corrupt line in the middle of a telemetry file (what a writer that
+// kept appending after a short write leaves) costs that line only: Load
+// notes it, with file and line, and reads every record after it.
+func TestCorruptMiddleLineIsSkippedWithNote(t *testing.T) {
+	whole, err := Load(copyFixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := whole.Process("arithmetic")
+	records := p.Spans + p.Metrics + p.Logs
 	for _, c := range []struct{ name, line, want string }{
 		{"not JSON", `{"type":"span","trace_id":`, "invalid JSON"},
+		{"cut and glued to the next record", `{"type":"metric","time_ns":17960{"type":"metric","time_ns":1}`, "invalid JSON"},
 		{"unknown type", `{"type":"sandwich"}`, `unknown record type "sandwich"`},
 		{"wrong field type", `{"type":"metric","time_ns":"soon"}`, "bad metric record"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyFixture(t)
 			editFile(t, dir, "telemetry/arithmetic.jsonl", func(s string) string { return replaceLine(t, s, 5, c.line) })
-			_, err := Load(dir)
-			var fe *FileError
-			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want a *FileError", err)
+			run, err := Load(dir)
+			if err != nil {
+				t.Fatalf("Load refused the run over one corrupt line: %v", err)
 			}
-			path := filepath.Join(dir, "telemetry", "arithmetic.jsonl")
-			if fe.Path != path || fe.Line != 5 {
-				t.Errorf("error at %s:%d, want %s:5", fe.Path, fe.Line, path)
+			if len(run.Notes) != 1 {
+				t.Fatalf("notes %v, want one", run.Notes)
 			}
-			if msg := err.Error(); !strings.HasPrefix(msg, path+":5: ") || !strings.Contains(msg, c.want) {
-				t.Errorf("message %q, want it to start with %q and mention %q", msg, path+":5: ", c.want)
+			note := run.Notes[0].String()
+			if !strings.HasPrefix(note, "telemetry/arithmetic.jsonl:5: corrupt line") || !strings.Contains(note, c.want) {
+				t.Errorf("note %q, want it to name telemetry/arithmetic.jsonl:5 and mention %q", note, c.want)
+			}
+			got := run.Process("arithmetic")
+			if n := got.Spans + got.Metrics + got.Logs; n != records-1 {
+				t.Errorf("%d records read, want %d (all but the corrupt line)", n, records-1)
+			}
+			var out strings.Builder
+			if err := WriteText(&out, run, TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), note) {
+				t.Errorf("report lacks the note %q:\n%s", note, out.String())
 			}
 		})
 	}

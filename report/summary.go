@@ -15,6 +15,9 @@ type Summary struct {
 	// DurationsMS are the rollout durations the collector measured, in
 	// Run.Rollouts order.
 	DurationsMS []float64
+	// SpanLosses is the span account of every process that wrote one (see
+	// Run.SpanLosses).
+	SpanLosses []SpanLoss
 	// Notes lists recoverable problems met while reading (a truncated last
 	// line, say), each naming the file and line.
 	Notes []string
@@ -51,6 +54,7 @@ func (r *Run) Summary() Summary {
 	for _, ro := range r.Rollouts {
 		sum.DurationsMS = append(sum.DurationsMS, ro.DurationMS)
 	}
+	sum.SpanLosses = r.SpanLosses()
 	for _, n := range r.Notes {
 		sum.Notes = append(sum.Notes, n.String())
 	}

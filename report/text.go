@@ -207,6 +207,17 @@ func (t *textWriter) processes() {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", p.File, orDash(p.ServiceName), orDash(p.ServerType), p.Spans, p.Metrics)
 	}
 	_ = tw.Flush()
+	losses := r.SpanLosses()
+	var lost, spans uint64
+	for _, l := range losses {
+		lost, spans = lost+l.Lost(), spans+l.Spans
+		if l.Lost() > 0 {
+			t.printf("  %s: %s\n", l.Process.Name(), l)
+		}
+	}
+	if len(losses) > 0 && lost == 0 {
+		t.printf("  telemetry lost no spans (%d processes accounted for %d)\n", len(losses), spans)
+	}
 }
 
 func (t *textWriter) durations() {

@@ -6,6 +6,8 @@
 #             tools/jaeger/config.yaml; skipped when the binary is missing)
 #   down      a closed loopback port (connections refused)
 #   blackhole a listener that accepts connections and never reads or answers
+#   http500   an OTLP/HTTP endpoint answering every export with 500
+#   http429   an OTLP/HTTP endpoint answering every export with 429
 #
 # Each variant runs the same load from a load generator that is not this
 # project's code - wrk, POSTing one /verify body over 16 connections for 5 s -
@@ -16,7 +18,10 @@
 #   req/s per run and per variant (mean), ratios down/up and blackhole/up
 #   (target >= 0.9), non-2xx answers and socket errors from wrk (must be 0),
 #   export warnings ("telemetry export error") per process in any 30 s
-#   window (target <= 1), spans dropped, and the time from SIGTERM to exit.
+#   window (target <= 1), spans dropped, the spans the server's own account
+#   says it lost (its "telemetry lost spans" line at shutdown; with a
+#   collector at fault it must be every span it ended), and the time from
+#   SIGTERM to exit.
 #
 # Lines start with "ok  " or "FAIL" when they carry a target, "    " when
 # they are figures only. Exits 0 only when every target was met. Every
@@ -225,6 +230,41 @@ ENDPOINT[blackhole]=http://127.0.0.1:$bport
 VARIANTS+=(blackhole)
 info "blackhole: OTLP endpoint ${ENDPOINT[blackhole]} (python3 pid $bpid accepts and never answers)"
 
+# http500, http429: OTLP/HTTP endpoints refusing every export.
+declare -A PROTOCOL
+for status in 500 429; do
+  python3 -u -c '
+import http.server, sys
+status = int(sys.argv[1])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+' "$status" >"$WORK/http$status.port" 2>"$WORK/http$status.log" &
+  hpid=$!
+  PIDS+=("$hpid")
+  for ((i = 0; i < READY_TIMEOUT * 10; i++)); do
+    [[ -s $WORK/http$status.port ]] && break
+    sleep 0.1
+  done
+  hport=$(head -n 1 "$WORK/http$status.port" 2>/dev/null || true)
+  if [[ -z $hport ]]; then
+    fail "http$status endpoint did not start"
+    exit 1
+  fi
+  ENDPOINT[http$status]=http://127.0.0.1:$hport
+  PROTOCOL[http$status]=http/protobuf
+  VARIANTS+=("http$status")
+  info "http$status: OTLP/HTTP endpoint ${ENDPOINT[http$status]} (python3 pid $hpid answers $status)"
+done
+
 # ---- one run --------------------------------------------------------------
 
 declare -A RPS_SUM RUNS SHUTDOWNS
@@ -263,6 +303,7 @@ run_variant() {
   start_serve "$variant round $round" "$dir" \
     NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_EXPORTER=otlp NEMO_GYM_OTEL_SPAN_GROUPS=all \
     OTEL_EXPORTER_OTLP_ENDPOINT="${ENDPOINT[$variant]}" OTEL_EXPORTER_OTLP_INSECURE=true \
+    OTEL_EXPORTER_OTLP_PROTOCOL="${PROTOCOL[$variant]:-grpc}" \
     OTEL_METRIC_EXPORT_INTERVAL=500 || return 0
   local pid=$SERVE_PID addr=$SERVE_ADDR
 
@@ -291,9 +332,20 @@ run_variant() {
   window=$(max_in_window "$dir/serve.err")
   flush=$(grep -c 'msg="telemetry flush"' "$dir/serve.err" || true)
   dropped=$(grep -o 'dropped_total=[0-9]*' "$dir/serve.err" | tail -n 1 | cut -d= -f2 || true)
+  local lostline lost of
+  lostline=$(grep 'msg="telemetry lost spans"' "$dir/serve.err" | tail -n 1 || true)
+  lost=$(grep -o ' lost=[0-9]*' <<<"$lostline" | cut -d= -f2 || true)
+  of=$(grep -o ' of=[0-9]*' <<<"$lostline" | cut -d= -f2 || true)
 
-  info "$(printf '%-9s round %d: %9.1f req/s (%s requests in %s s), non-2xx %s, socket errors %s, export warnings %s in %s s (max %s per 30 s), spans dropped %s, flush warnings %s, SIGTERM->exit %s s (code %s)' \
-    "$variant" "$round" "$rps" "${total:-?}" "$DURATION" "$non2xx" "$sockerr" "$warnings" "$lifetime" "$window" "${dropped:-0}" "$flush" "$shut" "$code")"
+  info "$(printf '%-9s round %d: %9.1f req/s (%s requests in %s s), non-2xx %s, socket errors %s, export warnings %s in %s s (max %s per 30 s), spans dropped %s, spans lost %s of %s, flush warnings %s, SIGTERM->exit %s s (code %s)' \
+    "$variant" "$round" "$rps" "${total:-?}" "$DURATION" "$non2xx" "$sockerr" "$warnings" "$lifetime" "$window" "${dropped:-0}" "${lost:-0}" "${of:-?}" "$flush" "$shut" "$code")"
+  if [[ $variant != up ]]; then
+    if [[ -n $lost && $lost == "$of" && $lost != 0 ]]; then
+      ok "$variant round $round: every one of the $of spans ended counted as lost"
+    else
+      fail "$variant round $round: the server accounted for ${lost:-no} lost spans of ${of:-?} ended; with the collector at fault all are lost"
+    fi
+  fi
 
   RPS_SUM[$variant]=$(awk -v a="${RPS_SUM[$variant]:-0}" -v b="$rps" 'BEGIN { print a + b }')
   RUNS[$variant]=$((${RUNS[$variant]:-0} + 1))
@@ -323,7 +375,7 @@ for v in "${VARIANTS[@]}"; do
 done
 
 if [[ -n ${MEAN[up]:-} ]]; then
-  for v in down blackhole; do
+  for v in down blackhole http500 http429; do
     [[ -n ${MEAN[$v]:-} ]] || continue
     ratio=$(awk -v a="${MEAN[$v]}" -v b="${MEAN[up]}" 'BEGIN { printf "%.3f", a / b }')
     if awk -v r="$ratio" -v t="$TARGET_RATIO" 'BEGIN { exit !(r >= t) }'; then

@@ -217,6 +217,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gym run: report: %v\n", err)
 		return 1
 	}
+	// Telemetry that lost more spans than telemetry.max_span_loss allows
+	// fails the run: its traces cannot be trusted to be complete.
+	if err := run.Summary().CheckSpanLoss(lens.MaxSpanLoss(os.LookupEnv)); err != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		code = max(code, 1)
+	}
 	return code
 }
 

@@ -121,6 +121,19 @@ func (s *Scanner) Err() error {
 // back wrapped in the same way. A partial last line yields an error wrapping
 // ErrTruncated.
 func Read(r io.Reader, fn func(Record) error) error {
+	return ReadSkipping(r, fn, nil)
+}
+
+// ReadSkipping is Read, except that a corrupt line before the last one
+// (not JSON, or JSON that is not a record of the format) is handed to skip
+// with its number and what is wrong with it, and reading goes on: a writer
+// that kept appending after a short write (a full disk) leaves such a line
+// in the middle of a file, and the records after it are whole. A nil skip
+// makes it Read. What still stops it: a resource header from a newer
+// format (the lines after it cannot be read the same way), an error from
+// fn, a line over MaxLineBytes, a failing reader, and a partial last line
+// (ErrTruncated, as for Read).
+func ReadSkipping(r io.Reader, fn func(Record) error, skip func(line int, err error)) error {
 	sc := NewScanner(r)
 	for sc.Scan() {
 		line, text := sc.Line(), sc.Bytes()
@@ -131,6 +144,10 @@ func Read(r io.Reader, fn func(Record) error) error {
 		if err != nil {
 			if sc.Unterminated() && errors.Is(err, errSyntax) {
 				return fmt.Errorf("line %d: %w", line, ErrTruncated)
+			}
+			if skip != nil && !errors.Is(err, errFormat) {
+				skip(line, err)
+				continue
 			}
 			return fmt.Errorf("line %d: %w", line, err)
 		}
@@ -165,6 +182,10 @@ func ReadFile(path string, fn func(Record) error) error {
 // unexpected content.
 var errSyntax = errors.New("invalid JSON")
 
+// errFormat marks a resource header whose format version this reader
+// does not understand.
+var errFormat = errors.New("unsupported format")
+
 func decodeLine(text []byte, line int) (Record, error) {
 	if !json.Valid(text) {
 		// Let the decoder describe what is wrong.
@@ -190,7 +211,9 @@ func decodeLine(text []byte, line int) (Record, error) {
 	case TypeResource:
 		rec.Resource = new(Resource)
 		if err = json.Unmarshal(text, rec.Resource); err == nil {
-			err = checkFormat(rec.Resource.Format)
+			if err = checkFormat(rec.Resource.Format); err != nil {
+				return Record{}, fmt.Errorf("bad %s record: %w: %w", rec.Type, errFormat, err)
+			}
 		}
 	case TypeSpan:
 		rec.Span = new(Span)

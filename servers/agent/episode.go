@@ -205,7 +205,7 @@ func (a *agent) callModel(ctx context.Context, modelURL string, body []byte, mod
 // response model and id, token usage, finish reasons.
 func responseAttrs(r *protocol.Response) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
-		attribute.String(contract.AttrGenAIResponseModel, r.Model),
+		attribute.String(contract.AttrGenAIResponseModel, telemetry.ModelName(r.Model)),
 		attribute.String(contract.AttrGenAIResponseID, r.ID),
 		attribute.StringSlice(contract.AttrGenAIFinishReasons, []string{finishReason(r)}),
 	}

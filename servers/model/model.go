@@ -157,7 +157,7 @@ func endSpan(span trace.Span, err error, a answer) {
 	}
 	if err == nil {
 		span.SetAttributes(
-			attribute.String(contract.AttrGenAIResponseModel, a.model),
+			attribute.String(contract.AttrGenAIResponseModel, telemetry.ModelName(a.model)),
 			attribute.String(contract.AttrGenAIResponseID, a.id),
 			attribute.Int(contract.AttrGenAIInputTokens, a.input),
 			attribute.Int(contract.AttrGenAIOutputTokens, a.output),

@@ -18,7 +18,8 @@ type GenAICall struct {
 	// Provider is gen_ai.provider.name ("openai", ...).
 	Provider string
 	// RequestModel and ResponseModel are gen_ai.request.model and
-	// gen_ai.response.model.
+	// gen_ai.response.model; RecordGenAI records them through
+	// telemetry.ModelName.
 	RequestModel, ResponseModel string
 	// ServerAddress and ServerPort are where the call went.
 	ServerAddress string
@@ -105,8 +106,10 @@ func recordGenAI(c *GenAICall) {
 		return
 	}
 	defer guard()
-	o := genAICache.get(genAIKey{op: c.Operation, provider: c.Provider, reqModel: c.RequestModel,
-		respModel: c.ResponseModel, addr: c.ServerAddress, errType: c.ErrorType, port: c.ServerPort})
+	// The model names may come from an upstream's answer: bounded and
+	// cleaned before they become attribute values.
+	o := genAICache.get(genAIKey{op: c.Operation, provider: c.Provider, reqModel: telemetry.ModelName(c.RequestModel),
+		respModel: telemetry.ModelName(c.ResponseModel), addr: c.ServerAddress, errType: c.ErrorType, port: c.ServerPort})
 	ins.GenAIDuration.Record(background, c.Duration.Seconds(), o.duration.rec...)
 	if c.InputTokens >= 0 {
 		ins.GenAITokens.Record(background, c.InputTokens, o.input.rec...)

@@ -29,6 +29,11 @@ type Sink struct {
 	resAttrs   map[string]any
 	headerDone bool
 	closed     bool
+	// cut is set when a write failed part-way, leaving a partial line at
+	// the end of the destination: the next write starts with a newline,
+	// so the records it carries are not glued to the cut one (a reader
+	// then skips a single corrupt line, see telfile.ReadSkipping).
+	cut bool
 }
 
 // NewSink returns a Sink writing to w. res describes the producing process
@@ -99,13 +104,20 @@ func (s *Sink) write(batch []byte) error {
 		}
 		out = append(hdr, batch...)
 	}
+	if s.cut {
+		out = append([]byte{'\n'}, out...)
+	}
 	n, err := s.w.Write(out)
 	if err == nil && n < len(out) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
+		if n > 0 {
+			s.cut = true
+		}
 		return fmt.Errorf("fileexport: %w", err)
 	}
+	s.cut = false
 	s.headerDone = true
 	return nil
 }
