@@ -30,6 +30,7 @@ targets=(
   "./orchestrator FuzzParseFleetConfig"
   "./servers/resources FuzzVerify"
   "./servers/agent FuzzRunBody"
+  "./server FuzzDecodeBudget"
   "./protocol FuzzVerifyRequestRoundTrip"
   "./servers/resources/equivalence FuzzRatio"
   "./servers/resources/stringmatch FuzzLabelScanner"
