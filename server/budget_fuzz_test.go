@@ -90,3 +90,15 @@ func FuzzDecodeBudget(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeBudget is what the budget adds to decoding a typical
+// /verify body: one pass over its bytes.
+func BenchmarkDecodeBudget(b *testing.B) {
+	body := []byte(`{"responses_create_params":{"input":[{"role":"user","content":"What is 1 + 1?"}]},"task_id":"wrk-1","expected_answer":"2","response":{"id":"resp_1","object":"response","created_at":1767225600,"model":"gym-policy","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The answer is 2.","annotations":[]}]}],"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := decodeBudget{r: bytes.NewReader(body), limit: DefaultMaxDecodedBytes}
+		_, _ = io.Copy(io.Discard, &d)
+	}
+}

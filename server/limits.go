@@ -432,7 +432,7 @@ func (s *Server) limitRequests(h http.Handler) http.Handler {
 // carry.
 func (s *Server) setWriteDeadline(w http.ResponseWriter) {
 	if s.opts.WriteTimeout > 0 {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		writeDeadline(w, time.Now().Add(s.opts.WriteTimeout))
 	}
 }
 
@@ -444,7 +444,25 @@ func (s *Server) clearWriteDeadline(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		writeDeadline(w, time.Time{})
 		h.ServeHTTP(w, r)
 	})
+}
+
+// writeDeadline sets the write deadline of w's connection, looking
+// through wrappers as http.ResponseController does, without allocating
+// one per call; a writer with no connection (a test recorder) is left
+// alone.
+func writeDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch x := w.(type) {
+		case interface{ SetWriteDeadline(time.Time) error }:
+			_ = x.SetWriteDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
 }
