@@ -33,8 +33,10 @@ var listening func(net.Addr)
 // as a resources server named after the environment; a bad telemetry
 // configuration is logged and leaves telemetry off), listens on addr
 // ("host:port"; port 0 picks a free one), serves, and on ctx's end stops
-// accepting, drains in-flight requests and flushes telemetry. It returns
-// nil after a clean shutdown.
+// accepting, drains in-flight requests and flushes telemetry. The
+// server's timeouts and caps take their defaults unless GYM_SERVER_*
+// variables set them (server.Settings; a bad one is an error before it
+// listens). It returns nil after a clean shutdown.
 func (e *Environment) ListenAndServe(ctx context.Context, addr string) error {
 	return e.serve(ctx, addr, e.name, slog.Default())
 }
@@ -52,6 +54,9 @@ func (e *Environment) serve(ctx context.Context, addr, instance string, log *slo
 	}()
 	opts := e.ServerOptions(instance)
 	opts.Name, opts.Addr, opts.Logger = instance, addr, log
+	if err := server.ApplyEnv(&opts, os.LookupEnv); err != nil {
+		return err
+	}
 	s := server.New(opts)
 	if err := e.Register(s); err != nil {
 		return err
@@ -126,6 +131,12 @@ func LaunchConfig() (cfg map[string]any, launched bool, err error) {
 
 // run is Main without the process: it returns the exit status.
 func run(ctx context.Context, env *Environment, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
+	// The runtime's limits (server.Settings) come from the environment;
+	// a bad one is a usage error before anything listens.
+	if err := server.ApplyEnv(&server.Options{}, lookupEnv); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", env.name, err)
+		return 2
+	}
 	if len(args) == 0 {
 		l, launched, err := gymconfig.LaunchFromEnv(lookupEnv)
 		if err != nil {

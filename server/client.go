@@ -191,7 +191,7 @@ func NewClient(opts ClientOptions) *Client {
 		MaxIdleConns:        opts.MaxConnsPerHost,
 		MaxIdleConnsPerHost: opts.MaxConnsPerHost,
 		MaxConnsPerHost:     opts.MaxConnsPerHost,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     clientIdleConnTimeout,
 	}
 	return &Client{http: &http.Client{Transport: tr}, retries: opts.Retries, backoff: opts.Backoff, timeout: opts.Timeout}
 }

@@ -5,6 +5,13 @@
 // malformed body is a 400 naming the problem, an oversized one a 413, and a
 // returned error or a panic a 500 that leaves the process serving.
 //
+// The runtime also keeps a server standing against callers that hold on:
+// header, whole-request, write and idle timeouts, a connection cap that
+// closes idle connections first and keeps file descriptors in reserve, a
+// concurrent-request cap answered 503 with Retry-After, and a budget on
+// the decoded size of a body answered 413. Settings is their one table
+// (Options fields, defaults, GYM_SERVER_* variables).
+//
 // Telemetry sits at the two edges and nowhere else:
 //
 //	ingress:  per-route middleware ─► SERVER span named by the route

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gymlens/gymlens/protocol"
@@ -37,6 +38,36 @@ type Options struct {
 	Addr string
 	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+
+	// The limits below each take their default (the Default* constant of
+	// the same name) when 0 and are off when negative; Settings is their
+	// table, ApplyEnv sets them from the environment.
+
+	// MaxDecodedBytes bounds a typed endpoint's body by the estimated
+	// size of the Go values it decodes to (see decodeBudget): past it the
+	// answer is 413 before anything is decoded.
+	MaxDecodedBytes int64
+	// ReadHeaderTimeout bounds reading a request's header.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, header and body; a body
+	// still arriving then is answered 408 (or its connection closed). The
+	// handler's time is not part of it.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing an answer from the moment the handler
+	// has it; the handler's own time is never bounded.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may stay idle.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes limits a request's header.
+	MaxHeaderBytes int
+	// MaxConns caps open connections, lowered to keep fdReserve file
+	// descriptors free; at the cap the oldest connection not in a request
+	// is closed for a new one, and when all are in a request the new one
+	// gets a 503 and is closed.
+	MaxConns int
+	// MaxConcurrentRequests caps requests in progress, the liveness
+	// routes not counted; past it the answer is 503 with Retry-After.
+	MaxConcurrentRequests int
 	// ShutdownTimeout bounds the drain on shutdown; 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -89,6 +120,9 @@ type Server struct {
 	handlers []http.Handler
 	handler  http.Handler
 	ln       net.Listener
+	conns    *connLimiter
+	inFlight atomic.Int64
+	busyWarn warner
 }
 
 // New returns a server with its liveness routes, GET / and GET /health,
@@ -103,6 +137,14 @@ func New(opts Options) *Server {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	opts.MaxDecodedBytes = orDefault(opts.MaxDecodedBytes, DefaultMaxDecodedBytes)
+	opts.ReadHeaderTimeout = orDefault(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	opts.ReadTimeout = orDefault(opts.ReadTimeout, DefaultReadTimeout)
+	opts.WriteTimeout = orDefault(opts.WriteTimeout, DefaultWriteTimeout)
+	opts.IdleTimeout = orDefault(opts.IdleTimeout, DefaultIdleTimeout)
+	opts.MaxHeaderBytes = orDefault(opts.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	opts.MaxConns = orDefault(opts.MaxConns, DefaultMaxConns)
+	opts.MaxConcurrentRequests = orDefault(opts.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
 	if benchUninstrumented {
 		opts.uninstrumented = true
 	}
@@ -121,8 +163,18 @@ func New(opts Options) *Server {
 }
 
 // HandleFunc registers a plain handler under a method-qualified pattern
-// such as "GET /health". A panic in it becomes a 500.
+// such as "GET /health". A panic in it becomes a 500. Its write timeout
+// (Options.WriteTimeout) starts when it is called, so it should answer
+// promptly.
 func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
+	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
+		s.setWriteDeadline(w)
+		h(w, r)
+	})
+}
+
+// register adds a route whose handler starts its own write timeout.
+func (s *Server) register(pattern string, h http.HandlerFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.handler != nil {
@@ -142,20 +194,23 @@ func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
 // *protocol.ValidationError gives 422, any other error or a panic gives
 // 500.
 func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, Req) (Resp, error)) {
-	limit := s.opts.MaxBodyBytes
-	s.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	limit, budget := s.opts.MaxBodyBytes, s.opts.MaxDecodedBytes
+	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		if err := decode(w, r, limit, &req); err != nil {
+		if err := decode(w, r, limit, budget, &req); err != nil {
+			s.setWriteDeadline(w)
 			writeError(w, err)
 			return
 		}
 		if v, ok := any(&req).(interface{ Validate() error }); ok {
 			if err := v.Validate(); err != nil {
+				s.setWriteDeadline(w)
 				writeError(w, protocol.DecodeError(err, "body"))
 				return
 			}
 		}
 		resp, err := fn(context.WithValue(r.Context(), exchangeKey{}, &exchange{header: w.Header(), req: r}), req)
+		s.setWriteDeadline(w)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -201,6 +256,7 @@ func (s *Server) recoverer(h http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("handler panicked", "route", r.Pattern, "panic", v, "stack", string(debug.Stack()))
+				s.setWriteDeadline(w)
 				writeError(w, errHandlerPanicked)
 			}
 		}()
@@ -237,6 +293,9 @@ func (s *Server) build() http.Handler {
 				// this one answers 500 for a panic in the middleware.
 				h = s.recoverer(s.opts.Middleware(h))
 			}
+			if s.opts.MaxConcurrentRequests > 0 {
+				h = s.limitRequests(h)
+			}
 			if !s.opts.uninstrumented {
 				h = withRolloutSpan(h)
 			}
@@ -245,6 +304,7 @@ func (s *Server) build() http.Handler {
 		mux.Handle(pattern, h)
 	}
 	mux.Handle("/", wrap("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.setWriteDeadline(w)
 		writeJSON(w, http.StatusNotFound, protocol.NotFoundBody)
 	})))
 	var h http.Handler = mux
@@ -254,7 +314,7 @@ func (s *Server) build() http.Handler {
 	if s.opts.RolloutPrefix != PrefixNone {
 		h = stripRolloutPrefix(s.opts.RolloutPrefix, h)
 	}
-	return h
+	return s.clearWriteDeadline(h)
 }
 
 // Listen binds the listen address and returns the bound address.
@@ -265,6 +325,13 @@ func (s *Server) Listen() (net.Addr, error) {
 	}
 	s.mu.Lock()
 	s.ln = ln
+	if s.opts.MaxConns > 0 {
+		limit := connCap(s.opts.MaxConns, fileLimit())
+		if limit < s.opts.MaxConns {
+			s.log.Info("connection cap lowered to leave file descriptors free", "max_conns", s.opts.MaxConns, "cap", limit, "nofile", fileLimit())
+		}
+		s.conns = &connLimiter{max: limit, log: s.log}
+	}
 	s.mu.Unlock()
 	return ln.Addr(), nil
 }
@@ -284,10 +351,29 @@ func (s *Server) Serve(ctx context.Context) error {
 		ln = s.ln
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		// net/http lifts this deadline once a body has been read, so it
+		// bounds reading the request and never the handler.
+		ReadTimeout:    s.opts.ReadTimeout,
+		IdleTimeout:    s.opts.IdleTimeout,
+		MaxHeaderBytes: s.opts.MaxHeaderBytes,
+		// No WriteTimeout: net/http would start it with the request and
+		// cut a slow handler's answer; setWriteDeadline starts it when the
+		// answer is ready.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if s.opts.IdleTimeout == 0 {
+		// 0 would fall back on ReadTimeout; a negative one is none.
+		srv.IdleTimeout = -1
+	}
+	if conns != nil {
+		ln = &limitedListener{Listener: ln, l: conns}
+		srv.ConnState = conns.connState
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -307,9 +393,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	return nil
 }
 
-func decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+func decode(w http.ResponseWriter, r *http.Request, limit, budget int64, dst any) error {
 	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
+	var dec *json.Decoder
+	if budget > 0 {
+		dec = json.NewDecoder(&decodeBudget{r: body, limit: budget})
+	} else {
+		dec = json.NewDecoder(body)
+	}
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
@@ -317,7 +408,9 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error 
 	// also drains the body, so an oversized tail is still caught.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
+		var sizeErr *DecodedSizeError
+		var netErr net.Error
+		if errors.As(err, &maxErr) || errors.As(err, &sizeErr) || errors.As(err, &netErr) {
 			return decodeError(err)
 		}
 		return &protocol.ValidationError{Detail: []protocol.FieldError{{Type: protocol.ErrJSONInvalid,
@@ -328,8 +421,15 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error 
 
 func decodeError(err error) error {
 	var maxErr *http.MaxBytesError
-	if errors.As(err, &maxErr) {
+	var sizeErr *DecodedSizeError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &maxErr):
 		return Errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", maxErr.Limit)
+	case errors.As(err, &sizeErr):
+		return Errorf(http.StatusRequestEntityTooLarge, "%s", sizeErr.Error())
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return Errorf(http.StatusRequestTimeout, "request body not read within the read timeout")
 	}
 	return protocol.DecodeError(err, "body")
 }

@@ -314,3 +314,20 @@ func TestServeHelpDescribesTheLaunchContract(t *testing.T) {
 		t.Errorf("exit %d, help:\n%s", code, out)
 	}
 }
+
+// TestServeBadLimitIsAUsageError: a GYM_SERVER_* variable the runtime
+// cannot take is exit 2, naming the variable and what it accepts, before
+// the server listens.
+func TestServeBadLimitIsAUsageError(t *testing.T) {
+	testenv.Unset(t, "NEMO_GYM_CONFIG_PATH", "NEMO_GYM_CONFIG_DICT")
+	t.Setenv("GYM_SERVER_IDLE_TIMEOUT", "10")
+	code, out, errOut := runGym(t, "serve", "resources_servers", "--name", "math", "--addr", "127.0.0.1:0")
+	if code != 2 || out != "" || !strings.Contains(errOut, `GYM_SERVER_IDLE_TIMEOUT="10": want a duration above 0`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	t.Setenv("GYM_SERVER_IDLE_TIMEOUT", "")
+	code, _, errOut = runGym(t, "serve", "resources_servers", "--name", "math", "--max-body-bytes", "0")
+	if code != 2 || !strings.Contains(errOut, "--max-body-bytes 0: want a whole number of bytes above 0") {
+		t.Errorf("--max-body-bytes 0: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -55,7 +55,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	configJSON := fs.String("config-json", "", "implementation config as a JSON object")
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
 	resourcesURL := fs.String("resources-url", "", "agent only: base URL of the resources server")
-	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit")
+	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit (overrides $"+server.EnvPrefix+"MAX_BODY_BYTES)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents> --name NAME [flags]\n"+
 			"       gym serve    (with $%s and $%s set, as a fleet's launcher starts it)\n\n"+
@@ -90,6 +90,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "gym serve: --name is required")
 		return exitUsage
 	}
+	maxBodySet := false
+	fs.Visit(func(f *flag.Flag) { maxBodySet = maxBodySet || f.Name == "max-body-bytes" })
+	if !maxBodySet {
+		*maxBody = 0 // the environment's or the default
+	} else if *maxBody <= 0 {
+		fmt.Fprintf(stderr, "gym serve: --max-body-bytes %d: want a whole number of bytes above 0\n", *maxBody)
+		return exitUsage
+	}
 	if *impl == "" {
 		*impl = registry.Default(serverType)
 	}
@@ -120,7 +128,9 @@ type serveSpec struct {
 	cfg       any
 	peers     registry.Peers
 	addr      string
-	maxBody   int64
+	// maxBody is --max-body-bytes; 0 leaves the body limit to the
+	// environment (server.ApplyEnv) or its default.
+	maxBody int64
 	// dryRun stops after registering the routes (on a server that never
 	// listens), before telemetry, any profile and the listener.
 	dryRun bool
@@ -199,7 +209,7 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 	}
 	return serveOne(ctx, serveSpec{
 		name: self.Name, typ: self.Type, impl: entry, cfg: cfg, addr: l.Addr(), peers: peers,
-		maxBody: server.DefaultMaxBodyBytes, dryRun: dryRun,
+		dryRun: dryRun,
 	}, stdout, stderr)
 }
 
@@ -226,7 +236,16 @@ func serveOne(ctx context.Context, spec serveSpec, stdout, stderr io.Writer) int
 	log := base.With("server", spec.name)
 	slog.SetDefault(log)
 	opts := spec.impl.Options(spec.name)
-	opts.Name, opts.Type, opts.Addr, opts.MaxBodyBytes, opts.Logger = spec.name, spec.typ, spec.addr, spec.maxBody, base
+	opts.Name, opts.Type, opts.Addr, opts.Logger = spec.name, spec.typ, spec.addr, base
+	// The runtime's limits (timeouts, caps) come from the environment,
+	// the fleet's for every server it starts.
+	if err := server.ApplyEnv(&opts, os.LookupEnv); err != nil {
+		fmt.Fprintf(stderr, "gym serve: %s: %v\n", spec.name, err)
+		return exitUsage
+	}
+	if spec.maxBody > 0 {
+		opts.MaxBodyBytes = spec.maxBody
+	}
 	// Registering on a server that never listens checks what only
 	// Register checks (an agent's peer URLs) before telemetry, whose
 	// prometheus exporter listens, or a profile starts.
