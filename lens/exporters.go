@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
 
@@ -241,6 +242,10 @@ func (s *exporterSet) prometheus() (sdkmetric.Reader, error) {
 	addr := s.cfg.PrometheusAddr
 	if addr == "" {
 		addr = DefaultPrometheusAddr
+	}
+	addr, err = contract.ListenAddr(addr) // ":9464" is loopback, not every interface
+	if err != nil {
+		return nil, fmt.Errorf("lens: prometheus endpoint: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -34,6 +34,9 @@ targets=(
   "./servers/resources/equivalence FuzzRatio"
   "./servers/resources/stringmatch FuzzLabelScanner"
   "./gymconfig FuzzResolve"
+  "./gymconfig FuzzScrubURLs"
+  "./cmd/gym FuzzParseArgs"
+  "./cmd/gym FuzzRunIdentity"
 )
 
 selected() { # target -> true when no names were given or it is one of them

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/protocol"
@@ -51,7 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
 	name := fs.String("name", "", "server name in the fleet (required)")
 	impl := fs.String("impl", "", "implementation (default: the type's): "+implList())
-	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	addr := fs.String("addr", "127.0.0.1:0", "listen address; an empty host (\":0\") is 127.0.0.1, every interface must be written 0.0.0.0")
 	configJSON := fs.String("config-json", "", "implementation config as a JSON object")
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
 	resourcesURL := fs.String("resources-url", "", "agent only: base URL of the resources server")
@@ -90,6 +91,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "gym serve: --name is required")
 		return exitUsage
 	}
+	listen, err := contract.ListenAddr(*addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym serve: --addr: %v\n", err)
+		return exitUsage
+	}
 	if *impl == "" {
 		*impl = registry.Default(serverType)
 	}
@@ -107,7 +113,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	return serveOne(ctx, serveSpec{
-		name: *name, typ: serverType, impl: entry, cfg: cfg, addr: *addr,
+		name: *name, typ: serverType, impl: entry, cfg: cfg, addr: listen,
 		peers:   registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL},
 		maxBody: *maxBody,
 	}, stdout, stderr)
