@@ -255,7 +255,7 @@ func TestRunDirectoryHoldsNoCredentials(t *testing.T) {
 	runs := filepath.Join(dir, "runs")
 	fleet := filepath.Join(dir, "fleet.yaml")
 	doc := "policy_base_url: https://model-user:model-pass@models.invalid/v1?key=model-key#model-frag\n" +
-		"telemetry: {exporter: file}\n" + string(orchestrator.DefaultConfigYAML())
+		"telemetry: {enabled: true, exporter: file}\n" + string(orchestrator.DefaultConfigYAML())
 	if err := os.WriteFile(fleet, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
