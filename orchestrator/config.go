@@ -477,15 +477,15 @@ func checkImplConfig(impl registry.Impl, where string, cfg map[string]any) error
 	return nil
 }
 
-// checkAddr verifies that a fixed listen address (its host filled in by
-// contract.ListenAddr) is free right now, unless its port is 0 (any free
-// port).
+// checkAddr verifies that a fixed listen address, read as
+// contract.ListenAddr reads it (an empty host is loopback), has a port
+// and, unless the port is 0 (any free port), that it is free right now.
 func checkAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
+	addr, err := contract.ListenAddr(addr)
 	if err != nil {
 		return err
 	}
-	if port == "0" {
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
 		return nil
 	}
 	return checkFree(addr)
