@@ -91,8 +91,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "gym serve: --name is required")
 		return exitUsage
 	}
-	listen, err := contract.ListenAddr(*addr)
-	if err != nil {
+	// Checked here to exit 2 before anything starts; the server reads it
+	// the same way when it listens (an empty host is loopback).
+	if _, err := contract.ListenAddr(*addr); err != nil {
 		fmt.Fprintf(stderr, "gym serve: --addr: %v\n", err)
 		return exitUsage
 	}
@@ -113,7 +114,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	return serveOne(ctx, serveSpec{
-		name: *name, typ: serverType, impl: entry, cfg: cfg, addr: listen,
+		name: *name, typ: serverType, impl: entry, cfg: cfg, addr: *addr,
 		peers:   registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL},
 		maxBody: *maxBody,
 	}, stdout, stderr)
