@@ -302,3 +302,33 @@ func TestRunDirectoryHoldsNoCredentials(t *testing.T) {
 	wantPrivate(t, runDir)
 	wantNothingRunning(t, runs)
 }
+
+// While one command holds a run directory, another cannot take it, not
+// even with --resume; once it is released, a resume with the same work
+// may.
+func TestRunDirHeldIsRefused(t *testing.T) {
+	runs := t.TempDir()
+	seed := int64(1)
+	id := runIdentity{Command: identityRun, Seed: &seed, NumRepeats: 1, Dataset: &datasetIdentity{Source: "s", Rows: 2, SHA256: "ab"}}
+	held, err := openRunDir(runs, "held", id, false, "hint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openRunDir(runs, "held", id, true, "hint"); err == nil || !strings.Contains(err.Error(), "in use by another gym process") {
+		t.Errorf("resume while held: %v, want it refused as in use", err)
+	}
+	held.close()
+	again, err := openRunDir(runs, "held", id, true, "hint")
+	if err != nil {
+		t.Fatalf("resume once released: %v", err)
+	}
+	defer again.close()
+	if !again.resumed {
+		t.Error("an existing directory reopened is not marked resumed")
+	}
+	for _, bad := range []string{"", ".", "..", "a/b", "../x", "x\ny"} {
+		if _, err := openRunDir(runs, bad, id, false, "hint"); err == nil || !strings.Contains(err.Error(), "plain directory name") {
+			t.Errorf("run id %q: %v, want it refused", bad, err)
+		}
+	}
+}
