@@ -34,6 +34,7 @@ targets=(
   "./servers/resources/equivalence FuzzRatio"
   "./servers/resources/stringmatch FuzzLabelScanner"
   "./gymconfig FuzzResolve"
+  "./contract FuzzListenAddr"
   "./gymconfig FuzzScrubURLs"
   "./cmd/gym FuzzParseArgs"
   "./cmd/gym FuzzRunIdentity"
