@@ -2,7 +2,8 @@
 // fleet, in one place and free of OpenTelemetry: every instrument's name,
 // kind, unit, bucket boundaries and attribute keys; every span name and
 // span attribute key; the instrumentation scopes; the NeMo Gym server
-// types; and the layout of a run directory.
+// types; the layout of a run directory; and how a listen address is read
+// (ListenAddr: an empty host is loopback).
 //
 // The contract is NeMo Gym's where NeMo Gym has one (the gym.* names, the
 // nemo.gym.* attribute keys, the scopes, the server types), the

@@ -4,8 +4,14 @@ package contract
 // start and the orchestrator write and gym report reads.
 const (
 	// RunConfigFile is the fleet configuration the run used, secrets
-	// redacted.
+	// redacted and URLs scrubbed of credentials.
 	RunConfigFile = "config.yaml"
+	// RunIdentityFile identifies the work of the run, written once when the
+	// run directory is created: the command that created it and, for gym
+	// run, the seed, the number of repeats and the dataset's row count and
+	// SHA-256. `gym run --resume` continues a run only when what it would
+	// run has the same identity.
+	RunIdentityFile = "run.json"
 	// RunTasksFile is gym run's copy of the dataset it ran.
 	RunTasksFile = "tasks.jsonl"
 	// RunRolloutsFile is the collected rollouts, one JSON line each.

@@ -235,7 +235,7 @@ func TestCollectAgainstDeadAgent(t *testing.T) {
 	if code := exitCode(res.err); code != 1 {
 		t.Fatalf("exit %d (%v), want 1\nstdout:\n%s\nstderr:\n%s", code, res.err, res.stdout, res.stderr)
 	}
-	if !strings.Contains(res.stdout, "rollouts: 6 run, 0 skipped") || !strings.Contains(res.stdout, "6 failed") {
+	if !strings.Contains(res.stdout, "rollouts: 0 completed, 6 failed, 0 skipped") {
 		t.Errorf("summary: %s", res.stdout)
 	}
 	if done := readObjects(t, output); len(done) != 0 {
@@ -262,7 +262,7 @@ func TestCollectAgainstDeadAgent(t *testing.T) {
 		t.Fatalf("the refused run changed the failures file: %d lines", len(again))
 	}
 	res = runGym(t, time.Minute, gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), append(args, "--resume")...)
-	if code := exitCode(res.err); code != 1 || !strings.Contains(res.stdout, "rollouts: 6 run") {
+	if code := exitCode(res.err); code != 1 || !strings.Contains(res.stdout, "rollouts: 0 completed, 6 failed") {
 		t.Errorf("resumed run: exit %d, stdout %s", code, res.stdout)
 	}
 }

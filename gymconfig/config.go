@@ -197,9 +197,15 @@ func (i Instance) Port() int {
 	return p
 }
 
-// Addr is host:port.
+// Addr is host:port, with DefaultHost for an empty host: a block whose
+// host is "" listens on loopback, never on every interface (which must be
+// written out, 0.0.0.0).
 func (i Instance) Addr() string {
-	return net.JoinHostPort(i.Host(), strconv.Itoa(i.Port()))
+	host := i.Host()
+	if host == "" {
+		host = DefaultHost
+	}
+	return net.JoinHostPort(host, strconv.Itoa(i.Port()))
 }
 
 // path is the key path of the instance's block.
@@ -347,7 +353,8 @@ func (c *Config) HeadServer() (host string, port int) {
 
 // Redacted returns a deep copy of Root in which every value under a key
 // that lens.IsSensitiveKey matches is lens.Redacted (each element of a
-// list, each leaf of a mapping; null stays null).
+// list, each leaf of a mapping; null stays null), and every other string
+// has the credentials of the URLs in it scrubbed (ScrubURLs).
 func (c *Config) Redacted() map[string]any {
 	return redact(c.Root, false).(map[string]any)
 }
@@ -371,6 +378,9 @@ func redact(v any, secret bool) any {
 	}
 	if secret {
 		return lens.Redacted
+	}
+	if s, ok := v.(string); ok {
+		return ScrubURLs(s)
 	}
 	return v
 }

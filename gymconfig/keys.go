@@ -1,6 +1,9 @@
 package gymconfig
 
-import "github.com/gymlens/gymlens/protocol"
+import (
+	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/protocol"
+)
 
 // Environment variables of the launch contract.
 const (
@@ -40,8 +43,10 @@ const (
 
 // Defaults upstream applies when the config leaves them out.
 const (
-	// DefaultHost is the host of blocks without one when default_host is unset.
-	DefaultHost = "127.0.0.1"
+	// DefaultHost is the host of blocks without one when default_host is
+	// unset, and of any address whose host is empty: loopback
+	// (contract.DefaultHost).
+	DefaultHost = contract.DefaultHost
 	// DefaultHeadPort is the head server's port when head_server is unset.
 	DefaultHeadPort = 11000
 	// DefaultPortRangeLow is port_range_low when unset.

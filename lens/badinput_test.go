@@ -52,8 +52,8 @@ func TestPrometheusDefaultsToLoopback(t *testing.T) {
 }
 
 // TestPrometheusBindsWhereTold starts the real endpoint: a loopback
-// address binds loopback; an address without host (":0") is the explicit
-// way to listen on every interface, and does.
+// address binds loopback, and so does an address without a host (":0",
+// contract.ListenAddr); every interface must be written out (0.0.0.0).
 func TestPrometheusBindsWhereTold(t *testing.T) {
 	for _, tc := range []struct {
 		addr string
@@ -62,7 +62,8 @@ func TestPrometheusBindsWhereTold(t *testing.T) {
 	}{
 		{"127.0.0.1:0", net.IP.IsLoopback, "loopback"},
 		{" 127.0.0.1:0 ", net.IP.IsLoopback, "loopback"},
-		{":0", net.IP.IsUnspecified, "every interface"},
+		{":0", net.IP.IsLoopback, "loopback"},
+		{"0.0.0.0:0", net.IP.IsUnspecified, "every interface"},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			cfg := mustLoad(t, enabledVars(map[string]string{

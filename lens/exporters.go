@@ -23,6 +23,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
 
@@ -246,6 +247,10 @@ func (s *exporterSet) prometheus() (sdkmetric.Reader, error) {
 	addr := s.cfg.PrometheusAddr
 	if addr == "" {
 		addr = DefaultPrometheusAddr
+	}
+	addr, err = contract.ListenAddr(addr) // ":9464" is loopback, not every interface
+	if err != nil {
+		return nil, fmt.Errorf("lens: prometheus endpoint: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -197,8 +197,9 @@ func (c Config) ImplPath(name, key string) ([]string, bool) {
 }
 
 // Redacted returns the resolved config dict with every secret (API keys,
-// tokens, passwords: lens.IsSensitiveKey) replaced, fit to be written to
-// disk.
+// tokens, passwords: lens.IsSensitiveKey) replaced and the credentials of
+// every URL in its strings scrubbed (gymconfig.ScrubURLs: user information,
+// query, fragment), fit to be written to disk.
 func (c Config) Redacted() map[string]any {
 	if c.resolved == nil {
 		return nil
@@ -335,7 +336,12 @@ func specOf(inst gymconfig.Instance, dir string) (ServerSpec, error) {
 		if !isString {
 			return ServerSpec{}, fmt.Errorf("%s.metrics_addr: want a host:port string, got %v", where, v)
 		}
-		spec.MetricsAddr = s
+		// An empty host (":0") is loopback, as everywhere in the fleet.
+		addr, err := contract.ListenAddr(s)
+		if err != nil {
+			return ServerSpec{}, fmt.Errorf("%s.metrics_addr: %s: %w", where, s, err)
+		}
+		spec.MetricsAddr = addr
 	}
 	for field, ref := range inst.Refs() {
 		switch field {
@@ -471,18 +477,16 @@ func checkImplConfig(impl registry.Impl, where string, cfg map[string]any) error
 	return nil
 }
 
-// checkAddr verifies a fixed listen address has a host and, when it has a
-// port, that the port is free right now.
+// checkAddr verifies that a fixed listen address, read as
+// contract.ListenAddr reads it (an empty host is loopback), has a port
+// and, unless the port is 0 (any free port), that it is free right now.
 func checkAddr(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
+	addr, err := contract.ListenAddr(addr)
 	if err != nil {
 		return err
 	}
-	if port == "" || port == "0" {
+	if _, port, _ := net.SplitHostPort(addr); port == "0" {
 		return nil
-	}
-	if host == "" {
-		return errors.New("give a host (127.0.0.1 keeps the server on this machine)")
 	}
 	return checkFree(addr)
 }

@@ -30,7 +30,7 @@ func TestCheckAddr(t *testing.T) {
 			t.Errorf("checkAddr(%q) = %v, want nil", addr, err)
 		}
 	}
-	for _, addr := range []string{"127.0.0.1", ":8080", "[::1"} {
+	for _, addr := range []string{"127.0.0.1", "127.0.0.1:", "[::1"} {
 		if err := checkAddr(addr); err == nil {
 			t.Errorf("checkAddr(%q) accepted", addr)
 		}

@@ -232,7 +232,7 @@ func scanLines(f *os.File, path string, fn func([]byte) error) (end int64, err e
 
 // writeRows writes rows to path, one JSON line each, replacing the file.
 func writeRows(path string, rows []protocol.RunRequest) error {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, contract.RunFilePerm)
 	if err != nil {
 		return fmt.Errorf("rollout: materialized inputs: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -317,11 +318,17 @@ func (s *Server) build() http.Handler {
 	return s.clearWriteDeadline(h)
 }
 
-// Listen binds the listen address and returns the bound address.
+// Listen binds the listen address and returns the bound address. An
+// address with an empty host (":0") binds loopback (contract.ListenAddr),
+// never every interface.
 func (s *Server) Listen() (net.Addr, error) {
-	ln, err := net.Listen("tcp", s.opts.Addr)
+	addr, err := contract.ListenAddr(s.opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("server %s: listen %s: %w", s.opts.Name, s.opts.Addr, err)
+		return nil, fmt.Errorf("server %s: %w", s.opts.Name, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: listen %s: %w", s.opts.Name, addr, err)
 	}
 	s.mu.Lock()
 	s.ln = ln

@@ -221,17 +221,34 @@ func PlanEnv(cfg Config, lookup func(string) (string, bool)) (vars []EnvVar, run
 	}
 	setIfUnset(lens.KeyEnabled, "1", "telemetry enabled")
 
-	runID = eff.RunID // env first, then the block
-	if runID == "" {
-		if v, ok := lookup("SLURM_JOB_ID"); ok {
-			runID = strings.TrimSpace(v)
-		}
-	}
-	if runID == "" {
+	if runID = chooseRunID(eff, lookup); runID == "" {
 		runID = NewRunID()
 	}
 	setIfUnset(lens.KeyRunID, runID, "run id")
 	return vars, runID, nil
+}
+
+// RunID is the run id a fleet with this block is given whether or not
+// telemetry is on: the run_id setting (NEMO_GYM_OTEL_RUN_ID, then the
+// block's run_id), else SLURM_JOB_ID; "" when none is set (the caller mints
+// one with NewRunID). ConfigureEnv exports the same choice.
+func (c Config) RunID(lookup func(string) (string, bool)) (string, error) {
+	eff, err := lens.LoadConfig(c.loadOptions(lookup))
+	if err != nil {
+		return "", fmt.Errorf("telemetry: %w", err)
+	}
+	return chooseRunID(eff, lookup), nil
+}
+
+// chooseRunID is the choice RunID describes.
+func chooseRunID(eff lens.Config, lookup func(string) (string, bool)) string {
+	if eff.RunID != "" { // env first, then the block
+		return eff.RunID
+	}
+	if v, ok := lookup("SLURM_JOB_ID"); ok {
+		return strings.TrimSpace(v)
+	}
+	return ""
 }
 
 // NewRunID returns 12 random lowercase hex characters.

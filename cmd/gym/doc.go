@@ -7,9 +7,14 @@
 //
 // Commands are organised as a tree: a top-level command may be a group
 // whose first argument names a subcommand (gym telemetry check). Each
-// command parses its own flags with a flag.FlagSet of its own. Exit status
-// 2 means a usage error: an unknown command, a bad flag or, for the
-// checking commands, a bad configuration.
+// command parses its own flags with a flag.FlagSet of its own, through
+// parseArgs: flags may come before or after the positional arguments a
+// command declares, and any other argument is an error, so nothing on the
+// command line is ignored. Exit status 2 means a usage error: an unknown
+// command (with the nearest one suggested), a bad flag, an argument the
+// command does not take, a bad configuration, or a run directory that may
+// not be used (an existing one without gym run --resume, or one whose
+// run.json holds other work); it is given before anything is created.
 //
 // # gym telemetry check
 //

@@ -57,9 +57,9 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	if cfg.DryRun() {
-		return dryRunFleet(ctx, cfg, *runsDir, "gym env start", "", stdout, stderr)
+		return dryRunFleet(ctx, cfg, *runsDir, runIdentity{Command: identityEnvStart}, "gym env start", "", stdout, stderr)
 	}
-	sess, err := openSession(cfg, *runsDir, false, stderr)
+	sess, err := openSession(cfg, *runsDir, false, runIdentity{Command: identityEnvStart}, false, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "gym env start: %v\n", err)
 		return exitUsage
@@ -102,13 +102,15 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // dryRunFleet checks a fleet whose config sets dry_run: true: in a new run
-// directory (logs/<server>.log per server), orchestrator.DryRun runs every
+// directory (logs/<server>.log per server; id, its command marked as a dry
+// run, in its identity file), orchestrator.DryRun runs every
 // server once, one at a time, and each must exit 0 without listening. It
 // prints a line per server and a summary on stdout (the summary ends with
 // note when note is not ""), every failure on stderr, and returns 0 when
 // all servers passed, 1 otherwise.
-func dryRunFleet(ctx context.Context, cfg orchestrator.Config, runsDir, prog, note string, stdout, stderr io.Writer) int {
-	sess, err := openSession(cfg, runsDir, false, stderr)
+func dryRunFleet(ctx context.Context, cfg orchestrator.Config, runsDir string, id runIdentity, prog, note string, stdout, stderr io.Writer) int {
+	id.Command += " (dry run)"
+	sess, err := openSession(cfg, runsDir, false, id, false, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return exitUsage

@@ -2,17 +2,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
@@ -24,7 +25,11 @@ type fleetSession struct {
 	cfg    orchestrator.Config
 	runID  string
 	runDir string
-	log    *slog.Logger
+	// resumed is true when the run directory was made by an earlier run
+	// (gym run --resume) and false when this session created it.
+	resumed bool
+	dir     *runDir
+	log     *slog.Logger
 }
 
 // defaultRunsDir is where gym run and gym env start create run
@@ -80,23 +85,38 @@ func orchestratorEnv(runDir string, lookup func(string) (string, bool)) []teleme
 }
 
 // openSession writes the telemetry settings into the environment (user
-// variables win), creates runs/<run id>/ and initialises the orchestrator's
-// telemetry there.
-func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr io.Writer) (*fleetSession, error) {
+// variables win), creates runs/<run id>/ (or, with resume, reopens it when
+// its identity matches id; see openRunDir) and initialises the
+// orchestrator's telemetry there. A run directory that may not be used is
+// an error returned before anything is created.
+func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, id runIdentity, resume bool, stderr io.Writer) (*fleetSession, error) {
 	cfg.Telemetry = fleetTelemetry(cfg.Telemetry, defaultOn, os.LookupEnv)
 	runID, err := telemetry.ConfigureEnv(cfg.Telemetry)
 	if err != nil {
 		return nil, err
 	}
-	if runID == "" { // telemetry off: the run still needs a directory
-		runID = telemetry.NewRunID()
+	if runID == "" { // telemetry off: the run still needs a directory, named alike
+		if runID, err = cfg.Telemetry.RunID(os.LookupEnv); err != nil {
+			return nil, err
+		}
+		if runID == "" {
+			runID = telemetry.NewRunID()
+		}
 	}
-	runDir := filepath.Join(runsDir, runID)
-	if err := os.MkdirAll(filepath.Join(runDir, contract.RunTelemetryDir), contract.RunDirPerm); err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
+	id.RunID = runID
+	id.CreatedAt = time.Now().UTC()
+	hint := "choose another run id (" + lens.PrimaryPrefix + lens.KeyRunID + ", telemetry.run_id or SLURM_JOB_ID)"
+	if id.Command == identityRun {
+		hint = "pass --resume to continue that run (the seed, the dataset and --num-repeats must match), or " + hint
 	}
+	dir, err := openRunDir(runsDir, runID, id, resume, hint)
+	if err != nil {
+		return nil, err
+	}
+	runDir := dir.path
 	for _, v := range orchestratorEnv(runDir, os.LookupEnv) {
 		if err := os.Setenv(v.Name, v.Value); err != nil {
+			dir.close()
 			return nil, err
 		}
 	}
@@ -105,15 +125,17 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, stderr
 	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "orchestrator", ServerType: contract.ServerTypeOrchestrator}); err != nil {
 		log.Warn("telemetry is off", "err", err)
 	}
-	s := &fleetSession{cfg: cfg, runID: runID, runDir: runDir, log: log}
+	s := &fleetSession{cfg: cfg, runID: runID, runDir: runDir, resumed: dir.resumed, dir: dir, log: log}
 	if err := s.writeEffectiveConfig(nil); err != nil {
+		s.close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // writeEffectiveConfig records what this run used in config.yaml: the
-// fleet's config dict (resolved, every secret replaced) under `fleet:`, a
+// fleet's config dict (resolved, every secret replaced, every URL scrubbed
+// of credentials: gymconfig.ScrubURLs, as is every URL below) under `fleet:`, a
 // `servers:` summary (name, type, impl, and the URLs once the fleet runs),
 // the head server's URL once known, and the effective telemetry settings
 // with where each came from. fleet is nil before the fleet started.
@@ -126,7 +148,7 @@ func (s *fleetSession) writeEffectiveConfig(fleet *orchestrator.Fleet) error {
 		if key == "" {
 			key = strings.ToLower(src.Key)
 		}
-		tel[key] = src.Value
+		tel[key] = gymconfig.ScrubURLs(src.Value) // an OTLP endpoint may carry a token
 		sources[key] = src.Origin
 	}
 	type serverFacts struct {
@@ -150,13 +172,13 @@ func (s *fleetSession) writeEffectiveConfig(fleet *orchestrator.Fleet) error {
 		}
 	} else {
 		for _, info := range fleet.Servers() {
-			f := serverFacts{Name: info.Spec.Name, Type: info.Spec.Type, Impl: info.Spec.Impl, URL: info.URL, PID: info.PID}
+			f := serverFacts{Name: info.Spec.Name, Type: info.Spec.Type, Impl: info.Spec.Impl, URL: gymconfig.ScrubURLs(info.URL), PID: info.PID}
 			if info.Spec.External() {
-				f.Command = strings.Join(info.Command, " ")
+				f.Command = gymconfig.ScrubURLs(strings.Join(info.Command, " "))
 			}
 			servers = append(servers, f)
 		}
-		doc["head_server_url"] = fleet.HeadURL()
+		doc["head_server_url"] = gymconfig.ScrubURLs(fleet.HeadURL())
 		if d, err := fleet.Redacted(); err == nil {
 			dict = d
 		}
@@ -187,11 +209,13 @@ func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {
 	return fleet, nil
 }
 
-// close flushes the orchestrator's telemetry.
+// close flushes the orchestrator's telemetry and releases the run
+// directory.
 func (s *fleetSession) close() {
 	if err := shutdownTelemetry(); err != nil {
 		s.log.Warn("telemetry flush", "err", err)
 	}
+	s.dir.close()
 }
 
 // loadFleetConfig reads the fleet config file at path, or the built-in

@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +25,12 @@ import (
 var gymBin string
 
 func TestMain(m *testing.M) {
+	// A fuzzing worker runs only a fuzz target, and no fuzz target starts
+	// the binary: do not build it once per worker.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run())
+	}
 	bin, remove, err := testenv.BuildGym("gym-launch-test-", ".")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

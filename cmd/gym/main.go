@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"syscall"
 	"text/tabwriter"
+
+	"github.com/gymlens/gymlens/gymconfig"
 )
 
 func main() {
@@ -129,8 +131,18 @@ func (g group) run(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return c.run(ctx, args[1:], stdout, stderr)
 }
 
+// unknown reports a command name that is not one of g's, with the
+// nearest one by edit distance when one is close.
 func (g group) unknown(name string, stderr io.Writer) int {
-	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", g.path, name)
+	names := []string{"help"}
+	for _, c := range g.commands() {
+		names = append(names, c.name)
+	}
+	hint := ""
+	if near := gymconfig.Nearest(name, names); near != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q%s\n\n", g.path, name, hint)
 	g.usage(stderr)
 	return exitUsage
 }
@@ -145,23 +157,65 @@ func (g group) usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun \"%s help <command>\" for more about a command.\n", g.path)
 }
 
-// parseFlags parses args with fs, which must use flag.ContinueOnError. It
-// returns done=false when the command should go on. Otherwise it returns the
-// exit status: -h prints the usage on stdout and succeeds; a bad flag prints
-// the error and the usage on stderr and is a usage error.
+// parseFlags parses the flags of a command that takes no positional
+// argument: see parseArgs.
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	_, code, done = parseArgs(fs, args, 0, "", stdout, stderr)
+	return code, done
+}
+
+// parseArgs parses args with fs, which must use flag.ContinueOnError, for
+// a command that takes at most maxArgs positional arguments (what, such as
+// "a run directory", names them in the error). Flags may come before,
+// between and after the positional arguments; "--" ends the flags. It
+// returns the positional arguments and done=false when the command should
+// go on. Otherwise it returns the exit status: -h prints the usage on
+// stdout and succeeds; a bad flag, or one argument more than maxArgs,
+// prints the error on stderr and is a usage error, so nothing on the
+// command line is ever ignored. An extra argument naming an existing file,
+// to a command with a --config flag, gets the hint "did you mean --config
+// FILE?".
+func parseArgs(fs *flag.FlagSet, args []string, maxArgs int, what string, stdout, stderr io.Writer) (positional []string, code int, done bool) {
 	var msg bytes.Buffer
 	fs.SetOutput(&msg)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return exitOK, true
-	case err != nil:
-		_, _ = stderr.Write(msg.Bytes())
-		return exitUsage, true
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, exitOK, true
+		case err != nil:
+			_, _ = stderr.Write(msg.Bytes())
+			return nil, exitUsage, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...) // after "--": no more flags
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
 	fs.SetOutput(stderr)
-	return 0, false
+	if len(positional) > maxArgs {
+		extra := positional[maxArgs]
+		takes := "takes no arguments, only flags"
+		switch {
+		case maxArgs == 1:
+			takes = "takes one argument, " + what
+		case maxArgs > 1:
+			takes = fmt.Sprintf("takes at most %d arguments, %s", maxArgs, what)
+		}
+		hint := ""
+		if fi, err := os.Stat(extra); err == nil && !fi.IsDir() && fs.Lookup("config") != nil {
+			hint = fmt.Sprintf(" (did you mean --config %s?)", extra)
+		}
+		fmt.Fprintf(stderr, "%s: unexpected argument %q: %s %s%s\n", fs.Name(), extra, fs.Name(), takes, hint)
+		return nil, exitUsage, true
+	}
+	return positional, 0, false
 }

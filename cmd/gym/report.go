@@ -46,16 +46,9 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the directory.
-	var dirs []string
-	for {
-		if code, done := parseFlags(fs, args, stdout, stderr); done {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs = append(dirs, fs.Arg(0))
-		args = fs.Args()[1:]
+	dirs, code, done := parseArgs(fs, args, 1, "a run directory", stdout, stderr)
+	if done {
+		return code
 	}
 	switch {
 	case len(dirs) != 1:

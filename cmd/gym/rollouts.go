@@ -115,9 +115,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		NumRepeats: *repeats, Limit: *limit, Concurrency: *concurrency, DisableAggregation: *noAggregate,
 		Progress: stderr, ProgressTTY: isTerminal(stderr),
 	})
-	d := sum.DurationsMS
-	fmt.Fprintf(stdout, "rollouts: %d run, %d skipped (already in %s), %d failed, %d rewarded; p50 %.1f ms, p95 %.1f ms\n",
-		sum.Ran(), sum.Skipped, output, sum.Failed, sum.Rewarded, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
+	printCollectSummary(stdout, output, sum)
 	if err != nil {
 		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
 		if errors.Is(err, rollout.ErrInvalidInput) {
@@ -126,6 +124,21 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return exitOK
+}
+
+// printCollectSummary prints what a collection did, each rollout of the
+// run counted once: completed (written to output), failed (written to the
+// failures file), discarded (_ng_no_persist), skipped (done by an earlier
+// run) and not run (the run ended first); the durations are of this run's
+// rollouts.
+func printCollectSummary(w io.Writer, output string, sum rollout.Summary) {
+	d := sum.DurationsMS
+	fmt.Fprintf(w, "rollouts: %d completed, %d failed", sum.Succeeded, sum.Failed)
+	if sum.Discarded > 0 {
+		fmt.Fprintf(w, ", %d discarded", sum.Discarded)
+	}
+	fmt.Fprintf(w, ", %d skipped (already in %s), %d not run, of %d; %d rewarded; p50 %.1f ms, p95 %.1f ms\n",
+		sum.Skipped, output, sum.Remaining(), sum.Total, sum.Rewarded, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 }
 
 // headAgents finds the agents of a running fleet through its head server

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gymlens/gymlens/internal/testenv"
@@ -119,7 +120,7 @@ func TestCollectThroughHead(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s\nagent stderr:\n%s", code, stdout, stderr, procs[ap].Stderr)
 	}
-	if !strings.HasPrefix(stdout, "rollouts: 4 run, 0 skipped (already in "+out+"), 0 failed, 4 rewarded;") {
+	if !strings.HasPrefix(stdout, "rollouts: 4 completed, 0 failed, 0 skipped (already in "+out+"), 0 not run, of 4; 4 rewarded;") {
 		t.Errorf("stdout %q", stdout)
 	}
 	f, err := os.Open(out)
@@ -141,5 +142,40 @@ func TestCollectThroughHead(t *testing.T) {
 	}
 	if n != 4 {
 		t.Errorf("%d lines, want 4", n)
+	}
+}
+
+// The summary counts each rollout once, by what became of it: a rollout
+// whose /run failed is failed, not "run". Here an agent answers the first
+// four rollouts and fails the other six (as one whose model server died
+// does).
+func TestCollectSummaryCountsWhatRan(t *testing.T) {
+	testenv.ClearTelemetry(t)
+	t.Setenv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS", "1")
+	var mu sync.Mutex
+	answered := 0
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/run" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		answered++
+		ok := answered <= 4
+		mu.Unlock()
+		if !ok {
+			http.Error(w, "model server unreachable", http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"reward": 1.0, "response": {"output": []}}`))
+	}))
+	t.Cleanup(agent.Close)
+	out := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	code, stdout, stderr := runGym(t, "rollouts", "collect", "--agent-url", agent.URL, "-i", writeTasks(t, arithmeticRow), "-o", out,
+		"--num-repeats", "10", "--concurrency", "1", "--disable-aggregation")
+	want := "rollouts: 4 completed, 6 failed, 0 skipped (already in " + out + "), 0 not run, of 10; 4 rewarded;"
+	if code != 1 || !strings.HasPrefix(stdout, want) {
+		t.Errorf("exit %d, stdout %q; want exit 1 and %q\nstderr:\n%s", code, stdout, want, stderr)
 	}
 }

@@ -37,10 +37,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	seed := fs.Int64("seed", 1, "seed of the dataset and of the built-in policy")
 	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
 	runsDir := fs.String("runs-dir", defaultRunsDir, "parent directory of run directories")
-	latency := fs.Float64("model-latency-ms", -1, "built-in policy latency per call in ms (default: the model config's, 0)")
-	correct := fs.Float64("correct-probability", -1, "built-in policy's chance of a right answer (default: the model config's, 0.8)")
+	latency := fs.Float64("model-latency-ms", 0, "built-in policy latency per call in ms, >= 0 (default: the model config's, 0)")
+	correct := fs.Float64("correct-probability", 0, "built-in policy's chance of a right answer, in [0, 1] (default: the model config's, 0.8)")
 	noTelemetry := fs.Bool("no-telemetry", false, "turn telemetry off (same as NEMO_GYM_OTEL_ENABLED=0)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	resume := fs.Bool("resume", false, "continue runs/<run id>/ when it exists (same run id: RUN_ID or SLURM_JOB_ID) and holds the same work (seed, dataset, num-repeats): only the rollouts it lacks run")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gym run [--rollouts N] [flags]\n\n"+
 			"Starts the fleet (telemetry on, exported to runs/<run id>/), runs N rollouts\n"+
@@ -50,7 +51,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"With dry_run: true in the config, gym run collects nothing: it checks the\n"+
 			"fleet as `gym env start` does under dry_run (every server run once, one at\n"+
 			"a time, must exit 0 without listening), says so on stdout and exits 0 when\n"+
-			"every server passed, 1 otherwise. Flags and --input are still checked.\n\nFlags:\n")
+			"every server passed, 1 otherwise. Flags and --input are still checked.\n\n"+
+			"A run directory is never reused: when runs/<run id>/ exists (the run id\n"+
+			"comes from NEMO_GYM_OTEL_RUN_ID, telemetry.run_id or SLURM_JOB_ID), gym run\n"+
+			"exits 2 unless --resume is given; --resume continues that run only if its\n"+
+			"seed, dataset (row count and SHA-256, in run.json) and --num-repeats match\n"+
+			"(exit 2 naming what differs), running just the rollouts it lacks and\n"+
+			"retrying its failures. --resume with no such directory starts the run.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
@@ -60,34 +67,44 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gym run: --rollouts, --concurrency and --num-repeats must be at least 1, --limit at least 0")
 		return exitUsage
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg, err := loadFleetConfig(*configPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
 		return exitUsage
 	}
 	// The flags tune the built-in policy: they become keys of its blocks in
-	// the config dict, which is what the children read.
+	// the config dict, which is what the children read, and are checked
+	// there, as the same keys written in the file are (a value given on the
+	// command line is checked whatever it is).
+	policies := 0
 	for _, s := range cfg.Servers {
 		if s.Type != contract.ServerTypeModel || s.External() || s.Impl != model.ServerName {
 			continue
 		}
-		set := map[string]any{}
+		policies++
+		keys := map[string]any{}
 		if _, ok := s.Config["seed"]; !ok {
-			set["seed"] = *seed
+			keys["seed"] = *seed
 		}
-		if *latency >= 0 {
-			set["latency_ms"] = *latency
+		if set["model-latency-ms"] {
+			keys["latency_ms"] = *latency
 		}
-		if *correct >= 0 {
-			set["correct_probability"] = *correct
+		if set["correct-probability"] {
+			keys["correct_probability"] = *correct
 		}
-		for _, key := range slices.Sorted(maps.Keys(set)) {
+		for _, key := range slices.Sorted(maps.Keys(keys)) {
 			path, _ := cfg.ImplPath(s.Name, key)
-			if err := cfg.Set(path, set[key]); err != nil {
+			if err := cfg.Set(path, keys[key]); err != nil {
 				fmt.Fprintf(stderr, "gym run: %v\n", err)
 				return exitUsage
 			}
 		}
+	}
+	if policies == 0 && (set["model-latency-ms"] || set["correct-probability"]) {
+		fmt.Fprintf(stderr, "gym run: --model-latency-ms and --correct-probability tune the built-in policy (a %s server of impl %s), and this fleet has none\n", contract.ServerTypeModel, model.ServerName)
+		return exitUsage
 	}
 	if *noTelemetry {
 		os.Setenv(lens.PrimaryPrefix+lens.KeyEnabled, "0")
@@ -112,10 +129,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *limit > 0 && *limit < len(rows) {
 		rows = rows[:*limit] // tasks.jsonl then holds exactly what ran
 	}
-	if cfg.DryRun() {
-		return dryRunFleet(ctx, cfg, *runsDir, "gym run", "no rollouts collected under dry_run", stdout, stderr)
+	// What identifies the work, checked by --resume; hashing the rows
+	// also checks that tasks.jsonl can hold them, before anything exists.
+	source := "built-in arithmetic dataset"
+	if *input != "" {
+		source = *input
 	}
-	sess, err := openSession(cfg, *runsDir, true, stderr)
+	ds, err := identifyDataset(source, rows)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		return exitUsage
+	}
+	id := runIdentity{Command: identityRun, Seed: seed, NumRepeats: *repeats, Dataset: ds}
+	if cfg.DryRun() {
+		return dryRunFleet(ctx, cfg, *runsDir, id, "gym run", "no rollouts collected under dry_run", stdout, stderr)
+	}
+	sess, err := openSession(cfg, *runsDir, true, id, *resume, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
 		return exitUsage
@@ -135,7 +164,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if stop := startRunStats("orchestrator", sess.log); stop != nil {
 		defer stop()
 	}
-	if err := writeRows(filepath.Join(sess.runDir, tasksFile), rows); err != nil {
+	if sess.resumed {
+		fmt.Fprintf(stderr, "gym run: resuming run %s (%s): its seed, dataset and --num-repeats match\n", sess.runID, sess.runDir)
+	} else if err := writeRows(filepath.Join(sess.runDir, tasksFile), rows); err != nil {
 		fmt.Fprintf(stderr, "gym run: %v\n", err)
 		return 1
 	}
@@ -163,6 +194,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	sum, collectErr := rollout.Collect(ctx, rows, rollout.Options{
 		Output:       filepath.Join(sess.runDir, contract.RunRolloutsFile),
+		Resume:       sess.resumed,
 		Agents:       fleet.AgentURLs(),
 		DefaultAgent: defaultAgent,
 		NumRepeats:   *repeats,

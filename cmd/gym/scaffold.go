@@ -91,10 +91,6 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gym env scaffold: unexpected argument %q (every input is a flag)\n", fs.Arg(0))
-		return exitUsage
-	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	plan, err := planScaffold(scaffoldRequest{

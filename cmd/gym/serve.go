@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/protocol"
@@ -51,7 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
 	name := fs.String("name", "", "server name in the fleet (required)")
 	impl := fs.String("impl", "", "implementation (default: the type's): "+implList())
-	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	addr := fs.String("addr", "127.0.0.1:0", "listen address; an empty host (\":0\") is 127.0.0.1, every interface must be written 0.0.0.0")
 	configJSON := fs.String("config-json", "", "implementation config as a JSON object")
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
 	resourcesURL := fs.String("resources-url", "", "agent only: base URL of the resources server")
@@ -88,6 +89,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *name == "" {
 		fmt.Fprintln(stderr, "gym serve: --name is required")
+		return exitUsage
+	}
+	// Checked here to exit 2 before anything starts; the server reads it
+	// the same way when it listens (an empty host is loopback).
+	if _, err := contract.ListenAddr(*addr); err != nil {
+		fmt.Fprintf(stderr, "gym serve: --addr: %v\n", err)
 		return exitUsage
 	}
 	maxBodySet := false

@@ -103,10 +103,6 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gym telemetry check: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "rank":
