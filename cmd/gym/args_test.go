@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gymlens/gymlens/server"
 )
 
 // Nothing on a command line is ignored: an argument a command does not
@@ -130,4 +132,25 @@ func FuzzParseArgs(f *testing.F) {
 			i++
 		}
 	})
+}
+
+// A bad runtime limit in the environment every server inherits is refused
+// by the commands that start a fleet, with exit 2 and nothing created,
+// instead of by each child once the run directory exists.
+func TestFleetCommandsRefuseBadServerLimits(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv(server.EnvPrefix+"IDLE_TIMEOUT", "soon")
+	runs := filepath.Join(t.TempDir(), "runs")
+	for _, args := range [][]string{
+		{"run", "--quiet", "--rollouts", "1", "--runs-dir", runs},
+		{"env", "start", "--runs-dir", runs},
+	} {
+		code, out, errOut := runGym(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, server.EnvPrefix+"IDLE_TIMEOUT") {
+			t.Errorf("gym %q: exit %d, stdout %q, stderr %q; want exit 2 naming the variable", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(runs); !os.IsNotExist(err) {
+		t.Errorf("a fleet command created %s (%v)", runs, err)
+	}
 }

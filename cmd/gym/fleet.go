@@ -16,6 +16,7 @@ import (
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/orchestrator"
+	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -221,6 +222,12 @@ func (s *fleetSession) close() {
 // loadFleetConfig reads the fleet config file at path, or the built-in
 // fleet when path is empty.
 func loadFleetConfig(path string) (orchestrator.Config, error) {
+	// Every server the fleet starts reads the runtime's limits from the
+	// environment it inherits; a bad one is a usage error here, before a
+	// run directory or a process exists, not in each child.
+	if err := server.ApplyEnv(&server.Options{}, os.LookupEnv); err != nil {
+		return orchestrator.Config{}, err
+	}
 	if path == "" {
 		return orchestrator.DefaultConfig(), nil
 	}
