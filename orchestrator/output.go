@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/gymlens/gymlens/gymconfig"
 )
 
 // outputGrace is how long a child's output pipes are drained after the
@@ -132,19 +135,51 @@ func (ws writers) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// drain copies r to w until r ends. w never fails, so only EOF or the
-// closing of r (see finish) ends it.
+// drain copies r to w until r ends, a line at a time with every URL in it
+// scrubbed of credentials (gymconfig.ScrubURLs): a child's log is in the
+// run directory, and a server may print an endpoint with its token. A
+// line longer than maxLogLine is passed on in parts. w never fails, so
+// only EOF or the closing of r (see finish) ends it.
 func drain(r *os.File, w io.Writer) {
 	buf := make([]byte, drainBufSize)
+	var line, out []byte
 	for {
 		n, err := r.Read(buf)
-		if n > 0 {
-			_, _ = w.Write(buf[:n])
+		out = out[:0]
+		for chunk := buf[:n]; len(chunk) > 0; {
+			i := bytes.IndexByte(chunk, '\n')
+			if i < 0 {
+				line = append(line, chunk...)
+				if len(line) >= maxLogLine {
+					out, line = appendScrubbed(out, line), line[:0]
+				}
+				break
+			}
+			line = append(line, chunk[:i+1]...)
+			out, line = appendScrubbed(out, line), line[:0]
+			chunk = chunk[i+1:]
+		}
+		if err != nil {
+			out = appendScrubbed(out, line)
+		}
+		if len(out) > 0 {
+			_, _ = w.Write(out)
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// maxLogLine bounds how much of one line drain holds before passing it on.
+const maxLogLine = 64 << 10
+
+// appendScrubbed appends line to out with its URLs scrubbed.
+func appendScrubbed(out, line []byte) []byte {
+	if !bytes.Contains(line, []byte("://")) {
+		return append(out, line...)
+	}
+	return append(out, gymconfig.ScrubURLs(string(line))...)
 }
 
 // finish waits for the drainers to reach EOF, up to grace, then closes the
