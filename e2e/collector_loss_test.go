@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/report"
 )
 
@@ -92,7 +93,7 @@ func TestGymRunWithBrokenCollectorStartsAtOnceAndReportsLosses(t *testing.T) {
 	// the collector took at least that much longer than the healthy one.
 	const margin = 5 * time.Second
 	for _, c := range []struct{ name, protocol, endpoint string }{
-		{"blackhole", "grpc", func() string { e, _ := collBlackhole(t); return e }()},
+		{"blackhole", "grpc", func() string { e, _ := testenv.BlackHole(t); return e }()},
 		{"http 500", "http/protobuf", collAnswering(t, http.StatusInternalServerError)},
 		{"http 429", "http/protobuf", collAnswering(t, http.StatusTooManyRequests)},
 	} {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -173,50 +174,6 @@ func (l *collLoad) check(t *testing.T, what string) {
 	if l.ok == 0 {
 		t.Errorf("%s: no request succeeded", what)
 	}
-}
-
-// collBlackhole listens on a loopback port, accepts every connection and
-// never reads from or writes to it. It returns the endpoint URL and a count
-// of the connections accepted so far. The listener and the connections are
-// closed, and the accept goroutine awaited, when the test ends.
-func collBlackhole(t *testing.T) (string, func() int) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(conns)
-	}
-	return "http://" + ln.Addr().String(), count
 }
 
 // collReceiver is an in-test OTLP/gRPC collector: the trace and metrics
@@ -376,7 +333,7 @@ func TestOTLPEndpointDownServesAndWarnsRarely(t *testing.T) {
 }
 
 func TestOTLPBlackholeEndpoint(t *testing.T) {
-	endpoint, accepted := collBlackhole(t)
+	endpoint, accepted := testenv.BlackHole(t)
 	srv, base, _ := collServe(t, endpoint)
 
 	// 2 s bounds "no request waits on the collector"; it is not a

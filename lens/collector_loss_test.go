@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/telfile"
 )
@@ -28,43 +28,6 @@ import (
 // export with 500 or 429. Every span the process ends and does not
 // deliver must be counted, by cause, and written to its run-directory
 // file at shutdown; a background flush must not wait on the collector.
-
-// blackHole accepts connections and never reads or answers. It is closed,
-// its connections too, when the test ends.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
 
 // answering serves OTLP/HTTP answering every request with status; it
 // counts the trace export requests.
@@ -133,6 +96,10 @@ func spanAccount(t *testing.T, path string) map[string]int64 {
 
 func TestCollectorFaultsCountEveryLostSpan(t *testing.T) {
 	const spans = 40
+	blackHole := func(t *testing.T) string {
+		u, _ := testenv.BlackHole(t)
+		return u
+	}
 	for _, c := range []struct {
 		name     string
 		protocol string
