@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,52 +22,17 @@ func TestGymRunEndsWhenAServerHangs(t *testing.T) {
 	bound := time.Duration(orchestrator.DefaultLivenessFailures) *
 		(orchestrator.DefaultLivenessInterval + orchestrator.DefaultLivenessTimeout)
 
-	var (
-		mu   sync.Mutex
-		pids = map[string]int{}
-	)
-	started := make(chan struct{})
 	killed := make(chan timedLine, 1)
-	var startedOnce sync.Once
-	stderr := &lineLog{onLine: func(line string, at time.Time) {
-		if m := serverUpRe.FindStringSubmatch(line); m != nil {
-			pid, _ := strconv.Atoi(m[2])
-			mu.Lock()
-			pids[m[1]] = pid
-			mu.Unlock()
-		}
-		if strings.Contains(line, `msg="fleet started"`) {
-			startedOnce.Do(func() { close(started) })
-		}
+	// More rollouts than can run before the hang; after it none can
+	// complete, so only the hang detection can end this run.
+	orch := startRun(t, gymEnv("NEMO_GYM_OTEL_ENABLED=0"), func(line string, at time.Time) {
 		if strings.Contains(line, `msg="server killed: it stopped answering"`) {
 			select {
 			case killed <- timedLine{line, at}:
 			default:
 			}
 		}
-	}}
-	// More rollouts than can run before the hang; after it none can
-	// complete, so only the hang detection can end this run.
-	orch := startGymProc(t, gymEnv("NEMO_GYM_OTEL_ENABLED=0"), &lineLog{}, stderr,
-		"run", "--rollouts", "20000", "--concurrency", "16", "--model-latency-ms", "5",
-		"--runs-dir", runs, "--quiet")
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, pid := range pids {
-			if gymAlive(pid) {
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-	})
-	select {
-	case <-started:
-	case <-orch.done:
-		t.Fatalf("gym run ended before the fleet started: %v\nstderr:\n%s", orch.err, orch.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("fleet did not start within 60s\nstderr:\n%s", orch.stderr.String())
-	}
+	}, "--rollouts", "20000", "--concurrency", "16", "--model-latency-ms", "5", "--runs-dir", runs, "--quiet")
 	// Some rollouts first, so the run is under way.
 	output := filepath.Join(runDir(t, runs), "rollouts.jsonl")
 	deadline := time.Now().Add(30 * time.Second)
@@ -78,9 +42,8 @@ func TestGymRunEndsWhenAServerHangs(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	mu.Lock()
+	pids := orch.servers()
 	model := pids["policy_model"]
-	mu.Unlock()
 	if model == 0 {
 		t.Fatalf("no policy_model PID in %v", pids)
 	}
@@ -116,9 +79,7 @@ func TestGymRunEndsWhenAServerHangs(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, tail(errOut, 30))
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for name, pid := range pids {
+	for name, pid := range orch.servers() {
 		if gymAlive(pid) {
 			t.Errorf("server %s (pid %d) still alive after gym run exited", name, pid)
 		}
@@ -131,52 +92,15 @@ func TestGymRunEndsWhenAServerHangs(t *testing.T) {
 func TestGymRunInterruptedStopReportsAKill(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
-	var (
-		mu   sync.Mutex
-		pids = map[string]int{}
-	)
-	started := make(chan struct{})
-	var startedOnce sync.Once
-	stderr := &lineLog{onLine: func(line string, _ time.Time) {
-		if m := serverUpRe.FindStringSubmatch(line); m != nil {
-			pid, _ := strconv.Atoi(m[2])
-			mu.Lock()
-			pids[m[1]] = pid
-			mu.Unlock()
-		}
-		if strings.Contains(line, `msg="fleet started"`) {
-			startedOnce.Do(func() { close(started) })
-		}
-	}}
-	orch := startGymProc(t, gymEnv("NEMO_GYM_OTEL_ENABLED=0"), &lineLog{}, stderr,
-		"run", "--rollouts", "20000", "--concurrency", "8", "--model-latency-ms", "5",
-		"--runs-dir", runs, "--quiet")
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, pid := range pids {
-			if gymAlive(pid) {
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-	})
-	select {
-	case <-started:
-	case <-orch.done:
-		t.Fatalf("gym run ended before the fleet started: %v\nstderr:\n%s", orch.err, orch.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("fleet did not start within 60s\nstderr:\n%s", orch.stderr.String())
-	}
+	orch := startRun(t, gymEnv("NEMO_GYM_OTEL_ENABLED=0"), nil,
+		"--rollouts", "20000", "--concurrency", "8", "--model-latency-ms", "5", "--runs-dir", runs, "--quiet")
 	output := filepath.Join(runDir(t, runs), "rollouts.jsonl")
 	for deadline := time.Now().Add(30 * time.Second); countLines(output) < 20; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("fewer than 20 rollouts 30 s after the start\nstderr:\n%s", tail(orch.stderr.String(), 30))
 		}
 	}
-	mu.Lock()
-	resources := pids["arithmetic"]
-	mu.Unlock()
+	resources := orch.servers()["arithmetic"]
 	// Stop the resources server and interrupt at once, well inside the
 	// liveness bound: the stop, not the probes, meets the hung server.
 	if err := syscall.Kill(resources, syscall.SIGSTOP); err != nil {

@@ -216,59 +216,22 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	runs := filepath.Join(dir, "runs")
 	const rollouts = 300
 
-	var (
-		mu   sync.Mutex
-		pids = map[string]int{} // server -> PID, from "server up"
-	)
-	started := make(chan struct{})
 	died := make(chan timedLine, 8)
-	var startedOnce sync.Once
-	stderr := &lineLog{onLine: func(line string, at time.Time) {
-		if m := serverUpRe.FindStringSubmatch(line); m != nil {
-			pid, _ := strconv.Atoi(m[2])
-			mu.Lock()
-			pids[m[1]] = pid
-			mu.Unlock()
-		}
-		if strings.Contains(line, `msg="fleet started"`) {
-			startedOnce.Do(func() { close(started) })
-		}
+	// At most 32 rollouts / 200 ms = 160 rollouts/s while the model lives:
+	// the test has well over a second to kill it before the run is done.
+	// One /run call per rollout: a rollout that failed is recorded as
+	// failed at once, not retried, so every count is of rollouts.
+	orch := startRun(t, gymEnv("OTEL_METRIC_EXPORT_INTERVAL=200", "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), func(line string, at time.Time) {
 		if serverDiedRe.MatchString(line) {
 			select {
 			case died <- timedLine{line, at}:
 			default:
 			}
 		}
-	}}
-	// At most 32 rollouts / 200 ms = 160 rollouts/s while the model lives:
-	// the test has well over a second to kill it before the run is done.
-	// One /run call per rollout: a rollout that failed is recorded as
-	// failed at once, not retried, so every count is of rollouts.
-	orch := startGymProc(t, gymEnv("OTEL_METRIC_EXPORT_INTERVAL=200", "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), &lineLog{}, stderr,
-		"run", "--rollouts", strconv.Itoa(rollouts), "--concurrency", "32", "--model-latency-ms", "200",
-		"--runs-dir", runs)
-	// Whatever happens, no server outlives the test.
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, pid := range pids {
-			if gymAlive(pid) {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-	})
-
-	select {
-	case <-started:
-	case <-orch.done:
-		t.Fatalf("gym run ended before the fleet started: %v\nstderr:\n%s", orch.err, orch.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("fleet did not start within 60s\nstderr:\n%s", orch.stderr.String())
-	}
-	mu.Lock()
+	}, "--rollouts", strconv.Itoa(rollouts), "--concurrency", "32", "--model-latency-ms", "200", "--runs-dir", runs)
+	pids := orch.servers()
 	modelPID := pids["policy_model"]
 	servers := len(pids)
-	mu.Unlock()
 	if modelPID == 0 || servers != 3 {
 		t.Fatalf("server up lines gave %v\nstderr:\n%s", pids, orch.stderr.String())
 	}
@@ -394,9 +357,7 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	}
 
 	// No server is left: the orchestrator reaped them all.
-	mu.Lock()
-	defer mu.Unlock()
-	for name, pid := range pids {
+	for name, pid := range orch.servers() {
 		if gymAlive(pid) {
 			t.Errorf("server %s (pid %d) still alive after gym run exited", name, pid)
 		}

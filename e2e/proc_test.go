@@ -216,3 +216,59 @@ func (e *envProc) stop(t *testing.T, bound time.Duration) {
 		t.Fatalf("gym env start exited %d after SIGTERM\nstderr:\n%s", code, tail(e.stderr.String(), 40))
 	}
 }
+
+// runProc is a running `gym run` and the servers its log says it started.
+type runProc struct {
+	*gymProc
+	mu   sync.Mutex
+	pids map[string]int // server name -> PID, from the "server up" lines
+}
+
+// startRun runs `gym run args...`, offers every line of its stderr to
+// onLine (which may be nil), and waits (bounded) until the fleet has
+// started. Cleanup continues and kills, by process group, every server the
+// log named that is still alive, stopped ones included.
+func startRun(t *testing.T, env []string, onLine func(line string, at time.Time), args ...string) *runProc {
+	t.Helper()
+	r := &runProc{pids: map[string]int{}}
+	started := make(chan struct{})
+	var startedOnce sync.Once
+	stderr := &lineLog{onLine: func(line string, at time.Time) {
+		if m := serverUpRe.FindStringSubmatch(line); m != nil {
+			pid, _ := strconv.Atoi(m[2])
+			r.mu.Lock()
+			r.pids[m[1]] = pid
+			r.mu.Unlock()
+		}
+		if strings.Contains(line, `msg="fleet started"`) {
+			startedOnce.Do(func() { close(started) })
+		}
+		if onLine != nil {
+			onLine(line, at)
+		}
+	}}
+	r.gymProc = startGymProc(t, env, &lineLog{}, stderr, append([]string{"run"}, args...)...)
+	t.Cleanup(func() {
+		for _, pid := range r.servers() {
+			if gymAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	})
+	select {
+	case <-started:
+	case <-r.done:
+		t.Fatalf("gym run ended before the fleet started: %v\nstderr:\n%s", r.err, r.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("fleet did not start within 60s\nstderr:\n%s", r.stderr.String())
+	}
+	return r
+}
+
+// servers returns a copy of the server name -> PID map read so far.
+func (r *runProc) servers() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.pids)
+}
