@@ -13,7 +13,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
-	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
@@ -94,16 +94,10 @@ func TestCollectFailureGuardLimits(t *testing.T) {
 // traceresponse header) still names its rollout and its trace: the
 // collector's CLIENT span's, which the agent continued.
 func TestCollectTimedOutRolloutKeepsItsIDs(t *testing.T) {
-	testenv.ClearTelemetry(t)
-	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
-	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
-	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", "all")
-	telemetry.ResetForTesting()
-	t.Cleanup(telemetry.ResetForTesting)
 	exp := tracetest.NewInMemoryExporter()
-	h, err := telemetry.Init(telemetry.InitOptions{ServerName: "collector", SpanExporter: exp})
-	if err != nil || !h.TracesExporting() {
-		t.Fatalf("Init: %v, %v", h, err)
+	h := servertest.EnableTelemetry(t, telemetry.InitOptions{ServerName: "collector", SpanExporter: exp})
+	if !h.TracesExporting() {
+		t.Fatal("telemetry on, but traces not exporting")
 	}
 	agent := startAgent(t, func(ctx context.Context, c call) answer {
 		if c.Task == 1 {
