@@ -268,8 +268,11 @@ type limitedListener struct {
 
 // refusedResponse answers a connection over the cap when every admitted
 // connection is in a request.
-const refusedResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: " + retryAfterSeconds +
-	"\r\nConnection: close\r\nContent-Length: 48\r\n\r\n" + `{"detail":"server at its connection cap; retry"}`
+var refusedResponse = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: " + retryAfterSeconds +
+	"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(refusedBody)) + "\r\n\r\n" + refusedBody)
+
+// refusedBody is refusedResponse's body, FastAPI's {"detail": ...} shape.
+const refusedBody = `{"detail":"server at its connection cap; retry"}`
 
 // refusedWriteTimeout bounds writing refusedResponse to a new connection
 // (its send buffer is empty, so the write does not wait in practice).
@@ -288,7 +291,7 @@ func (ln *limitedListener) Accept() (net.Conn, error) {
 			return lc, nil
 		}
 		_ = c.SetWriteDeadline(time.Now().Add(refusedWriteTimeout))
-		_, _ = c.Write([]byte(refusedResponse))
+		_, _ = c.Write(refusedResponse)
 		_ = c.Close()
 		n := ln.l.refused.Add(1)
 		ln.l.refusedWarn.warn(ln.l.log, "connection refused: every connection is in a request", "max_conns", ln.l.max, "refused_total", n)
