@@ -394,6 +394,7 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	// waits here for a slot (queue depth 0 or 1: the rest of the backlog
 	// is not dispatched yet, the progress line counts it).
 	lim := metrics.NewLimiter(contract.SiteRolloutCollection, p.concurrency)
+	defer lim.Close() // a finished collection no longer counts in the gauges
 	var wg sync.WaitGroup
 	for _, job := range todo {
 		if runCtx.Err() != nil || c.halted() || lim.Acquire(runCtx) != nil {

@@ -71,10 +71,6 @@ func TestCollectRecordsConcurrencyMetrics(t *testing.T) {
 		t.Fatalf("Init: %v, %v", h, err)
 	}
 
-	// The gauges sum the site's live limiters, which the registry holds
-	// weakly: a limiter of an earlier test is counted until a collection
-	// has found it unreachable.
-	runtime.GC()
 	const limit, n = 2, 5
 	hold := make(chan struct{})
 	agent := startAgent(t, func(ctx context.Context, c call) answer {

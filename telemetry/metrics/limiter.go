@@ -59,6 +59,11 @@ func (l *Limiter) Acquire(ctx context.Context) error {
 	return nil
 }
 
+// Close ends the limiter's part in its site's gym.concurrency.* gauges, at
+// once: call it when the work it admits is over. It does not wait for or
+// affect slots still held.
+func (l *Limiter) Close() { l.slots.Close() }
+
 // Release gives back the slot an Acquire took. A Release with no slot
 // held does nothing but log at debug.
 func (l *Limiter) Release() {

@@ -3,6 +3,7 @@ package gym
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -71,6 +72,12 @@ func (s *Slots) Wait(ctx context.Context) error {
 	}
 }
 
+// Close takes the semaphore out of the gauges at once: its site's series
+// no longer count it (without Close it is counted until the garbage
+// collector finds it unreachable). Acquire and Release still work after
+// Close; only the reporting ends.
+func (s *Slots) Close() { registry.remove(s) }
+
 // Release gives a slot back. It reports false, and does nothing, when no
 // slot is held (a Release without an Acquire).
 func (s *Slots) Release() bool {
@@ -100,6 +107,12 @@ func (r *slotsRegistry) add(s *Slots) {
 	r.mu.Lock()
 	r.slots = append(r.slots, weak.Make(s))
 	r.mu.Unlock()
+}
+
+func (r *slotsRegistry) remove(s *Slots) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.slots = slices.DeleteFunc(r.slots, func(w weak.Pointer[Slots]) bool { return w.Value() == s })
 }
 
 // concurrencySnapshot sums the live semaphores by site, in the order the

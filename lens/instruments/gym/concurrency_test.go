@@ -103,3 +103,26 @@ func TestConcurrencySnapshotSumsCapsAndForgets(t *testing.T) {
 		}
 	}
 }
+
+// A closed semaphore leaves its site's sums at once, while it is still
+// reachable; one of the same site left open stays counted.
+func TestSlotsCloseLeavesTheGauges(t *testing.T) {
+	const site = "test-close"
+	open, closed := NewSlots(site, 2), NewSlots(site, 5)
+	if s, ok := siteOf(t, site); !ok || s.limit != 7 {
+		t.Fatalf("before Close: %+v, %v; want limit 7", s, ok)
+	}
+	closed.Close()
+	if s, ok := siteOf(t, site); !ok || s.limit != 2 {
+		t.Fatalf("after Close: %+v, %v; want limit 2", s, ok)
+	}
+	if !closed.TryAcquire() || !closed.Release() {
+		t.Error("a closed semaphore must still admit and release")
+	}
+	open.Close()
+	if s, ok := siteOf(t, site); ok {
+		t.Errorf("both closed, site still reported: %+v", s)
+	}
+	runtime.KeepAlive(open)
+	runtime.KeepAlive(closed)
+}
