@@ -85,11 +85,7 @@ if ! ensure_wrk "$WORK/apt.log"; then
   fail "wrk is not installed and could not be installed with apt-get (see $WORK/apt.log)"
   exit 1
 fi
-cat >"$WORK/verify.lua" <<EOF
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '$VERIFY_BODY'
-EOF
+write_verify_lua "$WORK/verify.lua"
 
 start_serve soak "$WORK" NEMO_GYM_OTEL_ENABLED=0 -- || exit 1
 pid=$SERVE_PID addr=$SERVE_ADDR

@@ -95,11 +95,7 @@ if ! ensure_wrk "$WORK/apt.log"; then
   fail "wrk is not installed and could not be installed with apt-get (see $WORK/apt.log)"
   exit 1
 fi
-cat >"$WORK/verify.lua" <<EOF
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '$VERIFY_BODY'
-EOF
+write_verify_lua "$WORK/verify.lua"
 
 # ---- the server, exporting nowhere ----------------------------------------
 

@@ -181,3 +181,12 @@ stop_and_wait() {
 median() {
   sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# write_verify_lua PATH: the wrk script that POSTs VERIFY_BODY to /verify.
+write_verify_lua() {
+  cat >"$1" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '$VERIFY_BODY'
+LUA
+}
