@@ -129,15 +129,7 @@ func TestCollectorFaultsCountEveryLostSpan(t *testing.T) {
 			})
 			endSpans(t, spans)
 
-			// The start-up flush of a fleet: it must return at once,
-			// whatever the collector does.
 			began := time.Now()
-			h.FlushInBackground()
-			if took := time.Since(began); took > time.Second {
-				t.Errorf("FlushInBackground took %v with the collector at fault; it must not wait on it", took)
-			}
-
-			began = time.Now()
 			err := shutdownWithin(t, h, 4*time.Second)
 			t.Logf("shutdown in %v: %v", time.Since(began).Round(time.Millisecond), err)
 			stats := h.SpanStats()

@@ -41,8 +41,7 @@
 // (contract.SDKSpanProcessed, contract.SDKSpanExported).
 //
 // Nothing here waits on a collector outside Shutdown and ForceFlush, both
-// bounded by their context: FlushInBackground is the flush for callers that
-// cannot wait. Incoming baggage is read by lens's own propagator, so a
+// bounded by their context. Incoming baggage is read by lens's own propagator, so a
 // client's malformed header is dropped with a debug line rather than
 // reported to the SDK's error handler as an export error.
 package lens

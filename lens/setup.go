@@ -97,14 +97,6 @@ type Handle struct {
 	warn  *slog.Logger
 	start time.Time
 
-	// bg* track FlushInBackground's flushes, which Shutdown cancels and
-	// awaits.
-	bgMu     sync.Mutex
-	bg       sync.WaitGroup
-	bgCancel context.CancelFunc
-	bgCtx    context.Context
-	bgClosed bool
-
 	prevSlog     *slog.Logger
 	prevLogOut   io.Writer
 	prevLogFlags int
@@ -206,49 +198,6 @@ func (h *Handle) SpanStats() []SpanStats {
 	return out
 }
 
-// BackgroundFlushTimeout bounds a flush started by FlushInBackground.
-const BackgroundFlushTimeout = 5 * time.Second
-
-// FlushInBackground starts a flush of everything buffered so far and
-// returns at once. The flush runs for at most BackgroundFlushTimeout;
-// Shutdown cancels one still running and waits for it. A caller uses it
-// where it wants telemetry out early (a fleet's start-up count) but must
-// not wait on a collector: ForceFlush to a collector that never answers
-// waits for the exporter's own timeout, and one answering 429 for the
-// retries it allows.
-func (h *Handle) FlushInBackground() {
-	if h == nil || !h.exporting {
-		return
-	}
-	h.bgMu.Lock()
-	defer h.bgMu.Unlock()
-	if h.bgClosed {
-		return
-	}
-	if h.bgCtx == nil {
-		h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
-	}
-	ctx := h.bgCtx
-	h.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(ctx, BackgroundFlushTimeout)
-		defer cancel()
-		if err := h.ForceFlush(ctx); err != nil && h.warn != nil {
-			h.warn.Debug("telemetry: background flush", "err", err)
-		}
-	})
-}
-
-// stopBackground cancels the background flushes and waits for them.
-func (h *Handle) stopBackground() {
-	h.bgMu.Lock()
-	h.bgClosed = true
-	if h.bgCancel != nil {
-		h.bgCancel()
-	}
-	h.bgMu.Unlock()
-	h.bg.Wait()
-}
-
 // ForceFlush exports everything buffered so far, bounded by ctx.
 func (h *Handle) ForceFlush(ctx context.Context) error {
 	if h == nil {
@@ -290,7 +239,6 @@ func (h *Handle) shutdown(ctx context.Context) error {
 	if !h.exporting {
 		return nil
 	}
-	h.stopBackground()
 	return h.release(ctx)
 }
 
