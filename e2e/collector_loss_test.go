@@ -114,7 +114,7 @@ func TestGymRunWithBrokenCollectorStartsAtOnceAndReportsLosses(t *testing.T) {
 			}
 			losses := run.SpanLosses()
 			if len(losses) < 4 {
-				t.Errorf("%d processes accounted for their spans, want the orchestrator and the 3 servers: %v", len(losses), losses)
+				t.Errorf("%d processes accounted for their spans, want the orchestrator and the 3 servers: %v\nstderr (the fleet's stop errors):\n%s", len(losses), losses, tail(stderr, 30))
 			}
 			var lost uint64
 			for _, l := range losses {

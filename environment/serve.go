@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
@@ -21,9 +20,6 @@ import (
 
 // DefaultAddr is the address Main listens on without -addr.
 const DefaultAddr = "127.0.0.1:8000"
-
-// telemetryFlushTimeout bounds the final flush of telemetry.
-const telemetryFlushTimeout = 10 * time.Second
 
 // listening, when set (by tests), is told the bound address.
 var listening func(net.Addr)
@@ -46,7 +42,7 @@ func (e *Environment) serve(ctx context.Context, addr, instance string, log *slo
 		log.Warn("telemetry is off", "err", err)
 	}
 	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+		fctx, cancel := context.WithTimeout(context.Background(), contract.TelemetryFlushTimeout)
 		defer cancel()
 		if err := telemetry.Shutdown(fctx); err != nil {
 			log.Warn("telemetry flush", "err", err)

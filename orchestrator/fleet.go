@@ -76,8 +76,10 @@ type Options struct {
 	RunDir string
 	// HealthTimeout bounds each server's start-up; 0 means 30 s.
 	HealthTimeout time.Duration
-	// StopTimeout is how long servers get to drain after SIGTERM before
-	// SIGKILL; 0 means 15 s.
+	// StopTimeout is how long servers get to drain and flush their
+	// telemetry after SIGTERM before SIGKILL; 0 means
+	// contract.ServerStopTimeout (25 s: a server's own drain and flush
+	// bounds plus a margin).
 	StopTimeout time.Duration
 	// LivenessInterval is the pause between two liveness probes (GET /)
 	// of a running server; 0 means DefaultLivenessInterval, a negative
@@ -277,7 +279,7 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 		opts.HealthTimeout = 30 * time.Second
 	}
 	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = 15 * time.Second
+		opts.StopTimeout = contract.ServerStopTimeout
 	}
 	if opts.LivenessInterval == 0 {
 		opts.LivenessInterval = DefaultLivenessInterval
@@ -484,9 +486,13 @@ func (f *Fleet) closeHead() {
 	}
 }
 
+// StopDeadline is how long a caller should give Stop: the servers'
+// StopTimeout and time to reap and report the ones that had to be killed.
+func (f *Fleet) StopDeadline() time.Duration { return f.opts.StopTimeout + 5*time.Second }
+
 // abort stops a fleet whose start failed.
 func (f *Fleet) abort() {
-	stopCtx, cancel := context.WithTimeout(context.Background(), f.opts.StopTimeout+5*time.Second)
+	stopCtx, cancel := context.WithTimeout(context.Background(), f.StopDeadline())
 	_ = f.Stop(stopCtx)
 	cancel()
 }

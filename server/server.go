@@ -26,8 +26,9 @@ const DefaultMaxBodyBytes = 8 << 20
 // errHandlerPanicked answers a request whose handler panicked.
 var errHandlerPanicked = errors.New("handler panicked")
 
-// DefaultShutdownTimeout bounds how long Serve drains in-flight requests.
-const DefaultShutdownTimeout = 10 * time.Second
+// DefaultShutdownTimeout bounds how long Serve drains in-flight requests
+// (contract.ServerDrainTimeout, which the orchestrator's stop bound counts).
+const DefaultShutdownTimeout = contract.ServerDrainTimeout
 
 // Options configure a Server.
 type Options struct {

@@ -89,7 +89,7 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			}
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
 	defer cancel()
 	if err := fleet.Stop(stopCtx); err != nil {
 		fmt.Fprintf(stderr, "gym env start: %v\n", err)

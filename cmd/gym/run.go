@@ -204,7 +204,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Stop:         stop,
 	})
 
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
 	defer cancel()
 	stopErr := fleet.Stop(stopCtx)
 	closeSession()

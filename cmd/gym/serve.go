@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
@@ -26,13 +25,10 @@ var serveCommand = command{
 	run:     runServe,
 }
 
-// telemetryFlushTimeout bounds the final telemetry flush of a process.
-const telemetryFlushTimeout = 10 * time.Second
-
 // shutdownTelemetry flushes and stops this process's telemetry, bounded by
-// telemetryFlushTimeout.
+// contract.TelemetryFlushTimeout.
 func shutdownTelemetry() error {
-	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), contract.TelemetryFlushTimeout)
 	defer cancel()
 	return telemetry.Shutdown(ctx)
 }
