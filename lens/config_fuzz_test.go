@@ -145,6 +145,7 @@ func FuzzLoadConfig(f *testing.F) {
 		{"OTEL_METRIC_EXPORT_INTERVAL=-5", false},
 		{"OTEL_METRIC_EXPORT_INTERVAL=18446744073710", false}, // wraps to 448µs
 		{"OTEL_METRIC_EXPORT_INTERVAL=9223372036854", false},  // the largest that fits
+		{"OTEL_METRIC_EXPORT_INTERVAL=0_1", false},            // Python int(): 1
 		{"OTEL_SERVICE_NAME=   \nNEMO_GYM_OTEL_RUN_ID= abc ", false},
 		{"NEMO_GYM_OTEL_PROMETHEUS_ADDR=:0\nNEMO_GYM_OTEL_FILE_PATH=/tmp/x.jsonl", false},
 		{"0=on\n2=default\n4=all\n6=none", true},
@@ -233,9 +234,10 @@ func FuzzLoadConfig(f *testing.F) {
 			return
 		}
 
-		// The interval is the number of milliseconds given.
+		// The interval is the number of milliseconds given (digits may be
+		// grouped with underscores, as Python's int() reads them: "0_1" is 1).
 		src, _ := cfg.Source(lens.KeyMetricExportInterval)
-		ms, _ := strconv.ParseInt(strings.TrimSpace(src.Value), 10, 64)
+		ms, _ := strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(src.Value), "_", ""), 10, 64)
 		if cfg.MetricExportInterval != time.Duration(ms)*time.Millisecond {
 			t.Errorf("%s=%q gave interval %v", src.Origin, src.Value, cfg.MetricExportInterval)
 		}
