@@ -154,8 +154,10 @@ type Options struct {
 	// Stop, when closed, ends the run early but gently: no new rollout is
 	// started and no failed call is retried; the rollouts in flight
 	// finish and are recorded (failures included). Collect then returns
-	// ErrStopped if rollouts remain. The orchestrator closes it when a
-	// server of the fleet dies.
+	// ErrStopped if rollouts remain, even when the failure-rate guard
+	// tripped too (the failures of a dead server's rollouts are its
+	// consequence). The orchestrator closes it when a server of the fleet
+	// dies.
 	Stop <-chan struct{}
 	// FailureWindow and MaxFailureRate guard a run that is failing as a
 	// whole (a server hung or gone, an upstream refusing every call): once
@@ -420,10 +422,12 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 		return sum, fmt.Errorf("rollout: close output: %w", closeErr)
 	case ctx.Err() != nil && sum.Remaining() > 0:
 		return sum, ctx.Err()
+	case closed(opts.Stop) && sum.Remaining() > 0:
+		// Before the guard: the failures a dead server causes can trip it
+		// before its death is seen, and the death is the cause.
+		return sum, ErrStopped
 	case c.abortErr != nil && sum.Remaining() > 0:
 		return sum, c.abortErr
-	case closed(opts.Stop) && sum.Remaining() > 0:
-		return sum, ErrStopped
 	}
 	var errs []error
 	if !opts.DisableAggregation {

@@ -58,7 +58,8 @@
 //   - Stop: closing Options.Stop (the orchestrator does when a server of
 //     the fleet dies) dispatches no further rollout and retries no failed
 //     call; the rollouts in flight finish and are recorded, failures
-//     included, and Collect returns ErrStopped if rollouts remain.
+//     included, and Collect returns ErrStopped if rollouts remain, also
+//     when the failures it caused tripped the failure-rate guard first.
 //   - Failure rate: when FailureWindow (DefaultFailureWindow) rollouts
 //     have finished and MaxFailureRate (DefaultMaxFailureRate) or more of
 //     the last FailureWindow failed on every attempt, the run stops as

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,31 @@ func TestCollectStopsWhenMostRolloutsFail(t *testing.T) {
 	}
 	if n := len(readLines(t, rollout.FailuresPath(out))); n != sum.Failed {
 		t.Errorf("%d failure lines for %d failures", n, sum.Failed)
+	}
+}
+
+// A stop after the guard tripped is reported as the stop: a server's
+// death makes its rollouts fail fast, and those failures can trip the
+// guard before the death is seen (TestSIGKILLOfServerMidRun raced so).
+func TestCollectStopOutranksFailureRate(t *testing.T) {
+	const window = 5
+	stop := make(chan struct{})
+	var calls atomic.Int32
+	agent := startAgent(t, func(context.Context, call) answer {
+		if calls.Add(1) == window { // the server "dies" as the call that trips the guard fails
+			close(stop)
+		}
+		return answer{Status: http.StatusBadGateway, Body: "model call: connection refused"}
+	})
+	opts := options(agent, outPath(t))
+	opts.MaxAttempts, opts.Concurrency = 1, 1
+	opts.FailureWindow, opts.MaxFailureRate = window, 0.5
+	opts.Stop = stop
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	sum, err := rollout.Collect(ctx, dataset.Arithmetic(200, 1), opts)
+	if !errors.Is(err, rollout.ErrStopped) || errors.Is(err, rollout.ErrFailureRate) || sum.Remaining() == 0 {
+		t.Fatalf("err = %v (%+v), want ErrStopped with rollouts left", err, sum)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/gymlens/gymlens/contract"
@@ -179,16 +178,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A server that dies ends the collection gently: rollouts in flight
 	// finish (and fail), no new ones start, and the fleet is stopped.
 	stop := make(chan struct{})
-	// died is set before stop closes: a death is the cause of the stop
-	// even when the failures it caused trip the failure-rate guard first.
-	var died atomic.Bool
 	watchDone := make(chan struct{})
 	defer close(watchDone)
 	go func() {
 		select {
 		case ex := <-fleet.Exits():
 			fmt.Fprintf(stderr, "gym run: server %s (pid %d) died: %v; finishing the rollouts in flight and stopping\n", ex.Name, ex.PID, ex.Err)
-			died.Store(true)
 			close(stop)
 		case <-watchDone:
 		}
@@ -222,15 +217,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				how = "stopped, not cleanly (see below)"
 			}
 			fmt.Fprintf(stderr, "gym run: interrupted; the fleet was %s and the partial run is kept\n", how)
-		} else if errors.Is(collectErr, rollout.ErrStopped) || died.Load() && errors.Is(collectErr, rollout.ErrFailureRate) {
-			fmt.Fprintf(stderr, "gym run: stopped early after a server died: %d of %d tasks not run (rollouts.jsonl is kept; `gym rollouts collect` resumes it)\n",
-				sum.Remaining(), sum.Total)
 		} else if errors.Is(collectErr, rollout.ErrFailureRate) {
 			fmt.Fprintf(stderr, "gym run: %v\ngym run: stopped early: %d of %d tasks not run (see %s; `gym rollouts collect --resume` continues)\n",
 				collectErr, sum.Remaining(), sum.Total, rollout.FailuresPath(filepath.Join(sess.runDir, contract.RunRolloutsFile)))
 		} else if errors.Is(collectErr, rollout.ErrFailedRollouts) {
 			fmt.Fprintf(stderr, "gym run: %d rollouts failed after every attempt (see %s)\n", sum.Failed,
 				rollout.FailuresPath(filepath.Join(sess.runDir, contract.RunRolloutsFile)))
+		} else if errors.Is(collectErr, rollout.ErrStopped) {
+			fmt.Fprintf(stderr, "gym run: stopped early after a server died: %d of %d tasks not run (rollouts.jsonl is kept; `gym rollouts collect` resumes it)\n",
+				sum.Remaining(), sum.Total)
 		} else {
 			fmt.Fprintf(stderr, "gym run: collect: %v\n", collectErr)
 		}
