@@ -228,3 +228,81 @@ func TestDescribeSampler(t *testing.T) {
 		}
 	}
 }
+
+// TestSampledOutParentSkipsTheSDK: under a sampler that follows an
+// unsampled parent (every parentbased_* one, always_off), a span started
+// beneath a sampled-out parent is the parent's own non-recording span, in
+// the caller's context, and SampledOut says so; a sampler that does not
+// follow the parent (always_on, traceidratio) is still asked, and so is
+// the SDK for a span asked to be a new root. Nothing changes for a sampled
+// parent.
+func TestSampledOutParentSkipsTheSDK(t *testing.T) {
+	unsampled := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{5}, SpanID: trace.SpanID{6}, Remote: true})
+	sampled := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{7}, SpanID: trace.SpanID{8},
+		TraceFlags: trace.FlagsSampled, Remote: true})
+	if lens.SampledOut(trace.ContextWithRemoteSpanContext(context.Background(), unsampled)) {
+		t.Fatal("SampledOut without a live handle")
+	}
+	for _, tc := range []struct {
+		sampler, arg string
+		follows      bool
+		newRootKept  bool // a WithNewRoot span under the unsampled parent is recorded
+	}{
+		{"", "", true, true},
+		{"parentbased_traceidratio", "0", true, false},
+		{"parentbased_always_off", "", true, false},
+		{"always_off", "", true, false},
+		{"always_on", "", false, true},
+		{"traceidratio", "1", false, true},
+	} {
+		t.Run(tc.sampler+"="+tc.arg, func(t *testing.T) {
+			t.Setenv(lens.KeyTracesSampler, tc.sampler)
+			t.Setenv(lens.KeyTracesSamplerArg, tc.arg)
+			user := &seeAll{}
+			p := setupInMemory(t, nil, lens.Options{SpanProcessors: []sdktrace.SpanProcessor{user}})
+
+			ctx := trace.ContextWithRemoteSpanContext(context.Background(), unsampled)
+			if got := lens.SampledOut(ctx); got != tc.follows {
+				t.Errorf("SampledOut under an unsampled parent = %v, want %v", got, tc.follows)
+			}
+			got, span := lens.Start(ctx, lens.GroupJob, "under unsampled")
+			sc := span.SpanContext()
+			if tc.follows {
+				if got != ctx || !sc.Equal(unsampled) || span.IsRecording() {
+					t.Errorf("span %v (recording %v), context changed %v; want the parent's own, context unchanged",
+						sc, span.IsRecording(), got != ctx)
+				}
+			} else if sc.SpanID() == unsampled.SpanID() || sc.TraceID() != unsampled.TraceID() {
+				t.Errorf("span %v: want a new span of the parent's trace", sc)
+			}
+			span.End()
+			_, root := p.h.Tracer().Start(ctx, "new root", trace.WithNewRoot())
+			if root.SpanContext().TraceID() == unsampled.TraceID() || root.IsRecording() != tc.newRootKept {
+				t.Errorf("new root %v recording %v, want another trace, recording %v", root.SpanContext(), root.IsRecording(), tc.newRootKept)
+			}
+			root.End()
+
+			sctx := trace.ContextWithRemoteSpanContext(context.Background(), sampled)
+			if lens.SampledOut(sctx) {
+				t.Error("SampledOut under a sampled parent")
+			}
+			_, child := lens.Start(sctx, lens.GroupJob, "under sampled")
+			if !child.IsRecording() && tc.sampler != "always_off" {
+				t.Error("span under a sampled parent not recorded")
+			}
+			child.End()
+
+			spans := p.finishedSpans(t)
+			for _, s := range spans {
+				if s.SpanContext.TraceID() == unsampled.TraceID() && tc.follows {
+					t.Errorf("span %q of the sampled-out trace exported", s.Name)
+				}
+			}
+			user.mu.Lock()
+			defer user.mu.Unlock()
+			if len(user.started) != len(user.ended) || len(user.ended) != len(spans) {
+				t.Errorf("processor saw %d starts and %d ends of %d exported spans", len(user.started), len(user.ended), len(spans))
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,9 @@ type Handle struct {
 	lp     *sdklog.LoggerProvider
 	tracer trace.Tracer
 	meter  metric.Meter
+	// followsParent: the sampler drops every span under a sampled-out
+	// parent (see followsUnsampledParent and SampledOut).
+	followsParent bool
 
 	promAddr string
 	closers  []func(context.Context) error
@@ -429,17 +433,19 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 // buildTraces installs the SDK's tracer provider, unless no configured
 // exporter takes spans (prometheus alone): then spans are not recorded at
 // all. Each exporter gets a batch span processor (see spanQueue); the
-// caller's processors come after them. No sampler is given: the SDK reads
-// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG itself (parentbased_always_on
-// when unset), and the OTEL_SPAN_*, OTEL_EVENT_* and OTEL_LINK_* count
-// limits too; the attribute value length limit is lens's (see spanLimits).
+// caller's processors come after them. The sampler is the one the SDK
+// would read from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
+// (parentbased_always_on when unset), built by lens so that it knows
+// whether spans under a sampled-out parent can be skipped; the SDK reads
+// the OTEL_SPAN_*, OTEL_EVENT_* and OTEL_LINK_* count limits itself; the attribute value length limit is lens's (see spanLimits).
 func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, opts Options, warn *slog.Logger) error {
 	exps, err := sinks.spanExporters(ctx)
 	if err != nil || len(exps) == 0 {
 		return err
 	}
+	sampler, info := samplerFromEnv(os.Getenv)
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(h.res),
-		sdktrace.WithRawSpanLimits(spanLimits(h.cfg))}
+		sdktrace.WithRawSpanLimits(spanLimits(h.cfg)), sdktrace.WithSampler(sampler)}
 	for _, e := range exps {
 		q := newSpanQueue(e.SpanExporter, e.name, e.ctype, warn, batchSettingsFrom(h.cfg))
 		h.queues = append(h.queues, q)
@@ -452,6 +458,9 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, opts Optio
 	}
 	h.tp = sdktrace.NewTracerProvider(tpOpts...)
 	h.tracer = h.tp.Tracer(contract.TracerScope)
+	if h.followsParent = followsUnsampledParent(info.Name); h.followsParent {
+		h.tracer = followingTracer{h.tracer}
+	}
 	otel.SetTracerProvider(h.tp)
 	return nil
 }

@@ -283,7 +283,9 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
 		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, clientSpanName, startOptions(ctx)...)
-		c.startAttributes(ctx, span, &tg)
+		if span.IsRecording() {
+			c.startAttributes(ctx, span, &tg)
+		}
 		defer func() {
 			if status := StatusOf(err); status != 0 {
 				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))

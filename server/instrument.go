@@ -184,7 +184,11 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		ctx, span = t.tracer.Start(ctx, name, in.startOpts...)
-		if method != "" {
+		if !span.IsRecording() {
+			// Sampled out: nothing set on the span would be kept, and
+			// it needs no End.
+			span = nil
+		} else if method != "" {
 			catchAll = append(catchAll, attribute.String(contract.AttrHTTPRequestMethod, method))
 			if method == methods[0] {
 				catchAll = append(catchAll, attribute.String("http.request.method_original", r.Method))

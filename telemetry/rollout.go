@@ -15,9 +15,10 @@ import (
 // spans (model_call, verify) is on it returns ctx unchanged: span groups are
 // set for the whole fleet, so nobody downstream would read the id, and the
 // baggage would be built here, encoded into every call and parsed by every
-// callee for nothing.
+// callee for nothing. The same holds for a trace the sampler dropped
+// (lens.SampledOut).
 func WithRolloutID(ctx context.Context, id string) context.Context {
-	if !lens.Enabled(GroupModelCall) && !lens.Enabled(GroupVerify) {
+	if !lens.Enabled(GroupModelCall) && !lens.Enabled(GroupVerify) || lens.SampledOut(ctx) {
 		return ctx
 	}
 	m, err := baggage.NewMemberRaw(contract.AttrRolloutID, id)

@@ -67,7 +67,17 @@ func EnableTelemetry(t testing.TB, opts telemetry.InitOptions) *lens.Handle {
 // EnableTelemetryGroups is EnableTelemetry with the given span-group spec.
 func EnableTelemetryGroups(t testing.TB, groups string, opts telemetry.InitOptions) *lens.Handle {
 	t.Helper()
+	return EnableTelemetryEnv(t, groups, nil, opts)
+}
+
+// EnableTelemetryEnv is EnableTelemetryGroups with extra variables (such
+// as OTEL_TRACES_SAMPLER) set in the cleaned environment before Init.
+func EnableTelemetryEnv(t testing.TB, groups string, env map[string]string, opts telemetry.InitOptions) *lens.Handle {
+	t.Helper()
 	testenv.ClearTelemetry(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
 	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", groups)

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
@@ -134,16 +136,18 @@ func Register(s *server.Server, cfg Config, client *server.Client) error {
 	}
 	port, _ := strconv.Atoi(model.Port())
 	a := &agent{
-		cfg:          cfg,
-		client:       client,
-		model:        model,
-		modelHost:    model.Hostname(),
-		modelPort:    port,
-		resources:    resources,
-		modelURL:     endpoint(model, protocol.PathResponses),
-		seedURL:      endpoint(resources, protocol.PathSeedSession),
-		verifyURL:    endpoint(resources, protocol.PathVerify),
-		aggregateURL: endpoint(resources, protocol.PathAggregateMetrics),
+		cfg:           cfg,
+		client:        client,
+		model:         model,
+		modelHost:     model.Hostname(),
+		modelPort:     port,
+		resources:     resources,
+		modelRoot:     joinRoot(model),
+		resourcesRoot: joinRoot(resources),
+		modelURL:      endpoint(model, protocol.PathResponses),
+		seedURL:       endpoint(resources, protocol.PathSeedSession),
+		verifyURL:     endpoint(resources, protocol.PathVerify),
+		aggregateURL:  endpoint(resources, protocol.PathAggregateMetrics),
 	}
 	server.Handle(s, RouteRun, a.run)
 	server.Handle(s, RouteResponses, a.responsesHandler(noPrefix))
@@ -159,10 +163,40 @@ func endpoint(base *url.URL, path string) string {
 	return base.JoinPath(path).String()
 }
 
+// joinRoot is what a path is appended to by concatenation in place of
+// endpoint: base's endpoint for a plain segment with that segment cut
+// off, or "" when base has a query or fragment (then endpoint must run).
+// JoinPath cleans the joined path, and cleaning leaves a path made of
+// plain segments (no "." or "..", nothing to escape) as it is, so
+// joinRoot(base)+p equals endpoint(base, p) for such a p.
+func joinRoot(base *url.URL) string {
+	const probe = "/x"
+	if base.RawQuery != "" || base.ForceQuery || base.Fragment != "" {
+		return ""
+	}
+	root, ok := strings.CutSuffix(endpoint(base, probe), probe)
+	if !ok {
+		return ""
+	}
+	return root
+}
+
+// rolloutEndpoint is endpoint(base, prefix+path) for a rollout prefix and
+// a route path, both plain segments (a prefix is only made for a valid
+// rollout id), built by concatenation onto root (joinRoot(base)) when it
+// can be: JoinPath's parse and clean cost more than a rollout's spans.
+func rolloutEndpoint(base *url.URL, root, prefix, path string) string {
+	if root == "" {
+		return endpoint(base, prefix+path)
+	}
+	return root + prefix + path
+}
+
 type agent struct {
 	cfg                          Config
 	client                       *server.Client
 	model, resources             *url.URL
+	modelRoot, resourcesRoot     string // joinRoot of model and resources
 	modelHost                    string // the model server's host and port, for gen_ai.* metrics
 	modelPort                    int
 	modelURL, seedURL, verifyURL string
@@ -176,19 +210,22 @@ func (a *agent) toolURL(prefix, name string) string {
 	return endpoint(a.resources, prefix+"/"+url.PathEscape(name))
 }
 
-// prefixes reports whether a rollout's calls carry the rollout-id path
-// prefix: when the fleet's observability_enabled is set, as upstream
-// decides, or when this process exports telemetry, so that the servers a
-// rollout calls (a Python resources server strips the prefix whatever
-// its telemetry) can put the id on their own spans.
-func (a *agent) prefixes() bool {
-	return a.cfg.ObservabilityEnabled || telemetry.Get().IsExporting()
+// prefixes reports whether the calls of a rollout running under ctx carry
+// the rollout-id path prefix: when the fleet's observability_enabled is
+// set, as upstream decides, or when this process exports telemetry and the
+// rollout's trace was not sampled out, so that the servers a rollout calls
+// (a Python resources server strips the prefix whatever its telemetry)
+// can put the id on their own spans. A sampled-out trace has no spans to
+// put it on.
+func (a *agent) prefixes(ctx context.Context) bool {
+	return a.cfg.ObservabilityEnabled || telemetry.Get().IsExporting() && !lens.SampledOut(ctx)
 }
 
-// rolloutPrefix is the path prefix of a rollout's calls, "/ng-rollout/<id>",
-// or "" when there is no id or calls are not prefixed.
-func (a *agent) rolloutPrefix(id string) string {
-	if id == "" || !a.prefixes() {
+// rolloutPrefix is the path prefix of the calls of a rollout running
+// under ctx, "/ng-rollout/<id>", or "" when there is no id or calls are
+// not prefixed.
+func (a *agent) rolloutPrefix(ctx context.Context, id string) string {
+	if id == "" || !a.prefixes(ctx) {
 		return ""
 	}
 	return protocol.RolloutPath(id, "")

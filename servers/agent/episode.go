@@ -299,7 +299,7 @@ func (a *agent) responsesHandler(mode prefixMode) func(context.Context, response
 			}
 			ctx = telemetry.WithRolloutID(ctx, id)
 			if protocol.ValidRolloutID(id) {
-				prefix = a.rolloutPrefix(id)
+				prefix = a.rolloutPrefix(ctx, id)
 			}
 		}
 		ep, err := a.episode(ctx, body.ResponseCreateParams, endpoint(a.model, path), id, prefix, a.inboundCookies(ctx))

@@ -101,11 +101,11 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 	// With a rollout id, every call goes under its path prefix, as
 	// upstream's clients send a rollout's calls (see prefixes).
 	seedURL, verifyURL, modelURL := a.seedURL, a.verifyURL, a.modelURL
-	prefix := a.rolloutPrefix(id)
+	prefix := a.rolloutPrefix(ctx, id)
 	if prefix != "" {
-		seedURL = endpoint(a.resources, prefix+protocol.PathSeedSession)
-		verifyURL = endpoint(a.resources, prefix+protocol.PathVerify)
-		modelURL = endpoint(a.model, prefix+protocol.PathResponses)
+		seedURL = rolloutEndpoint(a.resources, a.resourcesRoot, prefix, protocol.PathSeedSession)
+		verifyURL = rolloutEndpoint(a.resources, a.resourcesRoot, prefix, protocol.PathVerify)
+		modelURL = rolloutEndpoint(a.model, a.modelRoot, prefix, protocol.PathResponses)
 	}
 	seed, err := a.client.Post(ctx, seedURL, server.RawJSON(rowBody), nil, server.Call{Cookies: a.inboundCookies(ctx)})
 	if err != nil {

@@ -24,9 +24,15 @@ import (
 // which hosts the agent and both fakes; start the fixture after it.
 func telemetryOn(t *testing.T, groups string) (*lens.Handle, *sdkmetric.ManualReader, *tracetest.InMemoryExporter) {
 	t.Helper()
+	return telemetryOnEnv(t, groups, nil)
+}
+
+// telemetryOnEnv is telemetryOn with extra variables set before Init.
+func telemetryOnEnv(t *testing.T, groups string, env map[string]string) (*lens.Handle, *sdkmetric.ManualReader, *tracetest.InMemoryExporter) {
+	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	exp := tracetest.NewInMemoryExporter()
-	h := servertest.EnableTelemetryGroups(t, groups, telemetry.InitOptions{ServerName: "weather_agent",
+	h := servertest.EnableTelemetryEnv(t, groups, env, telemetry.InitOptions{ServerName: "weather_agent",
 		ServerType: contract.ServerTypeAgent, MetricReader: reader, SpanExporter: exp})
 	return h, reader, exp
 }
@@ -337,4 +343,31 @@ func rolloutMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, du
 		}
 	}
 	return ok, fail, durations
+}
+
+// TestSampledOutRolloutSendsNoPrefix: a rollout whose trace the sampler
+// dropped (parentbased_always_off, so the /run SERVER span is a sampled-out
+// root) exports no span and sends neither the rollout-id path prefix nor
+// the id as baggage, which only serve the callees' spans; its metrics are
+// recorded as for any rollout.
+func TestSampledOutRolloutSendsNoPrefix(t *testing.T) {
+	h, reader, exp := telemetryOnEnv(t, "all", map[string]string{lens.KeyTracesSampler: "parentbased_always_off"})
+	f := newFixture(t, script(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)),
+		response("r2", message("m", "x"))), resourcesOptions{}, agent.Config{})
+	f.run(t, weatherRow)
+	reqs := f.log.all()
+	if len(reqs) != 5 {
+		t.Fatalf("calls %q", f.log.sequence())
+	}
+	for _, r := range reqs {
+		if strings.HasPrefix(r.Sent, "/ng-rollout/") || strings.Contains(r.Baggage, contract.AttrRolloutID) {
+			t.Errorf("%s was sent %q with baggage %q: a rollout prefix or id for a sampled-out trace", r, r.Sent, r.Baggage)
+		}
+	}
+	if spans := spansOf(t, f, h, exp); len(spans) != 0 {
+		t.Errorf("%d spans exported from a sampled-out rollout, first %q", len(spans), spans[0].Name)
+	}
+	if ok, fail, n := rolloutMetrics(t, reader); ok != 1 || fail != 0 || n != 1 {
+		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, n)
+	}
 }
