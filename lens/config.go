@@ -66,9 +66,10 @@ type Setting struct {
 	// Doc is a one-line description.
 	Doc string
 
-	// show renders the parsed value (see Config.Value); nil shows the
-	// trimmed text.
-	show func(Config) string
+	// value reads the setting's text into a Config and renders the result
+	// back (see Config.Value); nil keeps the setting as text only, read
+	// through Config.Source.
+	value *valueCodec
 }
 
 // Setting keys. The prefixed ones are read as PrimaryPrefix+Key, falling back
@@ -150,39 +151,79 @@ const DefaultAttributeValueLengthLimit = 8192
 // exits non-zero: 1 %. Losses below it are still reported.
 const DefaultMaxSpanLoss = 0.01
 
-// Settings lists every variable lens reads, in display order.
+// Settings lists every variable lens reads, in display order, each with
+// how its text becomes part of a Config: adding a setting is a key
+// constant, a Config field and a row here. Rows are parsed in this order,
+// so a row that reads another's result (the OTLP protocol of one signal
+// inherits the general one, explicit histogram boundaries check the
+// aggregation, the span attribute length limit overrides the general one)
+// comes after it.
 var settings = []Setting{
-	{Key: KeyEnabled, YAML: "enabled", Default: "false", Doc: "master switch; nothing is set up while false", show: showBool(func(c Config) bool { return c.Enabled })},
-	{Key: KeySpanGroups, YAML: "span_groups", Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none", show: func(c Config) string { return c.SpanGroups }},
-	{Key: KeyExporter, YAML: "exporter", Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none", show: func(c Config) string { return strings.Join(c.Exporters, ",") }},
-	{Key: KeyTracesEnabled, YAML: "traces_enabled", Default: "true", Doc: "export traces", show: showBool(func(c Config) bool { return c.TracesEnabled })},
-	{Key: KeyMetricsEnabled, YAML: "metrics_enabled", Default: "true", Doc: "export metrics", show: showBool(func(c Config) bool { return c.MetricsEnabled })},
-	{Key: KeyLogsEnabled, YAML: "logs_enabled", Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs", show: showBool(func(c Config) bool { return c.LogsEnabled })},
-	{Key: KeyExportStrategy, YAML: "export_strategy", Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one", show: func(c Config) string { return c.ExportStrategy }},
-	{Key: KeyExportRank, YAML: "export_rank", Default: "-1", Doc: "the exporting rank for single_rank; a negative rank means the last rank", show: func(c Config) string { return strconv.Itoa(c.ExportRank) }},
-	{Key: KeyExportSampleRate, YAML: "export_sample_rate", Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]", show: func(c Config) string { return strconv.FormatFloat(c.ExportSampleRate, 'g', -1, 64) }},
-	{Key: KeyRunID, YAML: "run_id", Default: "", Doc: "run id shared by every process of one fleet"},
-	{Key: KeyServiceNamePerServer, YAML: "service_name_per_server", Default: "true", Doc: "name each server's service <service name>/<server name>", show: showBool(func(c Config) bool { return c.ServiceNamePerServer })},
-	{Key: KeyFilePath, YAML: "file_path", Default: "", Doc: "JSON-lines file the file exporter appends to"},
-	{Key: KeyPrometheusAddr, YAML: "prometheus_addr", Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint"},
-	{Key: KeyServiceName, Standard: true, YAML: "service_name", Default: "nemo-gym", Doc: "service name (group) of every process", show: func(c Config) string { return c.ServiceName }},
-	{Key: KeyOTLPEndpoint, Standard: true, YAML: "otlp_endpoint", Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty"},
-	{Key: KeyOTLPProtocol, Standard: true, YAML: "otlp_protocol", Default: ProtocolGRPC, Doc: "OTLP transport: grpc, http/protobuf or http/json", show: func(c Config) string { return c.OTLPProtocol }},
-	{Key: KeyOTLPTracesProtocol, Standard: true, YAML: "otlp_traces_protocol", Default: "", Doc: "OTLP transport of traces; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.TracesProtocol }},
-	{Key: KeyOTLPMetricsProtocol, Standard: true, YAML: "otlp_metrics_protocol", Default: "", Doc: "OTLP transport of metrics; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.MetricsProtocol }},
-	{Key: KeyOTLPLogsProtocol, Standard: true, YAML: "otlp_logs_protocol", Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty", show: func(c Config) string { return c.LogsProtocol }},
-	{Key: KeyMetricExportInterval, Standard: true, YAML: "metric_export_interval_ms", Default: "10000", Doc: "milliseconds between metric exports", show: showMillis(func(c Config) time.Duration { return c.MetricExportInterval })},
-	{Key: KeyHistogramAggregation, Standard: true, YAML: "histogram_aggregation", Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram", show: func(c Config) string { return c.HistogramAggregation }},
-	{Key: KeyHistogramBoundaries, YAML: "histogram_boundaries_ms", Default: "", Doc: "explicit bucket boundaries of the gym.* millisecond histograms, ascending and comma-separated (for example 100,1000,10000,60000,600000,3600000); empty keeps the OpenTelemetry default buckets, as NeMo Gym; not with base2_exponential_bucket_histogram"},
+	{Key: KeyEnabled, YAML: "enabled", Default: "false", Doc: "master switch; nothing is set up while false",
+		value: boolValue(func(c *Config) *bool { return &c.Enabled })},
+	{Key: KeySpanGroups, YAML: "span_groups", Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none",
+		value: spanGroupsValue},
+	{Key: KeyExporter, YAML: "exporter", Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none",
+		value: exportersValue},
+	{Key: KeyTracesEnabled, YAML: "traces_enabled", Default: "true", Doc: "export traces",
+		value: boolValue(func(c *Config) *bool { return &c.TracesEnabled })},
+	{Key: KeyMetricsEnabled, YAML: "metrics_enabled", Default: "true", Doc: "export metrics",
+		value: boolValue(func(c *Config) *bool { return &c.MetricsEnabled })},
+	{Key: KeyLogsEnabled, YAML: "logs_enabled", Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs",
+		value: boolValue(func(c *Config) *bool { return &c.LogsEnabled })},
+	{Key: KeyExportStrategy, YAML: "export_strategy", Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one",
+		value: strategyValue},
+	{Key: KeyExportRank, YAML: "export_rank", Default: "-1", Doc: "the exporting rank for single_rank; a negative rank means the last rank",
+		value: rankValue},
+	{Key: KeyExportSampleRate, YAML: "export_sample_rate", Default: "1.0", Doc: "fraction of ranks that export under sampled, in [0,1]",
+		value: fractionValue(func(c *Config) *float64 { return &c.ExportSampleRate })},
+	{Key: KeyRunID, YAML: "run_id", Default: "", Doc: "run id shared by every process of one fleet",
+		value: textValue(func(c *Config) *string { return &c.RunID })},
+	{Key: KeyServiceNamePerServer, YAML: "service_name_per_server", Default: "true", Doc: "name each server's service <service name>/<server name>",
+		value: boolValue(func(c *Config) *bool { return &c.ServiceNamePerServer })},
+	{Key: KeyFilePath, YAML: "file_path", Default: "", Doc: "JSON-lines file the file exporter appends to",
+		value: textValue(func(c *Config) *string { return &c.FilePath })},
+	{Key: KeyPrometheusAddr, YAML: "prometheus_addr", Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint",
+		value: textValue(func(c *Config) *string { return &c.PrometheusAddr })},
+	{Key: KeyServiceName, Standard: true, YAML: "service_name", Default: defaultServiceName, Doc: "service name (group) of every process",
+		value: serviceNameValue},
+	{Key: KeyOTLPEndpoint, Standard: true, YAML: "otlp_endpoint", Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty",
+		value: textValue(func(c *Config) *string { return &c.OTLPEndpoint })},
+	{Key: KeyOTLPProtocol, Standard: true, YAML: "otlp_protocol", Default: ProtocolGRPC, Doc: "OTLP transport: grpc, http/protobuf or http/json",
+		value: protocolValue(func(*Config) string { return ProtocolGRPC }, func(c *Config) *string { return &c.OTLPProtocol })},
+	{Key: KeyOTLPTracesProtocol, Standard: true, YAML: "otlp_traces_protocol", Default: "", Doc: "OTLP transport of traces; OTEL_EXPORTER_OTLP_PROTOCOL when empty",
+		value: protocolValue(otlpProtocol, func(c *Config) *string { return &c.TracesProtocol })},
+	{Key: KeyOTLPMetricsProtocol, Standard: true, YAML: "otlp_metrics_protocol", Default: "", Doc: "OTLP transport of metrics; OTEL_EXPORTER_OTLP_PROTOCOL when empty",
+		value: protocolValue(otlpProtocol, func(c *Config) *string { return &c.MetricsProtocol })},
+	{Key: KeyOTLPLogsProtocol, Standard: true, YAML: "otlp_logs_protocol", Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty",
+		value: protocolValue(otlpProtocol, func(c *Config) *string { return &c.LogsProtocol })},
+	{Key: KeyMetricExportInterval, Standard: true, YAML: "metric_export_interval_ms", Default: "10000", Doc: "milliseconds between metric exports",
+		value: millisValue(func(c *Config) *time.Duration { return &c.MetricExportInterval })},
+	{Key: KeyHistogramAggregation, Standard: true, YAML: "histogram_aggregation", Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram",
+		value: aggregationValue},
+	{Key: KeyHistogramBoundaries, YAML: "histogram_boundaries_ms", Default: "", Doc: "explicit bucket boundaries of the gym.* millisecond histograms, ascending and comma-separated (for example 100,1000,10000,60000,600000,3600000); empty keeps the OpenTelemetry default buckets, as NeMo Gym; not with base2_exponential_bucket_histogram",
+		value: boundariesValue},
 	{Key: KeySemconvStabilityOptIn, Standard: true, YAML: "semconv_stability_opt_in", Default: "http", Doc: "HTTP server metric conventions, a comma list as Python's instrumentation reads it: http (new only), http/dup (old and new); a list with neither means the old ones (Python's default when unset)"},
-	{Key: KeyBSPScheduleDelay, Standard: true, YAML: "span_schedule_delay_ms", Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported", show: showMillis(func(c Config) time.Duration { return c.SpanScheduleDelay })},
-	{Key: KeyBSPExportTimeout, Standard: true, YAML: "span_export_timeout_ms", Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned", show: showMillis(func(c Config) time.Duration { return c.SpanExportTimeout })},
-	{Key: KeyBSPMaxQueueSize, Standard: true, YAML: "span_queue_size", Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted", show: func(c Config) string { return strconv.Itoa(c.SpanQueueSize) }},
-	{Key: KeyAttributeValueLengthLimit, Standard: true, YAML: "attribute_value_length_limit", Default: strconv.Itoa(DefaultAttributeValueLengthLimit), Doc: "longest span, event and link attribute value, in bytes (longer ones are truncated); negative for no limit", show: func(c Config) string { return strconv.Itoa(c.AttributeValueLengthLimit) }},
-	{Key: KeySpanAttributeValueLengthLimit, Standard: true, YAML: "span_attribute_value_length_limit", Default: "", Doc: "the attribute value length limit for spans; OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT when empty", show: func(c Config) string { return strconv.Itoa(c.AttributeValueLengthLimit) }},
-	{Key: KeyMaxSpanLoss, YAML: "max_span_loss", Default: strconv.FormatFloat(DefaultMaxSpanLoss, 'g', -1, 64), Doc: "fraction of a process's spans telemetry may lose (queue full, failed exports) before gym run exits 1, in [0,1]", show: func(c Config) string { return strconv.FormatFloat(c.MaxSpanLoss, 'g', -1, 64) }},
-	{Key: KeyBSPMaxExportBatch, Standard: true, YAML: "span_export_batch_size", Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size", show: func(c Config) string { return strconv.Itoa(c.SpanBatchSize) }},
+	{Key: KeyBSPScheduleDelay, Standard: true, YAML: "span_schedule_delay_ms", Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported",
+		value: millisValue(func(c *Config) *time.Duration { return &c.SpanScheduleDelay })},
+	{Key: KeyBSPExportTimeout, Standard: true, YAML: "span_export_timeout_ms", Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned",
+		value: millisValue(func(c *Config) *time.Duration { return &c.SpanExportTimeout })},
+	{Key: KeyBSPMaxQueueSize, Standard: true, YAML: "span_queue_size", Default: strconv.Itoa(DefaultSpanQueueSize), Doc: "finished spans held for export; further spans are dropped and counted",
+		value: countValue(maxSpanQueueSize, func(c *Config) *int { return &c.SpanQueueSize })},
+	{Key: KeyAttributeValueLengthLimit, Standard: true, YAML: "attribute_value_length_limit", Default: strconv.Itoa(DefaultAttributeValueLengthLimit), Doc: "longest span, event and link attribute value, in bytes (longer ones are truncated); negative for no limit",
+		value: lengthLimitValue(true)},
+	{Key: KeySpanAttributeValueLengthLimit, Standard: true, YAML: "span_attribute_value_length_limit", Default: "", Doc: "the attribute value length limit for spans; OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT when empty",
+		value: lengthLimitValue(false)},
+	{Key: KeyMaxSpanLoss, YAML: "max_span_loss", Default: strconv.FormatFloat(DefaultMaxSpanLoss, 'g', -1, 64), Doc: "fraction of a process's spans telemetry may lose (queue full, failed exports) before gym run exits 1, in [0,1]",
+		value: fractionValue(func(c *Config) *float64 { return &c.MaxSpanLoss })},
+	// A batch above the queue size is not an error: the processor caps it
+	// at the queue size, as the OpenTelemetry SDK does.
+	{Key: KeyBSPMaxExportBatch, Standard: true, YAML: "span_export_batch_size", Default: strconv.Itoa(DefaultSpanBatchSize), Doc: "most spans sent in one export; capped at the queue size",
+		value: countValue(maxSpanQueueSize, func(c *Config) *int { return &c.SpanBatchSize })},
 }
+
+// defaultServiceName is the service name when OTEL_SERVICE_NAME is unset.
+const defaultServiceName = "nemo-gym"
 
 // yamlKeyOf returns the telemetry-block key of setting key, or "".
 func yamlKeyOf(key string) string {
@@ -194,14 +235,6 @@ func yamlKeyOf(key string) string {
 	return ""
 }
 
-func showBool(get func(Config) bool) func(Config) string {
-	return func(c Config) string { return strconv.FormatBool(get(c)) }
-}
-
-func showMillis(get func(Config) time.Duration) func(Config) string {
-	return func(c Config) string { return strconv.FormatInt(get(c).Milliseconds(), 10) }
-}
-
 // Value renders the effective value of setting key as parsed, so that "1"
 // and "yes" both read as true and an inherited OTLP protocol shows the
 // protocol; a setting kept as text shows its trimmed text, an unknown key
@@ -211,8 +244,8 @@ func (c Config) Value(key string) string {
 		if s.Key != key {
 			continue
 		}
-		if s.show != nil {
-			return s.show(c)
+		if s.value != nil && s.value.show != nil {
+			return s.value.show(&c)
 		}
 		src, _ := c.Source(key)
 		return strings.TrimSpace(src.Value)
@@ -369,7 +402,6 @@ func isStandard(key string) bool { return strings.HasPrefix(key, "OTEL_") }
 // Enabled field is still meaningful when ENABLED itself parsed.
 func LoadConfig(opts LoadOptions) (Config, error) {
 	var cfg Config
-	var errs []error
 	raw := make(map[string]Source, len(settings))
 	for _, s := range settings {
 		src := Source{Key: s.Key, Value: s.Default, Origin: "default"}
@@ -389,165 +421,253 @@ func LoadConfig(opts LoadOptions) (Config, error) {
 		raw[s.Key] = src
 		cfg.Sources = append(cfg.Sources, src)
 	}
-	bad := func(key, reason string) {
-		src := raw[key]
-		name := strings.TrimPrefix(src.Origin, "env ")
-		if src.Origin == "default" {
-			name = "default " + key
+	l := &loader{raw: raw, groups: opts.Groups}
+	for _, s := range settings {
+		if s.value != nil {
+			s.value.parse(l, s.Key, &cfg)
 		}
-		errs = append(errs, &ConfigError{Name: name, Value: src.Value, Reason: reason})
 	}
-	boolean := func(key string) bool {
-		b, err := ParseBool(raw[key].Value)
+	return cfg, errors.Join(l.errs...)
+}
+
+// loader is one LoadConfig call's state: the text of every setting and the
+// bad values found so far.
+type loader struct {
+	raw    map[string]Source
+	errs   []error
+	groups *GroupSet
+}
+
+// text is a setting's text, trimmed.
+func (l *loader) text(key string) string { return strings.TrimSpace(l.raw[key].Value) }
+
+// bad records that setting key's value is wrong, naming where it came from.
+func (l *loader) bad(key, reason string) {
+	src := l.raw[key]
+	name := strings.TrimPrefix(src.Origin, "env ")
+	if src.Origin == "default" {
+		name = "default " + key
+	}
+	l.errs = append(l.errs, &ConfigError{Name: name, Value: src.Value, Reason: reason})
+}
+
+// valueCodec is how one setting's text becomes part of a Config (parse,
+// which reports a bad value through the loader) and how the result reads
+// back (show; nil shows the trimmed text).
+type valueCodec struct {
+	parse func(l *loader, key string, c *Config)
+	show  func(c *Config) string
+}
+
+func boolValue(field func(*Config) *bool) *valueCodec {
+	return &valueCodec{
+		parse: func(l *loader, key string, c *Config) {
+			b, err := ParseBool(l.raw[key].Value)
+			if err != nil {
+				l.bad(key, err.Error())
+			}
+			*field(c) = b
+		},
+		show: func(c *Config) string { return strconv.FormatBool(*field(c)) },
+	}
+}
+
+func textValue(field func(*Config) *string) *valueCodec {
+	return &valueCodec{
+		parse: func(l *loader, key string, c *Config) { *field(c) = l.text(key) },
+		show:  func(c *Config) string { return *field(c) },
+	}
+}
+
+// fractionValue reads a number in [0, 1].
+func fractionValue(field func(*Config) *float64) *valueCodec {
+	return &valueCodec{
+		parse: func(l *loader, key string, c *Config) {
+			switch f, err := ParseFloat(l.text(key)); {
+			case err != nil:
+				l.bad(key, err.Error())
+			case f < 0 || f > 1:
+				l.bad(key, "must be in [0, 1]")
+			default:
+				*field(c) = f
+			}
+		},
+		show: func(c *Config) string { return strconv.FormatFloat(*field(c), 'g', -1, 64) },
+	}
+}
+
+// millisValue reads a positive whole number of milliseconds.
+func millisValue(field func(*Config) *time.Duration) *valueCodec {
+	return &valueCodec{
+		parse: func(l *loader, key string, c *Config) {
+			ms, err := ParseInt(l.text(key))
+			switch {
+			case err != nil:
+				l.bad(key, "not an integer number of milliseconds")
+			case ms <= 0 || ms > maxMillisecondSetting:
+				l.bad(key, fmt.Sprintf("must be a positive number of milliseconds (at most %d)", maxMillisecondSetting))
+			default:
+				*field(c) = time.Duration(ms) * time.Millisecond
+			}
+		},
+		show: func(c *Config) string { return strconv.FormatInt(field(c).Milliseconds(), 10) },
+	}
+}
+
+// countValue reads a whole number between 1 and limit.
+func countValue(limit int, field func(*Config) *int) *valueCodec {
+	return &valueCodec{
+		parse: func(l *loader, key string, c *Config) {
+			n, err := ParseInt(l.text(key))
+			switch {
+			case err != nil:
+				l.bad(key, "not an integer")
+			case n <= 0 || n > int64(limit):
+				l.bad(key, fmt.Sprintf("must be between 1 and %d", limit))
+			default:
+				*field(c) = int(n)
+			}
+		},
+		show: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
+}
+
+// protocolValue reads an OTLP transport; empty takes inherit's.
+func protocolValue(inherit func(*Config) string, field func(*Config) *string) *valueCodec {
+	return &valueCodec{
+		parse: func(l *loader, key string, c *Config) {
+			p := strings.ToLower(l.text(key))
+			switch p {
+			case "":
+				p = inherit(c)
+			case ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON:
+			default:
+				l.bad(key, "must be grpc, http/protobuf or http/json")
+			}
+			*field(c) = p
+		},
+		show: func(c *Config) string { return *field(c) },
+	}
+}
+
+// otlpProtocol is what a signal's own protocol setting inherits.
+func otlpProtocol(c *Config) string { return c.OTLPProtocol }
+
+var spanGroupsValue = &valueCodec{
+	parse: func(l *loader, key string, c *Config) {
+		c.SpanGroups = l.text(key)
+		if l.groups != nil {
+			if _, err := l.groups.Resolve(c.SpanGroups); err != nil {
+				l.bad(key, err.Error())
+			}
+		}
+	},
+	show: func(c *Config) string { return c.SpanGroups },
+}
+
+var exportersValue = &valueCodec{
+	parse: func(l *loader, key string, c *Config) {
+		exps, err := parseExporters(l.text(key))
 		if err != nil {
-			bad(key, err.Error())
+			l.bad(key, err.Error())
 		}
-		return b
-	}
-	text := func(key string) string { return strings.TrimSpace(raw[key].Value) }
+		c.Exporters = exps
+	},
+	show: func(c *Config) string { return strings.Join(c.Exporters, ",") },
+}
 
-	cfg.Enabled = boolean(KeyEnabled)
-	cfg.TracesEnabled = boolean(KeyTracesEnabled)
-	cfg.MetricsEnabled = boolean(KeyMetricsEnabled)
-	cfg.LogsEnabled = boolean(KeyLogsEnabled)
-	cfg.ServiceNamePerServer = boolean(KeyServiceNamePerServer)
-
-	cfg.SpanGroups = text(KeySpanGroups)
-	if opts.Groups != nil {
-		if _, err := opts.Groups.Resolve(cfg.SpanGroups); err != nil {
-			bad(KeySpanGroups, err.Error())
+var strategyValue = &valueCodec{
+	parse: func(l *loader, key string, c *Config) {
+		c.ExportStrategy = strings.ToLower(l.text(key))
+		if _, err := lookupStrategy(c.ExportStrategy); err != nil {
+			l.bad(key, err.Error())
 		}
-	}
+	},
+	show: func(c *Config) string { return c.ExportStrategy },
+}
 
-	exps, err := parseExporters(text(KeyExporter))
-	if err != nil {
-		bad(KeyExporter, err.Error())
-	}
-	cfg.Exporters = exps
-
-	cfg.ExportStrategy = strings.ToLower(text(KeyExportStrategy))
-	if _, err := lookupStrategy(cfg.ExportStrategy); err != nil {
-		bad(KeyExportStrategy, err.Error())
-	}
-	if n, err := ParseInt(text(KeyExportRank)); err != nil || n < math.MinInt32 || n > math.MaxInt32 {
-		bad(KeyExportRank, "not an integer")
-	} else {
-		// Any negative rank means the last one, as in nemo-lens.
-		cfg.ExportRank = int(n)
-	}
-	if f, err := ParseFloat(text(KeyExportSampleRate)); err != nil {
-		bad(KeyExportSampleRate, err.Error())
-	} else if f < 0 || f > 1 {
-		bad(KeyExportSampleRate, "must be in [0, 1]")
-	} else {
-		cfg.ExportSampleRate = f
-	}
-
-	cfg.RunID = text(KeyRunID)
-	cfg.FilePath = text(KeyFilePath)
-	cfg.PrometheusAddr = text(KeyPrometheusAddr)
-	cfg.ServiceName = text(KeyServiceName)
-	if cfg.ServiceName == "" {
-		cfg.ServiceName = "nemo-gym"
-	}
-	cfg.OTLPEndpoint = text(KeyOTLPEndpoint)
-	protocol := func(key, inherit string) string {
-		p := strings.ToLower(text(key))
-		if p == "" {
-			return inherit
+// rankValue reads a 32-bit rank; any negative one means the last rank, as
+// in nemo-lens.
+var rankValue = &valueCodec{
+	parse: func(l *loader, key string, c *Config) {
+		if n, err := ParseInt(l.text(key)); err != nil || n < math.MinInt32 || n > math.MaxInt32 {
+			l.bad(key, "not an integer")
+		} else {
+			c.ExportRank = int(n)
 		}
-		switch p {
-		case ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON:
-		default:
-			bad(key, "must be grpc, http/protobuf or http/json")
+	},
+	show: func(c *Config) string { return strconv.Itoa(c.ExportRank) },
+}
+
+var serviceNameValue = &valueCodec{
+	parse: func(l *loader, key string, c *Config) {
+		if c.ServiceName = l.text(key); c.ServiceName == "" {
+			c.ServiceName = defaultServiceName
 		}
-		return p
-	}
-	cfg.OTLPProtocol = protocol(KeyOTLPProtocol, ProtocolGRPC)
-	cfg.TracesProtocol = protocol(KeyOTLPTracesProtocol, cfg.OTLPProtocol)
-	cfg.MetricsProtocol = protocol(KeyOTLPMetricsProtocol, cfg.OTLPProtocol)
-	cfg.LogsProtocol = protocol(KeyOTLPLogsProtocol, cfg.OTLPProtocol)
-	cfg.HistogramAggregation = strings.ToLower(text(KeyHistogramAggregation))
-	if cfg.HistogramAggregation != HistogramExplicit && cfg.HistogramAggregation != HistogramBase2Exponential {
-		bad(KeyHistogramAggregation, "must be "+HistogramExplicit+" or "+HistogramBase2Exponential)
-	}
-	if b := strings.TrimSpace(text(KeyHistogramBoundaries)); b != "" {
+	},
+	show: func(c *Config) string { return c.ServiceName },
+}
+
+var aggregationValue = &valueCodec{
+	parse: func(l *loader, key string, c *Config) {
+		c.HistogramAggregation = strings.ToLower(l.text(key))
+		if c.HistogramAggregation != HistogramExplicit && c.HistogramAggregation != HistogramBase2Exponential {
+			l.bad(key, "must be "+HistogramExplicit+" or "+HistogramBase2Exponential)
+		}
+	},
+	show: func(c *Config) string { return c.HistogramAggregation },
+}
+
+// boundariesValue reads explicit boundaries, which the base2 exponential
+// aggregation (parsed before) cannot take.
+var boundariesValue = &valueCodec{
+	parse: func(l *loader, key string, c *Config) {
+		b := l.text(key)
+		if b == "" {
+			return
+		}
 		bounds, err := parseBoundaries(b)
 		switch {
 		case err != nil:
-			bad(KeyHistogramBoundaries, err.Error())
-		case cfg.HistogramAggregation == HistogramBase2Exponential:
-			bad(KeyHistogramBoundaries, "explicit boundaries cannot be combined with "+KeyHistogramAggregation+"="+HistogramBase2Exponential)
+			l.bad(key, err.Error())
+		case c.HistogramAggregation == HistogramBase2Exponential:
+			l.bad(key, "explicit boundaries cannot be combined with "+KeyHistogramAggregation+"="+HistogramBase2Exponential)
 		default:
-			cfg.HistogramBoundariesMS = bounds
+			c.HistogramBoundariesMS = bounds
 		}
+	},
+}
+
+// lengthLimitValue reads an attribute value length limit: a positive
+// number of bytes, or negative for none. The general row (general true)
+// sets the limit, DefaultAttributeValueLengthLimit when unset; the span
+// row, after it, overrides it when set.
+func lengthLimitValue(general bool) *valueCodec {
+	return &valueCodec{
+		parse: func(l *loader, key string, c *Config) {
+			if general {
+				c.AttributeValueLengthLimit = DefaultAttributeValueLengthLimit
+			}
+			t := l.text(key)
+			if t == "" {
+				return
+			}
+			n, err := ParseInt(t)
+			switch {
+			case err != nil:
+				l.bad(key, "not an integer")
+			case n == 0:
+				l.bad(key, "must be a positive number of bytes, or negative for no limit")
+			case n < 0:
+				c.AttributeValueLengthLimit = -1
+			case n > math.MaxInt32:
+				l.bad(key, fmt.Sprintf("must be at most %d", math.MaxInt32))
+			default:
+				c.AttributeValueLengthLimit = int(n)
+			}
+		},
+		show: func(c *Config) string { return strconv.Itoa(c.AttributeValueLengthLimit) },
 	}
-	millis := func(key string) time.Duration {
-		ms, err := ParseInt(text(key))
-		if err != nil {
-			bad(key, "not an integer number of milliseconds")
-			return 0
-		}
-		if ms <= 0 || ms > maxMillisecondSetting {
-			bad(key, fmt.Sprintf("must be a positive number of milliseconds (at most %d)", maxMillisecondSetting))
-			return 0
-		}
-		return time.Duration(ms) * time.Millisecond
-	}
-	count := func(key string, limit int) int {
-		n, err := ParseInt(text(key))
-		if err != nil {
-			bad(key, "not an integer")
-			return 0
-		}
-		if n <= 0 || n > int64(limit) {
-			bad(key, fmt.Sprintf("must be between 1 and %d", limit))
-			return 0
-		}
-		return int(n)
-	}
-	cfg.MetricExportInterval = millis(KeyMetricExportInterval)
-	cfg.SpanScheduleDelay = millis(KeyBSPScheduleDelay)
-	cfg.SpanExportTimeout = millis(KeyBSPExportTimeout)
-	cfg.SpanQueueSize = count(KeyBSPMaxQueueSize, maxSpanQueueSize)
-	cfg.SpanBatchSize = count(KeyBSPMaxExportBatch, maxSpanQueueSize)
-	lengthLimit := func(key string) (int, bool) {
-		t := text(key)
-		if t == "" {
-			return 0, false
-		}
-		n, err := ParseInt(t)
-		switch {
-		case err != nil:
-			bad(key, "not an integer")
-		case n == 0:
-			bad(key, "must be a positive number of bytes, or negative for no limit")
-		case n < 0:
-			return -1, true
-		case n > math.MaxInt32:
-			bad(key, fmt.Sprintf("must be at most %d", math.MaxInt32))
-		default:
-			return int(n), true
-		}
-		return 0, false
-	}
-	if n, ok := lengthLimit(KeySpanAttributeValueLengthLimit); ok {
-		cfg.AttributeValueLengthLimit = n
-	} else if n, ok := lengthLimit(KeyAttributeValueLengthLimit); ok {
-		cfg.AttributeValueLengthLimit = n
-	} else {
-		cfg.AttributeValueLengthLimit = DefaultAttributeValueLengthLimit
-	}
-	if f, err := ParseFloat(text(KeyMaxSpanLoss)); err != nil {
-		bad(KeyMaxSpanLoss, err.Error())
-	} else if f < 0 || f > 1 {
-		bad(KeyMaxSpanLoss, "must be in [0, 1]")
-	} else {
-		cfg.MaxSpanLoss = f
-	}
-	// A batch above the queue size is not an error: the processor caps it at
-	// the queue size, as the OpenTelemetry SDK does.
-	return cfg, errors.Join(errs...)
 }
 
 func parseExporters(spec string) ([]string, error) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -537,5 +539,23 @@ func TestOTLPProtocolPerSignal(t *testing.T) {
 				t.Errorf("general, traces, metrics, logs = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestEverySettingIsDocumented: the configuration page names every row of
+// the settings table, by variable and by telemetry-block key, so a setting
+// added to the table cannot be left out of the docs.
+func TestEverySettingIsDocumented(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "docs", "observability", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range lens.Settings() {
+		if !strings.Contains(string(page), s.Key) {
+			t.Errorf("docs/observability/configuration.md does not name %s", s.Key)
+		}
+		if s.YAML != "" && !strings.Contains(string(page), s.YAML) {
+			t.Errorf("docs/observability/configuration.md does not name the telemetry key %s (%s)", s.YAML, s.Key)
+		}
 	}
 }
