@@ -70,7 +70,14 @@ type gymProc struct {
 // test's cleanup kills that group if the process is still running.
 func startGymProc(t *testing.T, env []string, stdout, stderr *lineLog, args ...string) *gymProc {
 	t.Helper()
-	cmd := exec.Command(gymBin, args...)
+	return startProc(t, env, stdout, stderr, append([]string{gymBin}, args...)...)
+}
+
+// startProc is startGymProc for any argv (the gym binary run inside a
+// network namespace, say).
+func startProc(t *testing.T, env []string, stdout, stderr *lineLog, argv ...string) *gymProc {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

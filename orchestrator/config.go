@@ -267,26 +267,39 @@ func (c *Config) validate(fillRefs bool) error {
 		}
 	}
 	defaultHost := defaultHostOf(gc)
+	localIPs, err := interfaceIPs()
+	if err != nil {
+		return fmt.Errorf("this host's addresses: %w", err)
+	}
 	for _, inst := range gc.Instances {
 		spec, err := specOf(inst, c.Dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		host := spec.Host
+		if host == "" {
+			host = defaultHost
+		}
+		// A server on another host binds there: its ports are not this
+		// host's to check.
+		local, err := hostIsLocal(host, localIPs, net.LookupHost)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", blockPath(inst), err))
+			continue
+		}
 		if spec.Port != 0 {
-			host := spec.Host
-			if host == "" {
-				host = defaultHost
-			}
 			hp := net.JoinHostPort(host, strconv.Itoa(spec.Port))
 			if other, dup := fixed[hp]; dup {
 				errs = append(errs, fmt.Errorf("%s: port %s is also given to %q", blockPath(inst), hp, other))
-			} else if err := checkFree(hp); err != nil {
-				errs = append(errs, fmt.Errorf("%s: port %s: %w", blockPath(inst), hp, err))
+			} else if local {
+				if err := checkFree(hp); err != nil {
+					errs = append(errs, fmt.Errorf("%s: port %s: %w", blockPath(inst), hp, err))
+				}
 			}
 			fixed[hp] = inst.Name
 		}
-		if spec.MetricsAddr != "" {
+		if spec.MetricsAddr != "" && local {
 			if err := checkAddr(spec.MetricsAddr); err != nil {
 				errs = append(errs, fmt.Errorf("%s.metrics_addr: %s: %w", blockPath(inst), spec.MetricsAddr, err))
 			} else if other, dup := fixed[spec.MetricsAddr]; dup && !strings.HasSuffix(spec.MetricsAddr, ":0") {

@@ -29,4 +29,11 @@
 // with command: runs that program instead. Each child is killed by the
 // kernel if the orchestrator itself dies (Pdeathsig), so no server
 // outlives its fleet.
+//
+// A block whose host is not this machine is a server on another host: it
+// is not spawned but waited for (JoinTimeout) until `gym serve --head`
+// starts it there, with the dict from the head server and the telemetry
+// environment from HeadTelemetryPath. It is probed, counted and listed as
+// a child is; one that stops answering is dropped from the fleet, not
+// killed, and it leaves by itself once the head server is gone.
 package orchestrator

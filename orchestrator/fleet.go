@@ -52,11 +52,20 @@ const pollInterval = 50 * time.Millisecond
 // failed probes in a row and the server is killed and reported on Exits:
 // a server that stops answering is detected within LivenessFailures ×
 // (LivenessInterval + LivenessTimeout), 12 s with these defaults.
+//
+// A server on another host is probed the same way; one that stops
+// answering cannot be killed from here, so it is dropped from the fleet
+// (and from gym.servers.active) and reported on Exits within the same
+// bound.
 const (
 	DefaultLivenessInterval = 2 * time.Second
 	DefaultLivenessTimeout  = 2 * time.Second
 	DefaultLivenessFailures = 3
 )
+
+// DefaultJoinTimeout is how long Start waits, by default, for a server on
+// another host to join.
+const DefaultJoinTimeout = 5 * time.Minute
 
 // activeFlushTimeout bounds the export forced after each change of
 // gym.servers.active, so a slow collector cannot hold the fleet up.
@@ -76,6 +85,10 @@ type Options struct {
 	RunDir string
 	// HealthTimeout bounds each server's start-up; 0 means 30 s.
 	HealthTimeout time.Duration
+	// JoinTimeout bounds the wait for a server on another host to answer
+	// (someone has to start it there with `gym serve --head`); 0 means
+	// DefaultJoinTimeout.
+	JoinTimeout time.Duration
 	// StopTimeout is how long servers get to drain and flush their
 	// telemetry after SIGTERM before SIGKILL; 0 means
 	// contract.ServerStopTimeout (25 s: a server's own drain and flush
@@ -114,6 +127,10 @@ type ServerInfo struct {
 	// Command is the argv the child runs, and Dir its working directory.
 	Command []string
 	Dir     string
+	// Remote is set for a server on another host (its block's host is
+	// not an address of this machine): the fleet did not start it, it
+	// joined with `gym serve --head`, and PID, Command and Dir are empty.
+	Remote bool
 }
 
 // Exit reports a server that ended while the fleet was running.
@@ -121,9 +138,22 @@ type Exit struct {
 	Name string
 	PID  int
 	// Err is exec.Cmd.Wait's error (the exit status or signal), or, for a
-	// server the fleet killed because it stopped answering, an error
-	// wrapping ErrUnresponsive.
+	// server the fleet killed (or, on another host, dropped) because it
+	// stopped answering, an error wrapping ErrUnresponsive.
 	Err error
+	// URL is the server's base URL, and Remote is set when it ran on
+	// another host (PID is then 0).
+	URL    string
+	Remote bool
+}
+
+// Where names the server's process for a message: "pid N", or "on another
+// host at URL".
+func (e Exit) Where() string {
+	if e.Remote {
+		return "on another host at " + e.URL
+	}
+	return "pid " + strconv.Itoa(e.PID)
 }
 
 // Fleet is a running set of server processes and the head server.
@@ -182,8 +212,12 @@ type child struct {
 	counted bool
 	// reaped is set when Wait has returned.
 	reaped bool
-	// hung is set when the liveness watcher killed the child: why.
+	// hung is set when the liveness watcher killed the child (or, for a
+	// remote one, gave up on it): why.
 	hung error
+	// remote is set for a server on another host: cmd and output are nil
+	// and the fleet ends it with ended, not a signal.
+	remote bool
 }
 
 // failure is why the child ended, as reported: the liveness watcher's
@@ -215,6 +249,11 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 		f.abort()
 		return nil, err
 	}
+	remote, err := remoteSpecs(specs)
+	if err != nil {
+		f.abort()
+		return nil, err
+	}
 	// Peers first, then the agents that call them.
 	var first, agents []ServerSpec
 	for _, s := range specs {
@@ -225,7 +264,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 		}
 	}
 	for _, wave := range [][]ServerSpec{first, agents} {
-		if err := f.startWave(ctx, wave); err != nil {
+		if err := f.startWave(ctx, wave, remote); err != nil {
 			f.abort()
 			return nil, err
 		}
@@ -277,6 +316,9 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	}
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = 30 * time.Second
+	}
+	if opts.JoinTimeout <= 0 {
+		opts.JoinTimeout = DefaultJoinTimeout
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = contract.ServerStopTimeout
@@ -539,10 +581,14 @@ func (f *Fleet) filledSpecs(specs []ServerSpec) ([]ServerSpec, error) {
 	return out, nil
 }
 
-func (f *Fleet) startWave(ctx context.Context, specs []ServerSpec) error {
+func (f *Fleet) startWave(ctx context.Context, specs []ServerSpec, remote map[string]bool) error {
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i, spec := range specs {
+		if remote[spec.Name] {
+			wg.Go(func() { errs[i] = f.joinRemote(ctx, spec) })
+			continue
+		}
 		wg.Go(func() { errs[i] = f.startOne(ctx, spec) })
 	}
 	wg.Wait()
@@ -678,10 +724,7 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 		return nil, fmt.Errorf("server %q: start %s: %w", spec.Name, argv[0], err)
 	}
 	output.start(c.tail)
-	c.info = ServerInfo{
-		Spec: spec, PID: cmd.Process.Pid, Started: started, Command: argv, Dir: dir,
-		URL: "http://" + net.JoinHostPort(dialHost(spec.Host), strconv.Itoa(spec.Port)),
-	}
+	c.info = ServerInfo{Spec: spec, PID: cmd.Process.Pid, Started: started, Command: argv, Dir: dir, URL: serverURL(spec)}
 	if exportsPrometheus(cmd.Env) {
 		c.info.MetricsAddr = metricsAddr
 	}
@@ -690,6 +733,11 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 	f.mu.Unlock()
 	go f.reap(c)
 	return c, nil
+}
+
+// serverURL is the base URL spec's server answers on.
+func serverURL(spec ServerSpec) string {
+	return "http://" + net.JoinHostPort(dialHost(spec.Host), strconv.Itoa(spec.Port))
 }
 
 // dialHost is the address to reach a server bound to host at.
@@ -762,9 +810,15 @@ func (f *Fleet) startError(c *child, err error) error {
 // status (NeMo Gym's rule), the process exits, HealthTimeout passes or ctx
 // ends.
 func (f *Fleet) waitReady(ctx context.Context, c *child) error {
+	return f.waitAnswer(ctx, c, f.opts.HealthTimeout)
+}
+
+// waitAnswer polls GET http://host:port/ of c until it answers with any
+// HTTP status, c ends, limit passes or ctx ends.
+func (f *Fleet) waitAnswer(ctx context.Context, c *child, limit time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()
-	timeout := time.NewTimer(f.opts.HealthTimeout)
+	timeout := time.NewTimer(limit)
 	defer timeout.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
@@ -786,7 +840,7 @@ func (f *Fleet) waitReady(ctx context.Context, c *child) error {
 		case <-c.done:
 			return fmt.Errorf("exited during start-up: %v", c.waitErr)
 		case <-timeout.C:
-			return fmt.Errorf("GET %s/ not answered within %s: %v", c.info.URL, f.opts.HealthTimeout, err)
+			return fmt.Errorf("GET %s/ not answered within %s: %v", c.info.URL, limit, err)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -800,7 +854,19 @@ func (f *Fleet) reap(c *child) {
 	// Whatever the child wrote last is in the log and the tail before
 	// anyone is told it is gone.
 	c.output.finish(outputGrace)
+	f.ended(c, err)
+}
+
+// ended takes c out of the fleet: its process was reaped with err, or,
+// for a server on another host, the fleet gave up on it or stopped. It
+// lowers gym.servers.active when c counted and reports c on Exits unless
+// its end was expected. A second call does nothing.
+func (f *Fleet) ended(c *child, err error) {
 	f.mu.Lock()
+	if c.reaped {
+		f.mu.Unlock()
+		return
+	}
 	c.waitErr = err
 	c.reaped = true
 	// A server that never came up is Start's to report, not an Exit.
@@ -826,12 +892,15 @@ func (f *Fleet) reap(c *child) {
 	if err != nil {
 		status = err.Error()
 	}
-	if hung != nil {
+	switch {
+	case hung != nil && c.remote:
+		f.log.Error("server on another host stopped answering; it is out of the fleet", "server", c.spec.Name, "url", c.info.URL, "reason", hung)
+	case hung != nil:
 		f.log.Error("server killed: it stopped answering", "server", c.spec.Name, "pid", c.info.PID, "reason", hung, "status", status)
-	} else {
+	default:
 		f.log.Error("server died", "server", c.spec.Name, "pid", c.info.PID, "status", status)
 	}
-	f.exits <- Exit{Name: c.spec.Name, PID: c.info.PID, Err: c.failure()}
+	f.exits <- Exit{Name: c.spec.Name, PID: c.info.PID, Err: c.failure(), URL: c.info.URL, Remote: c.remote}
 }
 
 // setActive hands the recorder a new value of gym.servers.active and waits
@@ -993,6 +1062,11 @@ func (f *Fleet) stop(ctx context.Context) error {
 		f.mu.Lock()
 		c.stoppedByUs = true
 		f.mu.Unlock()
+		if c.remote {
+			// Not ours to stop: it leaves once the head server is gone.
+			f.ended(c, nil)
+			continue
+		}
 		c.signal(syscall.SIGTERM)
 	}
 	// One deadline for every server: a closed Done channel stays ready,
@@ -1043,6 +1117,9 @@ func (f *Fleet) stop(ctx context.Context) error {
 // left behind would keep the server's output pipes open, and Wait, hence
 // Stop, would wait for it.
 func (c *child) signal(sig syscall.Signal) {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
 	if err := syscall.Kill(-c.cmd.Process.Pid, sig); err != nil {
 		_ = c.cmd.Process.Signal(sig)
 	}

@@ -729,3 +729,38 @@ func TestFleetTelemetryFilePerProcess(t *testing.T) {
 
 // must drops the found flag of a lookup that the test checked already.
 func must(raw json.RawMessage, _ bool) json.RawMessage { return raw }
+
+// A server whose host is not this machine is not spawned: Start waits for
+// it to join from its own host, and when it does not within JoinTimeout,
+// says so with the command that joins it, and stops what it started.
+func TestFleetRemoteServerThatNeverJoins(t *testing.T) {
+	cleanEnv(t)
+	runDir := t.TempDir()
+	guardRunDir(t, runDir)
+	// 192.0.2.0/24 is TEST-NET-1: never an address of this host.
+	cfg, err := orchestrator.ParseConfig([]byte(`
+arithmetic:
+  resources_servers:
+    arithmetic: {domain: math, host: 192.0.2.7, port: 12001}
+policy_model:
+  responses_api_models:
+    policy_model: {}
+simple_agent:
+  responses_api_agents:
+    simple_agent: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := orchestrator.Start(ctxFor(t, 60*time.Second), cfg, orchestrator.Options{
+		Binary: gymBin, RunDir: runDir, Logger: testLogger(t), JoinTimeout: 500 * time.Millisecond,
+	})
+	if f != nil {
+		t.Fatal("Start returned a fleet although a server never joined")
+	}
+	wantErr(t, err, `"arithmetic" on another host (http://192.0.2.7:12001) did not join`, "gym serve --head http://", "--name arithmetic")
+	if _, statErr := os.Stat(filepath.Join(runDir, "logs", "arithmetic.log")); statErr == nil {
+		t.Error("the remote server got a log file here, as if spawned")
+	}
+	wantNoLeftovers(t, runDir)
+}

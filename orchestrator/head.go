@@ -66,6 +66,7 @@ func serveHead(ln net.Listener, host string, port int, f *Fleet) *headServer {
 	mux.HandleFunc("GET "+HeadInstancesPath, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, f.Instances())
 	})
+	mux.HandleFunc("GET "+HeadTelemetryPath, serveTelemetryEnv(f))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	})

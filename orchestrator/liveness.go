@@ -92,9 +92,17 @@ func (f *Fleet) watch(c *child) {
 			f.mu.Unlock()
 			return
 		}
-		c.hung = fmt.Errorf("%w: %d liveness probes in a row failed over %s (every %s, each with a %s timeout; last: %v): killed",
-			ErrUnresponsive, failures, time.Since(first).Round(time.Millisecond), every, f.opts.LivenessTimeout, err)
+		verdict := "killed"
+		if c.remote {
+			verdict = "dropped from the fleet (it runs on another host)"
+		}
+		c.hung = fmt.Errorf("%w: %d liveness probes in a row failed over %s (every %s, each with a %s timeout; last: %v): %s",
+			ErrUnresponsive, failures, time.Since(first).Round(time.Millisecond), every, f.opts.LivenessTimeout, err, verdict)
 		f.mu.Unlock()
+		if c.remote {
+			f.ended(c, nil)
+			return
+		}
 		f.log.Error("server stopped answering; killing it", "server", c.spec.Name, "pid", c.info.PID, "failed_probes", failures, "err", err)
 		// SIGKILL ends a stopped (SIGSTOP) process too; the reaper reports
 		// the exit.

@@ -73,6 +73,10 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fmt.Fprintf(stdout, "run %s (%s)\n", sess.runID, sess.runDir)
 	fmt.Fprintf(stdout, "head server %s\n", fleet.HeadURL())
 	for _, s := range fleet.Servers() {
+		if s.Remote {
+			fmt.Fprintf(stdout, "  %-16s %-22s %s  on another host\n", s.Spec.Name, s.Spec.Type, s.URL)
+			continue
+		}
 		fmt.Fprintf(stdout, "  %-16s %-22s %s  pid %d\n", s.Spec.Name, s.Spec.Type, s.URL, s.PID)
 	}
 	failed := false
@@ -82,7 +86,7 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			running = false
 		case ex := <-fleet.Exits():
 			failed = true
-			fmt.Fprintf(stderr, "gym env start: server %s (pid %d) died: %v; %d still running\n", ex.Name, ex.PID, ex.Err, fleet.Active())
+			fmt.Fprintf(stderr, "gym env start: server %s (%s) died: %v; %d still running\n", ex.Name, ex.Where(), ex.Err, fleet.Active())
 			if fleet.Active() == 0 {
 				fmt.Fprintln(stderr, "gym env start: no server left running")
 				running = false

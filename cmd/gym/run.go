@@ -183,7 +183,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	go func() {
 		select {
 		case ex := <-fleet.Exits():
-			fmt.Fprintf(stderr, "gym run: server %s (pid %d) died: %v; finishing the rollouts in flight and stopping\n", ex.Name, ex.PID, ex.Err)
+			fmt.Fprintf(stderr, "gym run: server %s (%s) died: %v; finishing the rollouts in flight and stopping\n", ex.Name, ex.Where(), ex.Err)
 			close(stop)
 		case <-watchDone:
 		}

@@ -45,6 +45,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return serveLaunched(ctx, l, stdout, stderr)
 		}
 	}
+	if wantsHead(args) {
+		return runJoin(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
 	name := fs.String("name", "", "server name in the fleet (required)")
 	impl := fs.String("impl", "", "implementation (default: the type's): "+implList())
@@ -55,7 +58,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit (overrides $"+server.EnvPrefix+"MAX_BODY_BYTES)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents> --name NAME [flags]\n"+
-			"       gym serve    (with $%s and $%s set, as a fleet's launcher starts it)\n\n"+
+			"       gym serve    (with $%s and $%s set, as a fleet's launcher starts it)\n"+
+			"       gym serve --head http://HOST:PORT --name NAME   (joins a fleet from another host; --head -h for more)\n\n"+
 			"Runs one server until SIGINT or SIGTERM, then drains in-flight requests\n"+
 			"and flushes telemetry. Once listening it prints one line to stdout:\n"+
 			"%s{\"addr\":...}\n\n"+
