@@ -20,7 +20,6 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=$ROOT/tools
-JAEGER=$TOOLS/bin/jaeger
 JAEGER_CONFIG=$TOOLS/jaeger/config.yaml
 ROLLOUTS=${E2E_ROLLOUTS:-20}
 KEEP=${E2E_KEEP:-0}
@@ -61,29 +60,15 @@ done < <(compgen -e)
 
 # ---- Jaeger, built once -----------------------------------------------------
 
-want_version=$(awk '$1 == "github.com/jaegertracing/jaeger" { print $2; exit }' "$TOOLS/go.mod")
-have_version=""
-if [[ -x $JAEGER ]]; then
-  have_version=$(go version -m "$JAEGER" 2>/dev/null |
-    awk '($1 == "mod" || $1 == "dep") && $2 == "github.com/jaegertracing/jaeger" { print $3; exit }' || true)
-fi
-if [[ -n $want_version && $have_version == "$want_version" ]]; then
-  ok "jaeger $have_version: reusing $JAEGER"
+# shellcheck source=lib/tools.sh
+source "$ROOT/scripts/lib/tools.sh"
+t0=$(date +%s%N)
+if JAEGER=$(build_tool jaeger github.com/jaegertracing/jaeger/cmd/jaeger github.com/jaegertracing/jaeger); then
+  ok "jaeger: $JAEGER ready in $(secs_since "$t0")s (a few minutes the first time, reused at the pinned version)"
 else
-  echo "e2e: building jaeger $want_version into $JAEGER (a few minutes the first time)" >&2
-  t0=$(date +%s%N)
-  # Built beside the target and moved into place: go build will not
-  # overwrite a file that is not a Go binary, and an interrupted build
-  # leaves no half-written tools/bin/jaeger behind.
-  mkdir -p "$(dirname "$JAEGER")"
-  if (cd "$TOOLS" && GOWORK=off go build -o "$WORK/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger) &&
-    mv -f "$WORK/jaeger" "$JAEGER"; then
-    ok "jaeger $want_version: built in $(secs_since "$t0")s"
-  else
-    fail "jaeger $want_version: go build failed"
-    echo "e2e: $passed passed, $failed failed"
-    exit 1
-  fi
+  fail "jaeger: go build failed"
+  echo "e2e: $passed passed, $failed failed"
+  exit 1
 fi
 
 start_all=$(date +%s%N)

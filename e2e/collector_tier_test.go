@@ -1,0 +1,387 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Environment of the collector-tier test: the binaries it runs, built by
+// scripts/collector-tier.sh, which also sets requireTierVar so that a
+// missing piece fails instead of skipping.
+const (
+	otelcolBinVar  = "GYMLENS_OTELCOL_BIN"
+	jaegerBinVar   = "GYMLENS_JAEGER_BIN"
+	requireTierVar = "GYMLENS_REQUIRE_COLLECTOR_TIER"
+)
+
+// tierFleet is multiHostFleet exporting over OTLP to each host's collector
+// agent (OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317: in each namespace, its own agent), with
+// a resources server that fails every task whose id starts with
+// arith-00000 (the first nine), so some rollouts fail.
+const tierFleet = `
+head_server: {host: HOST1, port: 11000}
+policy_api_key: sk-e2e-never-written
+arithmetic:
+  resources_servers:
+    arithmetic: {domain: math, host: HOST3, port: 12001, panic_on_task_prefix: arith-00000}
+policy_model:
+  responses_api_models:
+    policy_model: {host: HOST2, port: 12002}
+simple_agent:
+  responses_api_agents:
+    simple_agent: {}
+telemetry:
+  enabled: true
+  exporter: otlp
+`
+
+// tierKeepPercent is the gateway's share of successful rollouts kept.
+const tierKeepPercent = 25
+
+// TestCollectorTierAcrossHosts runs the deployment of
+// deploy/otel-collector/ on four simulated hosts: the head (orchestrator,
+// agent), host 2 (model server), host 3 (resources server), each with a
+// collector agent, and an observability host with the gateway, Jaeger and
+// Prometheus. It checks that every kept rollout is one trace across the
+// three fleet hosts with CLIENT -> SERVER hops, that tail sampling kept
+// every failed rollout and a share of the others near the configured one,
+// and that gym_servers_active reaches Prometheus through the tier.
+func TestCollectorTierAcrossHosts(t *testing.T) {
+	otelcol, jaeger := os.Getenv(otelcolBinVar), os.Getenv(jaegerBinVar)
+	prometheus, promErr := exec.LookPath("prometheus")
+	if otelcol == "" || jaeger == "" || promErr != nil {
+		msg := fmt.Sprintf("the collector tier needs $%s, $%s and prometheus on PATH; scripts/collector-tier.sh builds them and runs this test", otelcolBinVar, jaegerBinVar)
+		if os.Getenv(requireTierVar) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := newNetLab(t, 4)
+	head, hostB, hostC, obs := lab.hosts[0], lab.hosts[1], lab.hosts[2], lab.hosts[3]
+	dir := t.TempDir()
+	base := gymEnv()
+	service := func(h labHost, name string, env []string, argv ...string) *gymProc {
+		p := startProc(t, append(base, env...), &lineLog{}, &lineLog{}, h.inNS(argv...)...)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s (%s) stderr:\n%s", name, h.ns, tail(p.stderr.String(), 25))
+			}
+		})
+		return p
+	}
+
+	// The observability host: Jaeger (OTLP on loopback only), the gateway
+	// in front of it, and Prometheus scraping the gateway every second.
+	service(obs, "jaeger", []string{
+		"JAEGER_OTLP_GRPC=127.0.0.1:14317", "JAEGER_OTLP_HTTP=127.0.0.1:14318",
+		"JAEGER_QUERY_HTTP=127.0.0.1:16686", "JAEGER_QUERY_GRPC=127.0.0.1:16685",
+	}, jaeger, "--config", filepath.Join(root, "tools", "jaeger", "config.yaml"))
+	service(obs, "gateway", []string{
+		"GYM_GATEWAY_OTLP_GRPC=" + obs.ip + ":4317", "GYM_JAEGER_OTLP=127.0.0.1:14317",
+		"GYM_GATEWAY_PROMETHEUS=127.0.0.1:8889", fmt.Sprintf("GYM_TAIL_KEEP_PERCENT=%d", tierKeepPercent),
+		"GYM_TAIL_DECISION_WAIT=3s",
+	}, otelcol, "--config", filepath.Join(root, "deploy", "otel-collector", "gateway.yaml"))
+	promCfg := writeFile(t, filepath.Join(dir, "prometheus.yml"),
+		"global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gateway\n    static_configs: [{targets: ['127.0.0.1:8889']}]\n")
+	service(obs, "prometheus", nil, prometheus, "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address=127.0.0.1:9090")
+	// A collector agent on every fleet host.
+	for _, h := range []labHost{head, hostB, hostC} {
+		service(h, "agent", []string{"GYM_GATEWAYS=[" + obs.ip + ":4317]"},
+			otelcol, "--config", filepath.Join(root, "deploy", "otel-collector", "agent.yaml"))
+	}
+	obsClient := obs.client(10 * time.Second)
+	waitFor(t, time.Minute, "Jaeger and Prometheus to answer", func() bool {
+		return httpOK(obsClient, "http://127.0.0.1:16686/api/services") && httpOK(obsClient, "http://127.0.0.1:9090/-/ready")
+	})
+
+	cfgText := strings.NewReplacer("HOST1", head.ip, "HOST2", hostB.ip, "HOST3", hostC.ip).Replace(tierFleet)
+	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), cfgText)
+	headURL := "http://" + head.ip + ":11000"
+	fleetEnv := []string{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_BSP_SCHEDULE_DELAY=200", "OTEL_METRIC_EXPORT_INTERVAL=1000"}
+	join := func(h labHost, name string) *gymProc {
+		return service(h, name, fleetEnv, gymBin, "serve", "--head", headURL, "--name", name, "--runs-dir", filepath.Join(dir, name))
+	}
+	model, res := join(hostB, "policy_model"), join(hostC, "arithmetic")
+	const rollouts, failing = 160, 9
+	run := service(head, "gym run", fleetEnv, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
+		"--concurrency", "4", "--runs-dir", filepath.Join(dir, "runs"), "--quiet")
+	run.wait(t, 4*time.Minute) // exit 1 is expected: nine rollouts fail
+	if n := countLines(filepath.Join(runDir(t, filepath.Join(dir, "runs")), "rollouts.jsonl")); n != rollouts-failing {
+		t.Fatalf("rollouts.jsonl has %d lines, want %d\nstderr:\n%s", n, rollouts-failing, tail(run.stderr.String(), 30))
+	}
+	runID := filepath.Base(runDir(t, filepath.Join(dir, "runs")))
+	for _, p := range []*gymProc{model, res} {
+		p.wait(t, 45*time.Second)
+	}
+
+	// Jaeger: the traces the gateway kept, after its decision wait.
+	var kept map[string]*tierTrace
+	var lastErr error
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Jaeger: %d rollout traces, %d failed (last error: %v); services: %s", len(kept), countFailed(kept), lastErr,
+				httpBody(obsClient, "http://127.0.0.1:16686/api/services"))
+		}
+	})
+	waitFor(t, time.Minute, "the kept traces to settle in Jaeger", func() bool {
+		got, err := jaegerRollouts(obsClient, "http://127.0.0.1:16686", runID)
+		if lastErr = err; err != nil {
+			return false
+		}
+		settled := kept != nil && len(got) == len(kept)
+		kept = got
+		return settled && countFailed(kept) >= failing
+	})
+	failed := countFailed(kept)
+	succeeded := len(kept) - failed
+	if failed != failing {
+		t.Errorf("%d failed rollouts in Jaeger, want every one of the %d", failed, failing)
+	}
+	// The share of the others: binomial, so within 4 standard deviations.
+	n, p := float64(rollouts-failing), tierKeepPercent/100.0
+	mean, sd := n*p, math.Sqrt(n*p*(1-p))
+	if math.Abs(float64(succeeded)-mean) > 4*sd {
+		t.Errorf("%d successful rollouts kept of %d, want %.0f ± %.0f (%d %%)", succeeded, rollouts-failing, mean, 4*sd, tierKeepPercent)
+	}
+	t.Logf("tail sampling kept %d of %d failed and %d of %d other rollouts (expected %.1f ± %.1f at 4 sd)",
+		failed, failing, succeeded, rollouts-failing, mean, 4*sd)
+	for id, tr := range kept {
+		if problems := tr.hopProblems(); len(problems) > 0 {
+			t.Errorf("trace %s: %s", id, strings.Join(problems, "; "))
+		}
+	}
+
+	// Prometheus: the orchestrator's gauge, through agent and gateway.
+	t.Cleanup(func() {
+		if t.Failed() {
+			var lines []string
+			for _, l := range strings.Split(httpBody(obsClient, "http://127.0.0.1:8889/metrics"), "\n") {
+				if strings.Contains(l, "servers_active") {
+					lines = append(lines, l)
+				}
+			}
+			t.Logf("gateway /metrics, servers_active lines: %q", lines)
+		}
+	})
+	// The run lasted seconds, so only that its series arrived is asserted
+	// here; the values are checked on the long-lived fleet below.
+	waitFor(t, time.Minute, "the run's gym_servers_active to reach Prometheus", func() bool {
+		_, ok := promValue(obsClient, fmt.Sprintf(`gym_servers_active{nemo_run_id=%q}`, runID))
+		return ok
+	})
+
+	// Host 3's server killed under gym env start: the gauge drops to 2.
+	envModel, envRes := join(hostB, "policy_model"), join(hostC, "arithmetic")
+	fleet := service(head, "gym env start", fleetEnv, gymBin, "env", "start", "--config", cfg, "--runs-dir", filepath.Join(dir, "env-runs"))
+	waitFor(t, 2*time.Minute, "the second fleet to start", func() bool {
+		return strings.Contains(fleet.stdout.String(), "on another host") && strings.Count(fleet.stdout.String(), "\n") >= 5
+	})
+	envRunID := strings.Fields(fleet.stdout.String())[1]
+	waitFor(t, time.Minute, "gym_servers_active = 3 in Prometheus", func() bool {
+		v, ok := promValue(obsClient, fmt.Sprintf(`gym_servers_active{nemo_run_id=%q}`, envRunID))
+		return ok && v == 3
+	})
+	if err := syscall.Kill(envRes.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "gym_servers_active = 2 in Prometheus after host 3's server died", func() bool {
+		v, ok := promValue(obsClient, fmt.Sprintf(`gym_servers_active{nemo_run_id=%q}`, envRunID))
+		return ok && v == 2
+	})
+	_ = fleet.cmd.Process.Signal(syscall.SIGTERM)
+	fleet.wait(t, time.Minute)
+	envModel.wait(t, 45*time.Second)
+}
+
+// httpOK reports whether GET url answers 200.
+func httpOK(c *http.Client, url string) bool {
+	res, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
+
+// httpBody returns the body of GET url (at most 4 MiB), or the error.
+func httpBody(c *http.Client, url string) string {
+	res, err := c.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	return string(b)
+}
+
+// promValue runs an instant query and returns its single value.
+func promValue(c *http.Client, query string) (float64, bool) {
+	res, err := c.Get("http://127.0.0.1:9090/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return 0, false
+	}
+	defer res.Body.Close()
+	var r struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(res.Body).Decode(&r) != nil || len(r.Data.Result) != 1 {
+		return 0, false
+	}
+	s, _ := r.Data.Result[0].Value[1].(string)
+	v, err := strconv.ParseFloat(s, 64)
+	return v, err == nil
+}
+
+// tierTrace is one rollout's trace as Jaeger's query API returns it.
+type tierTrace struct {
+	TraceID string `json:"traceID"`
+	Spans   []struct {
+		SpanID        string `json:"spanID"`
+		OperationName string `json:"operationName"`
+		ProcessID     string `json:"processID"`
+		References    []struct {
+			RefType string `json:"refType"`
+			SpanID  string `json:"spanID"`
+		} `json:"references"`
+		Tags []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"tags"`
+	} `json:"spans"`
+	Processes map[string]struct {
+		ServiceName string `json:"serviceName"`
+		Tags        []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"tags"`
+	} `json:"processes"`
+}
+
+// tag returns span i's tag key, or "".
+func (tr *tierTrace) tag(i int, key string) string {
+	for _, kv := range tr.Spans[i].Tags {
+		if kv.Key == key {
+			return fmt.Sprint(kv.Value)
+		}
+	}
+	return ""
+}
+
+// serverType is the nemo.gym.server.type of span i's process.
+func (tr *tierTrace) serverType(i int) string {
+	for _, kv := range tr.Processes[tr.Spans[i].ProcessID].Tags {
+		if kv.Key == "nemo.gym.server.type" {
+			return fmt.Sprint(kv.Value)
+		}
+	}
+	return ""
+}
+
+// failed reports whether the rollout's gym.rollout span is in error.
+func (tr *tierTrace) failed() bool {
+	for i, s := range tr.Spans {
+		if s.OperationName == "gym.rollout" && tr.tag(i, "otel.status_code") == "ERROR" {
+			return true
+		}
+	}
+	return false
+}
+
+// hopProblems checks the trace reaches the agent, the model server and the
+// resources server, and that every SERVER span has a CLIENT parent in
+// another process of the trace.
+func (tr *tierTrace) hopProblems() []string {
+	var out []string
+	byID := map[string]int{}
+	types := map[string]bool{}
+	for i, s := range tr.Spans {
+		byID[s.SpanID] = i
+		types[tr.serverType(i)] = true
+	}
+	for _, want := range []string{"responses_api_agents", "responses_api_models", "resources_servers"} {
+		if !types[want] {
+			out = append(out, "no span from "+want)
+		}
+	}
+	for i, s := range tr.Spans {
+		if tr.tag(i, "span.kind") != "server" {
+			continue
+		}
+		ok := false
+		for _, ref := range s.References {
+			if j, found := byID[ref.SpanID]; found && ref.RefType == "CHILD_OF" && tr.tag(j, "span.kind") == "client" && tr.Spans[j].ProcessID != s.ProcessID {
+				ok = true
+			}
+		}
+		if !ok {
+			out = append(out, fmt.Sprintf("SERVER span %s (%s) has no CLIENT parent in another process", s.OperationName, tr.serverType(i)))
+		}
+	}
+	return out
+}
+
+// jaegerRollouts returns the rollout traces (those with a gym.rollout span)
+// of run runID that Jaeger holds, by trace id.
+func jaegerRollouts(c *http.Client, base, runID string) (map[string]*tierTrace, error) {
+	q := url.Values{"service": {"nemo-gym/simple_agent"}, "limit": {"5000"}, "lookback": {"1h"}}
+	res, err := c.Get(base + "/api/traces?" + q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var r struct {
+		Data []*tierTrace `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
+		return nil, err
+	}
+	out := map[string]*tierTrace{}
+	for _, tr := range r.Data {
+		ofRun, rollout := false, false
+		for _, p := range tr.Processes {
+			for _, kv := range p.Tags {
+				ofRun = ofRun || kv.Key == "nemo.run.id" && fmt.Sprint(kv.Value) == runID
+			}
+		}
+		for _, s := range tr.Spans {
+			rollout = rollout || s.OperationName == "gym.rollout"
+		}
+		if ofRun && rollout {
+			out[tr.TraceID] = tr
+		}
+	}
+	return out, nil
+}
+
+// countFailed counts the failed rollouts among traces.
+func countFailed(traces map[string]*tierTrace) int {
+	n := 0
+	for _, tr := range traces {
+		if tr.failed() {
+			n++
+		}
+	}
+	return n
+}
