@@ -187,6 +187,34 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 		return ok
 	})
 
+	// gym report from the backends (the fleet exported nothing to files),
+	// with the head's run directory for the rollouts.
+	headRun := runDir(t, filepath.Join(dir, "runs"))
+	rep := service(obs, "gym report", nil, gymBin, "report", "--jaeger", "http://127.0.0.1:16686",
+		"--prometheus", "http://127.0.0.1:9090", "--run-id", runID, "--slowest", "3", headRun)
+	if code := rep.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("gym report from the backends exited %d:\n%s", code, tail(rep.stderr.String(), 20))
+	}
+	out := rep.stdout.String()
+	for _, want := range []string{
+		// The rollouts file's counts, and the agents' own count from
+		// Prometheus, agree.
+		fmt.Sprintf("rollouts   %d (%d in rollouts.jsonl, %d in rollouts_failures.jsonl): %d failed", rollouts, rollouts-failing, failing, failing),
+		fmt.Sprintf("agents counted %d failed of %d (gym.rollout.completed_total)", failing, rollouts),
+		"Processes seen: 4",
+		fmt.Sprintf("histogram gym.rollout.duration_ms: %d values at the last export", rollouts),
+		fmt.Sprintf("arithmetic  %d of %d completed", rollouts-failing, rollouts),
+		"HTTP server requests", "Active servers", "Slowest rollouts: 3",
+		"Problems\n  none found",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("gym report from the backends lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("gym report from the backends:\n%s\nstderr:\n%s", out, rep.stderr.String())
+	}
+
 	// Host 3's server killed under gym env start: the gauge drops to 2.
 	envModel, envRes := join(hostB, "policy_model"), join(hostC, "arithmetic")
 	fleet := service(head, "gym env start", fleetEnv, gymBin, "env", "start", "--config", cfg, "--runs-dir", filepath.Join(dir, "env-runs"))

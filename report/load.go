@@ -427,7 +427,7 @@ func (l *loader) addSpan(p *Process, line int, in *telfile.Span) *Span {
 
 func (l *loader) addMetric(p *Process, instance, writer string, m *telfile.Metric) {
 	for _, pt := range m.Points {
-		key := p.File + "\x00" + writer + "\x00" + m.Name + "\x00" + attrKey(pt.Attributes)
+		key := p.File + "\x00" + writer + "\x00" + m.Name + "\x00" + AttrKey(pt.Attributes)
 		s := l.series[key]
 		if s == nil {
 			s = &Series{Process: p, Instance: instance, Name: m.Name, Unit: m.Unit, Kind: m.Kind,
@@ -658,7 +658,7 @@ func (l *loader) finish() {
 		if a.Instance != b.Instance {
 			return a.Instance < b.Instance
 		}
-		return attrKey(a.Attributes) < attrKey(b.Attributes)
+		return AttrKey(a.Attributes) < AttrKey(b.Attributes)
 	})
 	if l.start != 0 {
 		run.Start = time.Unix(0, l.start).UTC()

@@ -467,9 +467,10 @@ func attrText(v any) string {
 	}
 }
 
-// attrKey is a canonical text form of an attribute set, used to tell
+// AttrKey is a canonical text form of an attribute set (its keys in order,
+// each with its value as the report prints it), used to tell metric
 // streams apart and to order them.
-func attrKey(attrs map[string]any) string {
+func AttrKey(attrs map[string]any) string {
 	keys := make([]string, 0, len(attrs))
 	for k := range attrs {
 		keys = append(keys, k)

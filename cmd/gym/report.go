@@ -7,9 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/gymlens/gymlens/report"
+	"github.com/gymlens/gymlens/report/backends"
 )
 
 var reportCommand = command{
@@ -22,14 +26,20 @@ var reportCommand = command{
 // or an HTML report that cannot be written.
 const exitUnreadable = 1
 
-func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gym report", flag.ContinueOnError)
 	slowest := fs.Int("slowest", report.DefaultSlowestK, "number of slowest rollouts drawn as trace waterfalls (0: none)")
 	width := fs.Int("width", report.DefaultWidth, fmt.Sprintf("line width in columns (at least %d)", report.MinWidth))
 	htmlFile := fs.String("html", "", "also write the report as one self-contained HTML page to `FILE` (- for standard output)")
 	quiet := fs.Bool("quiet", false, "with --html, do not print the text report")
+	jaegerURL := fs.String("jaeger", "", "read the run's traces from Jaeger's query service at `URL` (http://host:16686) instead of a run directory")
+	promURL := fs.String("prometheus", "", "read the run's metrics from Prometheus at `URL` (http://host:9090)")
+	runID := fs.String("run-id", "", "with --jaeger/--prometheus: the run to read (its nemo.run.id)")
+	since := fs.Duration("since", backends.DefaultLookback, "with --jaeger/--prometheus: how far back to look for the run")
+	save := fs.String("save", "", "with --jaeger/--prometheus: keep what was read as a run directory `DIR` (new), instead of a temporary one")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym report RUN_DIR [--slowest K] [--width N] [--html FILE [--quiet]]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gym report RUN_DIR [--slowest K] [--width N] [--html FILE [--quiet]]\n"+
+			"       gym report --run-id ID --jaeger URL --prometheus URL [RUN_DIR] [--since D] [--save DIR] [flags]\n\n"+
 			"Reads a run directory (runs/<run id>/: telemetry/*.jsonl, rollouts.jsonl,\n"+
 			"config.yaml) and prints its report: the run and its processes, rollout and\n"+
 			"verify duration distributions, verify success per process and over time,\n"+
@@ -40,6 +50,11 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			"from anywhere, so it can be mailed or archived with the run. The text\n"+
 			"report is still printed unless --quiet is given; with --html - the page\n"+
 			"goes to standard output instead of the text report.\n\n"+
+			"With --jaeger and/or --prometheus the run is read from the backends a\n"+
+			"fleet exported to, by its run id: spans from Jaeger (what the collector\n"+
+			"tier kept), every metric series from Prometheus, each process's in one\n"+
+			"place whichever host it ran on. RUN_DIR, if given, is the head host's run\n"+
+			"directory, whose rollouts, failures and config complete the report.\n\n"+
 			"Exit status: 0 when the report was printed, 1 when the run directory\n"+
 			"cannot be read or the HTML file cannot be written, 2 for a bad command\n"+
 			"line.\n\nFlags:\n")
@@ -50,8 +65,24 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
+	fromBackends := *jaegerURL != "" || *promURL != ""
 	switch {
-	case len(dirs) != 1:
+	case fromBackends && *runID == "":
+		fmt.Fprintln(stderr, "gym report: --jaeger and --prometheus need --run-id")
+		return exitUsage
+	case !fromBackends && (*runID != "" || *save != ""):
+		fmt.Fprintln(stderr, "gym report: --run-id and --save go with --jaeger or --prometheus")
+		return exitUsage
+	case fromBackends && *since <= 0:
+		fmt.Fprintln(stderr, "gym report: --since must be above 0")
+		return exitUsage
+	case fromBackends && !validBase(*jaegerURL):
+		fmt.Fprintf(stderr, "gym report: --jaeger %q: want http://HOST:PORT\n", *jaegerURL)
+		return exitUsage
+	case fromBackends && !validBase(*promURL):
+		fmt.Fprintf(stderr, "gym report: --prometheus %q: want http://HOST:PORT\n", *promURL)
+		return exitUsage
+	case !fromBackends && len(dirs) != 1:
 		fmt.Fprintf(stderr, "gym report: want exactly one run directory, got %d\n", len(dirs))
 		fs.Usage()
 		return exitUsage
@@ -65,9 +96,25 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gym report: --quiet needs --html (it silences the text report in favour of the page)")
 		return exitUsage
 	}
+	dir := ""
+	if len(dirs) == 1 {
+		dir = dirs[0]
+	}
+	if fromBackends {
+		read, cleanup, err := fetchRun(ctx, backends.Options{
+			JaegerURL: *jaegerURL, PrometheusURL: *promURL, RunID: *runID,
+			Since: time.Now().Add(-*since), RunDir: dir,
+		}, *save, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "gym report: %v\n", err)
+			return exitUnreadable
+		}
+		defer cleanup()
+		dir = read
+	}
 	// Only the traces drawn as waterfalls are kept with every span, so a
 	// large run is read in bounded memory.
-	run, err := report.LoadWith(dirs[0], report.LoadOptions{KeepSlowest: *slowest})
+	run, err := report.LoadWith(dir, report.LoadOptions{KeepSlowest: *slowest})
 	if err != nil {
 		fmt.Fprintf(stderr, "gym report: %v\n", err)
 		return exitUnreadable
@@ -101,4 +148,47 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUnreadable
 	}
 	return exitOK
+}
+
+// validBase accepts "" or an http(s) URL with a host.
+func validBase(raw string) bool {
+	if raw == "" {
+		return true
+	}
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// fetchRun reads a run from the backends into save (which must not exist)
+// or a temporary directory, says on stderr what it read, and returns the
+// directory and what removes it (nothing for save).
+func fetchRun(ctx context.Context, opts backends.Options, save string, stderr io.Writer) (string, func(), error) {
+	dir, cleanup := save, func() {}
+	if save == "" {
+		tmp, err := os.MkdirTemp("", "gym-report-")
+		if err != nil {
+			return "", nil, err
+		}
+		dir, cleanup = tmp, func() { _ = os.RemoveAll(tmp) }
+	} else if err := os.Mkdir(save, 0o700); err != nil {
+		return "", nil, fmt.Errorf("--save: %w", err)
+	}
+	st, err := backends.Fetch(ctx, opts, dir)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	fmt.Fprintf(stderr, "gym report: run %s from the backends: %d processes, %d traces (%d spans), %d metric series",
+		opts.RunID, st.Processes, st.Traces, st.Spans, st.Series)
+	if len(st.Copied) > 0 {
+		fmt.Fprintf(stderr, "; %s from %s", strings.Join(st.Copied, ", "), opts.RunDir)
+	}
+	fmt.Fprintln(stderr)
+	if len(st.TraceLimitHit) > 0 {
+		fmt.Fprintf(stderr, "gym report: Jaeger returned the trace limit for %s; it may hold more traces of the run\n", strings.Join(st.TraceLimitHit, ", "))
+	}
+	if save != "" {
+		fmt.Fprintf(stderr, "gym report: saved as a run directory: %s\n", save)
+	}
+	return dir, cleanup, nil
 }

@@ -160,3 +160,23 @@ func TestReportHTMLUnwritable(t *testing.T) {
 		t.Errorf("directory as file: exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestReportFromBackendsUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report", "--jaeger", "http://127.0.0.1:1"}, exitUsage, "need --run-id"},
+		{[]string{"report", "--run-id", "r1", t.TempDir()}, exitUsage, "go with --jaeger or --prometheus"},
+		{[]string{"report", "--prometheus", "localhost:9090", "--run-id", "r1"}, exitUsage, "want http://HOST:PORT"},
+		{[]string{"report", "--jaeger", "http://127.0.0.1:1", "--run-id", "r1", "--since", "0s"}, exitUsage, "--since"},
+		// Nothing listens on port 1: the backend cannot be read.
+		{[]string{"report", "--jaeger", "http://127.0.0.1:1", "--run-id", "r1"}, exitUnreadable, "jaeger http://127.0.0.1:1"},
+	} {
+		code, _, stderr := runGym(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("gym %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
