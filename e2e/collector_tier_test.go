@@ -59,58 +59,9 @@ const tierKeepPercent = 25
 // every failed rollout and a share of the others near the configured one,
 // and that gym_servers_active reaches Prometheus through the tier.
 func TestCollectorTierAcrossHosts(t *testing.T) {
-	otelcol, jaeger := os.Getenv(otelcolBinVar), os.Getenv(jaegerBinVar)
-	prometheus, promErr := exec.LookPath("prometheus")
-	if otelcol == "" || jaeger == "" || promErr != nil {
-		msg := fmt.Sprintf("the collector tier needs $%s, $%s and prometheus on PATH; scripts/collector-tier.sh builds them and runs this test", otelcolBinVar, jaegerBinVar)
-		if os.Getenv(requireTierVar) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab := newNetLab(t, 4)
-	head, hostB, hostC, obs := lab.hosts[0], lab.hosts[1], lab.hosts[2], lab.hosts[3]
-	dir := t.TempDir()
-	base := gymEnv()
-	service := func(h labHost, name string, env []string, argv ...string) *gymProc {
-		p := startProc(t, append(base, env...), &lineLog{}, &lineLog{}, h.inNS(argv...)...)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s (%s) stderr:\n%s", name, h.ns, tail(p.stderr.String(), 25))
-			}
-		})
-		return p
-	}
-
-	// The observability host: Jaeger (OTLP on loopback only), the gateway
-	// in front of it, and Prometheus scraping the gateway every second.
-	service(obs, "jaeger", []string{
-		"JAEGER_OTLP_GRPC=127.0.0.1:14317", "JAEGER_OTLP_HTTP=127.0.0.1:14318",
-		"JAEGER_QUERY_HTTP=127.0.0.1:16686", "JAEGER_QUERY_GRPC=127.0.0.1:16685",
-	}, jaeger, "--config", filepath.Join(root, "tools", "jaeger", "config.yaml"))
-	service(obs, "gateway", []string{
-		"GYM_GATEWAY_OTLP_GRPC=" + obs.ip + ":4317", "GYM_JAEGER_OTLP=127.0.0.1:14317",
-		"GYM_GATEWAY_PROMETHEUS=127.0.0.1:8889", fmt.Sprintf("GYM_TAIL_KEEP_PERCENT=%d", tierKeepPercent),
-		"GYM_TAIL_DECISION_WAIT=3s",
-	}, otelcol, "--config", filepath.Join(root, "deploy", "otel-collector", "gateway.yaml"))
-	promCfg := writeFile(t, filepath.Join(dir, "prometheus.yml"),
-		"global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gateway\n    static_configs: [{targets: ['127.0.0.1:8889']}]\n")
-	service(obs, "prometheus", nil, prometheus, "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address=127.0.0.1:9090")
-	// A collector agent on every fleet host.
-	for _, h := range []labHost{head, hostB, hostC} {
-		service(h, "agent", []string{"GYM_GATEWAYS=[" + obs.ip + ":4317]"},
-			otelcol, "--config", filepath.Join(root, "deploy", "otel-collector", "agent.yaml"))
-	}
-	obsClient := obs.client(10 * time.Second)
-	waitFor(t, time.Minute, "Jaeger and Prometheus to answer", func() bool {
-		return httpOK(obsClient, "http://127.0.0.1:16686/api/services") && httpOK(obsClient, "http://127.0.0.1:9090/-/ready")
-	})
-
+	tr := startTier(t, tierOptions{keepPercent: tierKeepPercent, prometheus: true, decisionWait: "3s"})
+	head, hostB, hostC, obs := tr.head, tr.hostB, tr.hostC, tr.obs
+	dir, service, obsClient := tr.dir, tr.service, tr.obsClient
 	cfgText := strings.NewReplacer("HOST1", head.ip, "HOST2", hostB.ip, "HOST3", hostC.ip).Replace(tierFleet)
 	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), cfgText)
 	headURL := "http://" + head.ip + ":11000"
@@ -236,6 +187,94 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 	_ = fleet.cmd.Process.Signal(syscall.SIGTERM)
 	fleet.wait(t, time.Minute)
 	envModel.wait(t, 45*time.Second)
+}
+
+// tierOptions shape one collector tier.
+type tierOptions struct {
+	// keepPercent is the gateway's GYM_TAIL_KEEP_PERCENT; decisionWait its
+	// GYM_TAIL_DECISION_WAIT.
+	keepPercent  int
+	decisionWait string
+	// prometheus adds Prometheus, scraping the gateway every second.
+	prometheus bool
+}
+
+// tier is a running collector tier on four simulated hosts: the fleet's
+// three (head, hostB, hostC), each with a collector agent, and obs with
+// the gateway, Jaeger and, when asked, Prometheus.
+type tier struct {
+	head, hostB, hostC, obs labHost
+	dir                     string
+	obsClient               *http.Client
+	// agents, gateway and jaeger are the tier's processes.
+	agents          []*gymProc
+	gateway, jaeger *gymProc
+	service         func(h labHost, name string, env []string, argv ...string) *gymProc
+}
+
+// startTier starts a tier, skipping (or, under scripts/collector-tier.sh,
+// failing) the test when its binaries are not there.
+func startTier(t *testing.T, o tierOptions) *tier {
+	t.Helper()
+	otelcol, jaeger := os.Getenv(otelcolBinVar), os.Getenv(jaegerBinVar)
+	prometheus, promErr := exec.LookPath("prometheus")
+	if otelcol == "" || jaeger == "" || o.prometheus && promErr != nil {
+		msg := fmt.Sprintf("the collector tier needs $%s, $%s and prometheus on PATH; scripts/collector-tier.sh builds them and runs this test", otelcolBinVar, jaegerBinVar)
+		if os.Getenv(requireTierVar) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := newNetLab(t, 4)
+	tr := &tier{head: lab.hosts[0], hostB: lab.hosts[1], hostC: lab.hosts[2], obs: lab.hosts[3], dir: t.TempDir()}
+	base := gymEnv()
+	tr.service = func(h labHost, name string, env []string, argv ...string) *gymProc {
+		p := startProc(t, append(base, env...), &lineLog{}, &lineLog{}, h.inNS(argv...)...)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s (%s) stderr:\n%s", name, h.ns, tail(p.stderr.String(), 25))
+			}
+		})
+		return p
+	}
+	// The observability host: Jaeger (OTLP on loopback only) and the
+	// gateway in front of it.
+	tr.jaeger = tr.service(tr.obs, "jaeger", []string{
+		"JAEGER_OTLP_GRPC=127.0.0.1:14317", "JAEGER_OTLP_HTTP=127.0.0.1:14318",
+		"JAEGER_QUERY_HTTP=127.0.0.1:16686", "JAEGER_QUERY_GRPC=127.0.0.1:16685",
+	}, jaeger, "--config", filepath.Join(root, "tools", "jaeger", "config.yaml"))
+	tr.gateway = tr.service(tr.obs, "gateway", []string{
+		"GYM_GATEWAY_OTLP_GRPC=" + tr.obs.ip + ":4317", "GYM_JAEGER_OTLP=127.0.0.1:14317",
+		"GYM_GATEWAY_PROMETHEUS=127.0.0.1:8889", fmt.Sprintf("GYM_TAIL_KEEP_PERCENT=%d", o.keepPercent),
+		"GYM_TAIL_DECISION_WAIT=" + o.decisionWait,
+	}, otelcol, "--config", filepath.Join(root, "deploy", "otel-collector", "gateway.yaml"))
+	ready := []string{"http://127.0.0.1:16686/api/services"}
+	if o.prometheus {
+		promCfg := writeFile(t, filepath.Join(tr.dir, "prometheus.yml"),
+			"global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gateway\n    static_configs: [{targets: ['127.0.0.1:8889']}]\n")
+		tr.service(tr.obs, "prometheus", nil, prometheus, "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(tr.dir, "tsdb"),
+			"--web.listen-address=127.0.0.1:9090")
+		ready = append(ready, "http://127.0.0.1:9090/-/ready")
+	}
+	// A collector agent on every fleet host.
+	for _, h := range []labHost{tr.head, tr.hostB, tr.hostC} {
+		tr.agents = append(tr.agents, tr.service(h, "agent", []string{"GYM_GATEWAYS=[" + tr.obs.ip + ":4317]"},
+			otelcol, "--config", filepath.Join(root, "deploy", "otel-collector", "agent.yaml")))
+	}
+	tr.obsClient = tr.obs.client(10 * time.Second)
+	waitFor(t, time.Minute, "the tier's backends to answer", func() bool {
+		for _, u := range ready {
+			if !httpOK(tr.obsClient, u) {
+				return false
+			}
+		}
+		return true
+	})
+	return tr
 }
 
 // httpOK reports whether GET url answers 200.

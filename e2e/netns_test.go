@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ type labHost struct {
 	ns, ip string
 }
 
+// labs numbers the labs of this test process, so two never share a name.
+var labs atomic.Int32
+
 // newNetLab makes n hosts, 10.199.<k>.1 .. n, on a bridge, and removes
 // every namespace it made (by name) when the test ends. It skips the test
 // with the reason when namespaces cannot be made here.
@@ -43,7 +47,7 @@ func newNetLab(t *testing.T, n int) *netLab {
 	}
 	// A prefix of our own: namespaces of a crashed earlier run, or of a
 	// test running beside this one, are never touched.
-	tag := fmt.Sprintf("gl%d", os.Getpid()%100000)
+	tag := fmt.Sprintf("gl%d-%d", os.Getpid()%100000, labs.Add(1))
 	subnet := fmt.Sprintf("10.199.%d", os.Getpid()%250+1)
 	bridgeNS := tag + "-br"
 	var made []string
