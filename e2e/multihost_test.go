@@ -47,7 +47,9 @@ func TestServersOnOtherHosts(t *testing.T) {
 	lab := newNetLab(t, 3)
 	head, hostB, hostC := lab.hosts[0], lab.hosts[1], lab.hosts[2]
 	dir := t.TempDir()
-	cfgText := strings.NewReplacer("HOST1", head.ip, "HOST2", hostB.ip, "HOST3", hostC.ip).Replace(multiHostFleet)
+	// The peers by host name, resolved on each host, as a cluster's DNS
+	// would; the head by address.
+	cfgText := strings.NewReplacer("HOST1", head.ip, "HOST2", hostB.name, "HOST3", hostC.name).Replace(multiHostFleet)
 	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), cfgText)
 	headURL := "http://" + head.ip + ":11000"
 	env := gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1")
@@ -171,8 +173,8 @@ func TestServersOnOtherHosts(t *testing.T) {
 			return len(got) == 3 && got["arithmetic"]["status"] == "success" && got["policy_model"]["status"] == "success"
 		})
 		for name, h := range map[string]labHost{"policy_model": hostB, "arithmetic": hostC} {
-			if got[name]["host"] != h.ip {
-				t.Errorf("/server_instances: %s host %v, want %s", name, got[name]["host"], h.ip)
+			if got[name]["host"] != h.name {
+				t.Errorf("/server_instances: %s host %v, want %s", name, got[name]["host"], h.name)
 			}
 		}
 

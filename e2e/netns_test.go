@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -26,16 +27,18 @@ type netLab struct {
 	hosts []labHost
 }
 
-// labHost is one simulated host: its namespace and its address.
+// labHost is one simulated host: its namespace, its address and its name,
+// which every host of the lab resolves (its namespace's /etc/hosts).
 type labHost struct {
-	ns, ip string
+	ns, ip, name string
 }
 
 // labs numbers the labs of this test process, so two never share a name.
 var labs atomic.Int32
 
-// newNetLab makes n hosts, 10.199.<k>.1 .. n, on a bridge, and removes
-// every namespace it made (by name) when the test ends. It skips the test
+// newNetLab makes n hosts, 10.199.<k>.1 .. n named gym-host1 .. n, on a
+// bridge, and removes every namespace (by name) and hosts file it made
+// when the test ends. It skips the test
 // with the reason when namespaces cannot be made here.
 func newNetLab(t *testing.T, n int) *netLab {
 	t.Helper()
@@ -93,7 +96,26 @@ func newNetLab(t *testing.T, n int) *netLab {
 		addr := fmt.Sprintf("%s.%d", subnet, i)
 		must(ip("-n", ns, "addr", "add", addr+"/24", "dev", "eth0"))
 		must(ip("-n", ns, "link", "set", "eth0", "up"))
-		lab.hosts = append(lab.hosts, labHost{ns: ns, ip: addr})
+		lab.hosts = append(lab.hosts, labHost{ns: ns, ip: addr, name: fmt.Sprintf("gym-host%d", i)})
+	}
+	// Names: `ip netns exec` puts /etc/netns/<ns>/hosts over /etc/hosts
+	// for what runs in <ns>.
+	hosts := "127.0.0.1 localhost\n::1 localhost\n"
+	for _, h := range lab.hosts {
+		hosts += h.ip + " " + h.name + "\n"
+	}
+	for _, h := range lab.hosts {
+		etc := filepath.Join("/etc/netns", h.ns)
+		if err := os.MkdirAll(etc, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.RemoveAll(etc); err != nil {
+				t.Errorf("remove %s: %v", etc, err)
+			}
+			_ = os.Remove("/etc/netns") // only when no other lab's is left
+		})
+		must(os.WriteFile(filepath.Join(etc, "hosts"), []byte(hosts), 0o644))
 	}
 	return lab
 }
