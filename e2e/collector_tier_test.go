@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -189,12 +190,84 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 	envModel.wait(t, 45*time.Second)
 }
 
+// TestTailSamplingKeepsSlowRollouts checks the gateway's other rule: with
+// no share of the rest kept, exactly the failed rollouts and the slow ones
+// reach Jaeger. Tasks 1-9 fail (panic_on_task_prefix) and tasks 10-19 wait
+// 500 ms in verification (delay_on_task_prefix), twice the 250 ms
+// threshold; the others take milliseconds.
+func TestTailSamplingKeepsSlowRollouts(t *testing.T) {
+	tr := startTier(t, tierOptions{keepPercent: 0, slowMS: 250, decisionWait: "3s"})
+	fleet := strings.NewReplacer("HOST1", tr.head.ip, "HOST2", tr.hostB.ip, "HOST3", tr.hostC.ip,
+		"panic_on_task_prefix: arith-00000", "panic_on_task_prefix: arith-00000, delay_on_task_prefix: arith-00001, delay_ms: 500").Replace(tierFleet)
+	cfg := writeFile(t, filepath.Join(tr.dir, "fleet.yaml"), fleet)
+	env := []string{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_BSP_SCHEDULE_DELAY=200"}
+	headURL := "http://" + tr.head.ip + ":11000"
+	for _, j := range []struct {
+		h    labHost
+		name string
+	}{{tr.hostB, "policy_model"}, {tr.hostC, "arithmetic"}} {
+		tr.service(j.h, j.name, env, gymBin, "serve", "--head", headURL, "--name", j.name, "--runs-dir", filepath.Join(tr.dir, j.name))
+	}
+	const rollouts = 40
+	run := tr.service(tr.head, "gym run", env, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
+		"--concurrency", "4", "--runs-dir", filepath.Join(tr.dir, "runs"), "--quiet")
+	run.wait(t, 4*time.Minute) // exit 1: nine rollouts fail
+	runID := filepath.Base(runDir(t, filepath.Join(tr.dir, "runs")))
+	// Rollout ids are "<task index>-<rollout index>"; task ids start at 1.
+	want := map[string]string{}
+	for i := range 19 {
+		want[fmt.Sprintf("%d-0", i)] = map[bool]string{true: "failed", false: "slow"}[i < 9]
+	}
+	var kept map[string]bool
+	waitFor(t, time.Minute, "Jaeger to hold the failed and the slow rollouts", func() bool {
+		traces, err := jaegerRollouts(tr.obsClient, "http://127.0.0.1:16686", runID)
+		if err != nil {
+			return false
+		}
+		kept = map[string]bool{}
+		for _, x := range traces {
+			for i, s := range x.Spans {
+				if s.OperationName == "gym.rollout" {
+					kept[x.tag(i, "nemo.gym.rollout.id")] = true
+				}
+			}
+		}
+		return len(kept) >= len(want)
+	})
+	time.Sleep(4 * time.Second) // one more decision wait: nothing else may arrive
+	traces, err := jaegerRollouts(tr.obsClient, "http://127.0.0.1:16686", runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept = map[string]bool{}
+	for _, x := range traces {
+		for i, s := range x.Spans {
+			if s.OperationName == "gym.rollout" {
+				kept[x.tag(i, "nemo.gym.rollout.id")] = true
+			}
+		}
+	}
+	for id, why := range want {
+		if !kept[id] {
+			t.Errorf("%s rollout %s not kept", why, id)
+		}
+	}
+	for id := range kept {
+		if want[id] == "" {
+			t.Errorf("rollout %s kept, though neither failed nor slow (the share of the rest is 0)", id)
+		}
+	}
+	t.Logf("kept %d rollouts of %d: the 9 failed and the 10 slow", len(kept), rollouts)
+}
+
 // tierOptions shape one collector tier.
 type tierOptions struct {
 	// keepPercent is the gateway's GYM_TAIL_KEEP_PERCENT; decisionWait its
 	// GYM_TAIL_DECISION_WAIT.
 	keepPercent  int
 	decisionWait string
+	// slowMS is GYM_TAIL_SLOW_MS; 0 leaves the configuration's default.
+	slowMS int
 	// prometheus adds Prometheus, scraping the gateway every second.
 	prometheus bool
 }
@@ -250,7 +323,7 @@ func startTier(t *testing.T, o tierOptions) *tier {
 	tr.gateway = tr.service(tr.obs, "gateway", []string{
 		"GYM_GATEWAY_OTLP_GRPC=" + tr.obs.ip + ":4317", "GYM_JAEGER_OTLP=127.0.0.1:14317",
 		"GYM_GATEWAY_PROMETHEUS=127.0.0.1:8889", fmt.Sprintf("GYM_TAIL_KEEP_PERCENT=%d", o.keepPercent),
-		"GYM_TAIL_DECISION_WAIT=" + o.decisionWait,
+		"GYM_TAIL_DECISION_WAIT=" + o.decisionWait, fmt.Sprintf("GYM_TAIL_SLOW_MS=%d", cmp.Or(o.slowMS, 30000)),
 	}, otelcol, "--config", filepath.Join(root, "deploy", "otel-collector", "gateway.yaml"))
 	ready := []string{"http://127.0.0.1:16686/api/services"}
 	if o.prometheus {

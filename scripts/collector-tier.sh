@@ -2,10 +2,11 @@
 # The multi-host deployment end to end: builds the collector distribution
 # (tools/bin/otelcol, from tools/otelcol) and Jaeger (tools/bin/jaeger),
 # checks that both configurations of deploy/otel-collector/ load, then runs
-# e2e TestCollectorTierAcrossHosts, which starts four simulated hosts
-# (network namespaces: the fleet's three, each with a collector agent, and
-# one with the gateway, Jaeger and Prometheus) and checks traces, tail
-# sampling and gym_servers_active through the tier. Needs root (network
+# e2e TestCollectorTierAcrossHosts and TestTailSamplingKeepsSlowRollouts,
+# which start four simulated hosts (network namespaces: the fleet's three,
+# each with a collector agent, and one with the gateway, Jaeger and
+# Prometheus) and check traces, tail sampling, gym_servers_active and
+# gym report from the backends through the tier. Needs root (network
 # namespaces) and prometheus on PATH (.ci/run installs Debian's).
 #
 #   scripts/collector-tier.sh
@@ -25,4 +26,4 @@ echo "collector-tier: agent.yaml and gateway.yaml load"
 
 cd "$ROOT"
 GYMLENS_REQUIRE_COLLECTOR_TIER=1 GYMLENS_OTELCOL_BIN=$otelcol GYMLENS_JAEGER_BIN=$jaeger \
-  go test -count=1 -timeout 15m -run "${COLLECTOR_TIER_RUN:-TestCollectorTierAcrossHosts}" "$@" ./e2e/
+  go test -count=1 -timeout 15m -run "${COLLECTOR_TIER_RUN:-^(TestCollectorTierAcrossHosts|TestTailSamplingKeepsSlowRollouts)$}" "$@" ./e2e/

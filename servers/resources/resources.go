@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
@@ -43,6 +44,13 @@ type Config struct {
 	// empty, verifying a row whose task_id field starts with it panics
 	// (rows without a task_id never do).
 	PanicOnTaskPrefix string `json:"panic_on_task_prefix,omitempty" yaml:"panic_on_task_prefix,omitempty"`
+	// DelayOnTaskPrefix and DelayMS are a fault injection for tests: when
+	// the prefix is not empty, verifying a row whose task_id starts with
+	// it first waits DelayMS milliseconds (or until the request is
+	// cancelled), making those rollouts slow. DelayMS must be in
+	// [0, 60000], and above 0 only with a prefix.
+	DelayOnTaskPrefix string  `json:"delay_on_task_prefix,omitempty" yaml:"delay_on_task_prefix,omitempty"`
+	DelayMS           float64 `json:"delay_ms,omitempty" yaml:"delay_ms,omitempty"`
 	// WorkMicros is a benchmarking aid: when it is above 0, every
 	// verification first spends about that many microseconds of CPU on a
 	// fixed computation (chained SHA-256), so that load tests see a server
@@ -53,6 +61,9 @@ type Config struct {
 	WorkMicros int `json:"work_us,omitempty" yaml:"work_us,omitempty"`
 }
 
+// maxDelayMS bounds Config.DelayMS: a minute.
+const maxDelayMS = 60_000
+
 // Defaults returns the default configuration, which is the zero value.
 func Defaults() Config { return Config{} }
 
@@ -60,6 +71,12 @@ func Defaults() Config { return Config{} }
 func (c Config) Validate() error {
 	if c.Tolerance < 0 || math.IsNaN(c.Tolerance) || math.IsInf(c.Tolerance, 0) {
 		return fmt.Errorf("resources: tolerance must be a finite number >= 0, got %v", c.Tolerance)
+	}
+	if c.DelayMS < 0 || c.DelayMS > maxDelayMS || math.IsNaN(c.DelayMS) {
+		return fmt.Errorf("resources: delay_ms must be in [0, %d], got %v", maxDelayMS, c.DelayMS)
+	}
+	if c.DelayMS > 0 && c.DelayOnTaskPrefix == "" {
+		return errors.New("resources: delay_ms needs delay_on_task_prefix (the tasks to delay)")
 	}
 	if c.WorkMicros < 0 || c.WorkMicros > maxWorkMicros {
 		return fmt.Errorf("resources: work_us must be in [0, %d], got %d", maxWorkMicros, c.WorkMicros)
@@ -130,9 +147,18 @@ type verifier struct {
 
 // verify scores one answer. It returns an error wrapping
 // ErrExpectedNotNumber when the task cannot be scored.
-func (v *verifier) verify(_ context.Context, req *protocol.VerifyRequest, task Task) (environment.Score, error) {
+func (v *verifier) verify(ctx context.Context, req *protocol.VerifyRequest, task Task) (environment.Score, error) {
 	if v.cfg.PanicOnTaskPrefix != "" && strings.HasPrefix(task.TaskID, v.cfg.PanicOnTaskPrefix) {
 		panic("resources: injected verifier fault")
+	}
+	if v.cfg.DelayMS > 0 && strings.HasPrefix(task.TaskID, v.cfg.DelayOnTaskPrefix) {
+		t := time.NewTimer(time.Duration(v.cfg.DelayMS * float64(time.Millisecond)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return environment.Score{}, ctx.Err()
+		}
 	}
 	if v.workRounds > 0 {
 		doWork(task.TaskID+"\x00"+task.ExpectedAnswer, v.workRounds)

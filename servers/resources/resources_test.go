@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -420,5 +421,40 @@ func TestRegisterAndOptions(t *testing.T) {
 	var mode string
 	if err := json.NewDecoder(res.Body).Decode(&mode); err != nil || mode != protocol.ReverifyStateless {
 		t.Errorf("reverify_mode %q, %v; want stateless", mode, err)
+	}
+}
+
+func TestDelayOnTaskPrefixValidation(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  resources.Config
+		want string
+	}{
+		{resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: -1}, "delay_ms"},
+		{resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: 60_001}, "delay_ms"},
+		{resources.Config{DelayMS: 5}, "needs delay_on_task_prefix"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err %v, want one saying %q", tc.cfg, err, tc.want)
+		}
+	}
+	if err := (resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: 20}).Validate(); err != nil {
+		t.Errorf("a valid delay refused: %v", err)
+	}
+}
+
+// A matching task waits (a timer: it cannot answer sooner), and every task
+// answers as without the delay.
+func TestDelayOnTaskPrefixSlowsMatchingTasks(t *testing.T) {
+	srv := start(t, resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: 200})
+	if status, got, raw := verify(t, srv, row("fast-1", "7"), "The answer is 7."); status != http.StatusOK || got.Reward != 1 {
+		t.Fatalf("fast task: %s", raw)
+	}
+	began := time.Now()
+	status, got, raw := verify(t, srv, row("slow-1", "7"), "The answer is 7.")
+	if status != http.StatusOK || got.Reward != 1 {
+		t.Fatalf("slow task: %s", raw)
+	}
+	if waited := time.Since(began); waited < 200*time.Millisecond {
+		t.Errorf("slow task answered after %s, before its 200 ms delay", waited)
 	}
 }
