@@ -61,16 +61,11 @@ const tierKeepPercent = 25
 // and that gym_servers_active reaches Prometheus through the tier.
 func TestCollectorTierAcrossHosts(t *testing.T) {
 	tr := startTier(t, tierOptions{keepPercent: tierKeepPercent, prometheus: true, decisionWait: "3s"})
-	head, hostB, hostC, obs := tr.head, tr.hostB, tr.hostC, tr.obs
+	head, obs := tr.head, tr.obs
 	dir, service, obsClient := tr.dir, tr.service, tr.obsClient
-	cfgText := strings.NewReplacer("HOST1", head.ip, "HOST2", hostB.ip, "HOST3", hostC.ip).Replace(tierFleet)
-	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), cfgText)
-	headURL := "http://" + head.ip + ":11000"
+	cfg := tr.fleetConfig(t)
 	fleetEnv := []string{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_BSP_SCHEDULE_DELAY=200", "OTEL_METRIC_EXPORT_INTERVAL=1000"}
-	join := func(h labHost, name string) *gymProc {
-		return service(h, name, fleetEnv, gymBin, "serve", "--head", headURL, "--name", name, "--runs-dir", filepath.Join(dir, name))
-	}
-	model, res := join(hostB, "policy_model"), join(hostC, "arithmetic")
+	model, res := tr.join(fleetEnv)
 	const rollouts, failing = 160, 9
 	run := service(head, "gym run", fleetEnv, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
 		"--concurrency", "4", "--runs-dir", filepath.Join(dir, "runs"), "--quiet")
@@ -168,7 +163,7 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 	}
 
 	// Host 3's server killed under gym env start: the gauge drops to 2.
-	envModel, envRes := join(hostB, "policy_model"), join(hostC, "arithmetic")
+	envModel, envRes := tr.join(fleetEnv)
 	fleet := service(head, "gym env start", fleetEnv, gymBin, "env", "start", "--config", cfg, "--runs-dir", filepath.Join(dir, "env-runs"))
 	waitFor(t, 2*time.Minute, "the second fleet to start", func() bool {
 		return strings.Contains(fleet.stdout.String(), "on another host") && strings.Count(fleet.stdout.String(), "\n") >= 5
@@ -197,17 +192,9 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 // threshold; the others take milliseconds.
 func TestTailSamplingKeepsSlowRollouts(t *testing.T) {
 	tr := startTier(t, tierOptions{keepPercent: 0, slowMS: 250, decisionWait: "3s"})
-	fleet := strings.NewReplacer("HOST1", tr.head.ip, "HOST2", tr.hostB.ip, "HOST3", tr.hostC.ip,
-		"panic_on_task_prefix: arith-00000", "panic_on_task_prefix: arith-00000, delay_on_task_prefix: arith-00001, delay_ms: 500").Replace(tierFleet)
-	cfg := writeFile(t, filepath.Join(tr.dir, "fleet.yaml"), fleet)
+	cfg := tr.fleetConfig(t, "panic_on_task_prefix: arith-00000", "panic_on_task_prefix: arith-00000, delay_on_task_prefix: arith-00001, delay_ms: 500")
 	env := []string{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_BSP_SCHEDULE_DELAY=200"}
-	headURL := "http://" + tr.head.ip + ":11000"
-	for _, j := range []struct {
-		h    labHost
-		name string
-	}{{tr.hostB, "policy_model"}, {tr.hostC, "arithmetic"}} {
-		tr.service(j.h, j.name, env, gymBin, "serve", "--head", headURL, "--name", j.name, "--runs-dir", filepath.Join(tr.dir, j.name))
-	}
+	tr.join(env)
 	const rollouts = 40
 	run := tr.service(tr.head, "gym run", env, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
 		"--concurrency", "4", "--runs-dir", filepath.Join(tr.dir, "runs"), "--quiet")
@@ -283,6 +270,24 @@ type tier struct {
 	agents          []*gymProc
 	gateway, jaeger *gymProc
 	service         func(h labHost, name string, env []string, argv ...string) *gymProc
+}
+
+// fleetConfig writes tierFleet for the tier's hosts, with each pair of
+// edits (old, new) applied, and returns its path.
+func (tr *tier) fleetConfig(t *testing.T, edits ...string) string {
+	t.Helper()
+	r := strings.NewReplacer(append([]string{"HOST1", tr.head.ip, "HOST2", tr.hostB.ip, "HOST3", tr.hostC.ip}, edits...)...)
+	return writeFile(t, filepath.Join(tr.dir, "fleet.yaml"), r.Replace(tierFleet))
+}
+
+// join starts the model server on hostB and the resources server on
+// hostC with `gym serve --head`, each with env.
+func (tr *tier) join(env []string) (model, resources *gymProc) {
+	headURL := "http://" + tr.head.ip + ":11000"
+	start := func(h labHost, name string) *gymProc {
+		return tr.service(h, name, env, gymBin, "serve", "--head", headURL, "--name", name, "--runs-dir", filepath.Join(tr.dir, name))
+	}
+	return start(tr.hostB, "policy_model"), start(tr.hostC, "arithmetic")
 }
 
 // startTier starts a tier, skipping (or, under scripts/collector-tier.sh,

@@ -60,23 +60,14 @@ func TestScaleFigures(t *testing.T) {
 
 func measureScale(t *testing.T, c scaleCase, rollouts int) string {
 	tr := startTier(t, tierOptions{keepPercent: c.keepPercent, decisionWait: "2s"})
-	fleet := strings.NewReplacer("HOST1", tr.head.ip, "HOST2", tr.hostB.ip, "HOST3", tr.hostC.ip,
-		"panic_on_task_prefix: arith-00000", "panic_on_task_prefix: none",
-		"exporter: otlp", "exporter: otlp\n  span_groups: "+c.spanGroups).Replace(tierFleet)
-	cfg := writeFile(t, filepath.Join(tr.dir, "fleet.yaml"), fleet)
+	cfg := tr.fleetConfig(t, "panic_on_task_prefix: arith-00000", "panic_on_task_prefix: none",
+		"exporter: otlp", "exporter: otlp\n  span_groups: "+c.spanGroups)
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317"}
 	if c.sampler != "" {
 		env = append(env, "OTEL_TRACES_SAMPLER="+c.sampler, "OTEL_TRACES_SAMPLER_ARG="+c.arg)
 	}
-	headURL := "http://" + tr.head.ip + ":11000"
-	var joined []*gymProc
-	for _, j := range []struct {
-		h    labHost
-		name string
-	}{{tr.hostB, "policy_model"}, {tr.hostC, "arithmetic"}} {
-		joined = append(joined, tr.service(j.h, j.name, env, gymBin, "serve", "--head", headURL, "--name", j.name,
-			"--runs-dir", filepath.Join(tr.dir, j.name)))
-	}
+	model, resources := tr.join(env)
+	joined := []*gymProc{model, resources}
 	collectors := append(append([]*gymProc{}, tr.agents...), tr.gateway, tr.jaeger)
 	// Counted from just before the run to after every export settled,
 	// start-up excluded.
