@@ -11,6 +11,10 @@
 #   SAMPLER=parentbased_traceidratio SAMPLER_ARG=0.01 scripts/bench-fleet.sh
 #                                               # head sampling (OTEL_TRACES_SAMPLER[_ARG])
 #   MODEL_LATENCY_MS=20 scripts/bench-fleet.sh  # a model that takes 20 ms per call
+#   ON_ENV='NEMO_GYM_OTEL_TRACES_ENABLED=0' scripts/bench-fleet.sh
+#                                               # extra VAR=value settings (space-separated) for the
+#                                               # on variant only; every other telemetry variable of
+#                                               # the caller's environment is cleared
 #
 # Targets (TARGET overrides): rollouts/s on/off >= 0.85 with the default
 # preset at full sampling, >= 0.8 with all, >= 0.97 with a sampler argument
@@ -37,8 +41,11 @@ declare -A rates # "variant round" -> rollouts/s
 rate() { # variant round: one gym run, its rollouts/s stored in rates
   local variant=$1 round=$2 out stats="$work/stats/$1-$2" flags=()
   mkdir -p "$stats"
+  local extra=()
   [ "$variant" = off ] && flags=(--no-telemetry)
-  out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
+  # shellcheck disable=SC2206 # ON_ENV is a list of VAR=value words
+  [ "$variant" = on ] && [ -n "${ON_ENV:-}" ] && extra=($ON_ENV)
+  out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" ${extra[@]+"${extra[@]}"} \
     ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run \
     --rollouts "$ROLLOUTS" --concurrency "$CONCURRENCY" --model-latency-ms "$MODEL_LATENCY_MS" --runs-dir "$work/runs" --quiet \
     ${flags[@]+"${flags[@]}"} 2>>"$work/stderr.log")
@@ -64,7 +71,7 @@ target=0.85
 if [ -n "${SAMPLER_ARG:-}" ] && awk -v a="$SAMPLER_ARG" 'BEGIN { exit !(a <= 0.01) }'; then target=0.97; fi
 [ "$MODEL_LATENCY_MS" -ge 10 ] && target=0.99
 target="${TARGET:-$target}"
-awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" -v t="$target" -v mp="$m_paired" -v ml="$MODEL_LATENCY_MS" -v sm="${SAMPLER:-default}${SAMPLER_ARG:+ $SAMPLER_ARG}" 'BEGIN {
+awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" -v t="$target" -v mp="$m_paired" -v ml="$MODEL_LATENCY_MS" -v sm="${SAMPLER:-default}${SAMPLER_ARG:+ $SAMPLER_ARG}${ON_ENV:+, on with $ON_ENV}" 'BEGIN {
   printf "fleet throughput, %d rollouts, span groups %s, model latency %s ms, sampler %s: off %.1f/s, on %.1f/s, ratio on/off %.3f (target >= %s); median of the rounds\x27 own ratios %.3f\n", n, g, ml, sm, off, on, on/off, t, mp }'
 
 # Peak RSS per process: the exit line of each <name>.runstats.

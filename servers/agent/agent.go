@@ -212,13 +212,13 @@ func (a *agent) toolURL(prefix, name string) string {
 
 // prefixes reports whether the calls of a rollout running under ctx carry
 // the rollout-id path prefix: when the fleet's observability_enabled is
-// set, as upstream decides, or when this process exports telemetry and the
+// set, as upstream decides, or when this process exports traces and the
 // rollout's trace was not sampled out, so that the servers a rollout calls
 // (a Python resources server strips the prefix whatever its telemetry)
-// can put the id on their own spans. A sampled-out trace has no spans to
-// put it on.
+// can put the id on their own spans. A sampled-out trace, or a fleet
+// exporting metrics only, has no spans to put it on.
 func (a *agent) prefixes(ctx context.Context) bool {
-	return a.cfg.ObservabilityEnabled || telemetry.Get().IsExporting() && !lens.SampledOut(ctx)
+	return a.cfg.ObservabilityEnabled || telemetry.Get().TracesExporting() && !lens.SampledOut(ctx)
 }
 
 // rolloutPrefix is the path prefix of the calls of a rollout running

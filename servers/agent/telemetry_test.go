@@ -371,3 +371,24 @@ func TestSampledOutRolloutSendsNoPrefix(t *testing.T) {
 		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, n)
 	}
 }
+
+// With traces off (metrics only), a rollout's calls carry no prefix and no
+// rollout id: nothing would record them. Its metrics are still recorded.
+func TestMetricsOnlyRolloutSendsNoPrefix(t *testing.T) {
+	_, reader, _ := telemetryOnEnv(t, "all", map[string]string{lens.PrimaryPrefix + lens.KeyTracesEnabled: "0"})
+	f := newFixture(t, script(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)),
+		response("r2", message("m", "x"))), resourcesOptions{}, agent.Config{})
+	f.run(t, weatherRow)
+	reqs := f.log.all()
+	if len(reqs) != 5 {
+		t.Fatalf("calls %q", f.log.sequence())
+	}
+	for _, r := range reqs {
+		if strings.HasPrefix(r.Sent, "/ng-rollout/") || strings.Contains(r.Baggage, contract.AttrRolloutID) {
+			t.Errorf("%s was sent %q with baggage %q: a rollout prefix or id with traces off", r, r.Sent, r.Baggage)
+		}
+	}
+	if ok, fail, n := rolloutMetrics(t, reader); ok != 1 || fail != 0 || n != 1 {
+		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, n)
+	}
+}
