@@ -73,9 +73,11 @@
 // rollout's calls to the resources server (seed_session, each tool route,
 // verify) and its model calls (/v1/responses) when observability_enabled
 // is true (Config.ObservabilityEnabled, which `gym serve` sets from the
-// fleet config) OR when this process exports telemetry: a fleet that
-// traces then gets the id on the gym.verify span of a Python resources
-// server too, with no key to set. /aggregate_metrics, which belongs to no
+// fleet config) OR when this process exports traces and the rollout's
+// trace was not sampled out: a fleet that traces then gets the id on the
+// gym.verify span of a Python resources server too, with no key to set,
+// and a fleet exporting metrics only, or a dropped trace, pays nothing
+// for an id no span would carry. /aggregate_metrics, which belongs to no
 // rollout, is never prefixed. A prefixed /v1/responses of the agent's own
 // keeps its prefix on the model calls, as upstream's does, and, beyond
 // upstream (whose prefixed /v1/responses has no rollout context), on the
