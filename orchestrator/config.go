@@ -52,6 +52,10 @@ type ServerSpec struct {
 	// are resolved against it and an external server runs in it. Empty
 	// means the orchestrator's working directory.
 	Dir string `yaml:"-" json:"-"`
+	// remote is set when Host is not this machine (see hostIsLocal),
+	// decided once, when the config is checked: the fleet waits for such a
+	// server to join instead of starting it.
+	remote bool
 }
 
 // External reports whether the server runs its own command rather than a
@@ -307,6 +311,7 @@ func (c *Config) validate(fillRefs bool) error {
 			}
 			fixed[spec.MetricsAddr] = inst.Name
 		}
+		spec.remote = !local
 		servers = append(servers, spec)
 	}
 	if err := errors.Join(errs...); err != nil {

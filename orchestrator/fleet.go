@@ -249,11 +249,6 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 		f.abort()
 		return nil, err
 	}
-	remote, err := remoteSpecs(specs)
-	if err != nil {
-		f.abort()
-		return nil, err
-	}
 	// Peers first, then the agents that call them.
 	var first, agents []ServerSpec
 	for _, s := range specs {
@@ -264,7 +259,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 		}
 	}
 	for _, wave := range [][]ServerSpec{first, agents} {
-		if err := f.startWave(ctx, wave, remote); err != nil {
+		if err := f.startWave(ctx, wave); err != nil {
 			f.abort()
 			return nil, err
 		}
@@ -581,11 +576,11 @@ func (f *Fleet) filledSpecs(specs []ServerSpec) ([]ServerSpec, error) {
 	return out, nil
 }
 
-func (f *Fleet) startWave(ctx context.Context, specs []ServerSpec, remote map[string]bool) error {
+func (f *Fleet) startWave(ctx context.Context, specs []ServerSpec) error {
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i, spec := range specs {
-		if remote[spec.Name] {
+		if spec.remote {
 			wg.Go(func() { errs[i] = f.joinRemote(ctx, spec) })
 			continue
 		}

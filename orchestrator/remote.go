@@ -108,25 +108,6 @@ func interfaceIPs() ([]net.IP, error) {
 	return out, nil
 }
 
-// remoteSpecs names the specs whose host is not this machine.
-func remoteSpecs(specs []ServerSpec) (map[string]bool, error) {
-	local, err := interfaceIPs()
-	if err != nil {
-		return nil, fmt.Errorf("orchestrator: this host's addresses: %w", err)
-	}
-	remote := map[string]bool{}
-	for _, s := range specs {
-		ok, err := hostIsLocal(s.Host, local, net.LookupHost)
-		if err != nil {
-			return nil, fmt.Errorf("orchestrator: server %q: %w", s.Name, err)
-		}
-		if !ok {
-			remote[s.Name] = true
-		}
-	}
-	return remote, nil
-}
-
 // JoinCommand is the command that starts the named server on its own
 // host and joins it to this fleet.
 func (f *Fleet) JoinCommand(name string) string {
