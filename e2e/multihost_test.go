@@ -176,6 +176,9 @@ func TestServersOnOtherHosts(t *testing.T) {
 			if got[name]["host"] != h.name {
 				t.Errorf("/server_instances: %s host %v, want %s", name, got[name]["host"], h.name)
 			}
+			if pid, ok := got[name]["pid"]; !ok || pid != nil {
+				t.Errorf("/server_instances: %s pid %v, want null (a process on another host)", name, pid)
+			}
 		}
 
 		killed := time.Now()

@@ -38,7 +38,9 @@ type ServerInstance struct {
 	// ServerType is resources_servers, responses_api_models or
 	// responses_api_agents.
 	ServerType string `json:"server_type"`
-	PID        int    `json:"pid"`
+	// PID is the process id; null for a server on another host, whose
+	// process the head does not know (upstream's field is optional).
+	PID *int `json:"pid"`
 	// StartTime is when the process was spawned, in Unix seconds.
 	StartTime float64 `json:"start_time"`
 	// Status is "success" while the process runs and "connection_error"
@@ -128,11 +130,15 @@ func (f *Fleet) Instances() []ServerInstance {
 		if len(in.Command) > 0 {
 			entry = in.Command[0]
 		}
+		var pid *int
+		if !in.Remote {
+			pid = &in.PID
+		}
 		out = append(out, ServerInstance{
 			ConfigPath: in.Spec.Name, ProcessName: in.Spec.Name,
 			DirPath: in.Dir, Entrypoint: entry,
 			Host: in.Spec.Host, Port: in.Spec.Port, URL: in.URL,
-			Name: in.Spec.Impl, ServerType: in.Spec.Type, PID: in.PID,
+			Name: in.Spec.Impl, ServerType: in.Spec.Type, PID: pid,
 			StartTime:     float64(in.Started.UnixNano()) / 1e9,
 			Status:        status,
 			UptimeSeconds: now.Sub(in.Started).Seconds(),

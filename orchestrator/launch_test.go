@@ -145,7 +145,7 @@ simple_agent:
 	var listed bool
 	for _, in := range f.Instances() {
 		if in.ProcessName == "wallet" {
-			listed = in.PID == w.PID && in.Entrypoint == prog && in.DirPath == dir && in.Name == impl
+			listed = in.PID != nil && *in.PID == w.PID && in.Entrypoint == prog && in.DirPath == dir && in.Name == impl
 		}
 	}
 	if !listed {
