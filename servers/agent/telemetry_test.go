@@ -355,15 +355,7 @@ func TestSampledOutRolloutSendsNoPrefix(t *testing.T) {
 	f := newFixture(t, script(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)),
 		response("r2", message("m", "x"))), resourcesOptions{}, agent.Config{})
 	f.run(t, weatherRow)
-	reqs := f.log.all()
-	if len(reqs) != 5 {
-		t.Fatalf("calls %q", f.log.sequence())
-	}
-	for _, r := range reqs {
-		if strings.HasPrefix(r.Sent, "/ng-rollout/") || strings.Contains(r.Baggage, contract.AttrRolloutID) {
-			t.Errorf("%s was sent %q with baggage %q: a rollout prefix or id for a sampled-out trace", r, r.Sent, r.Baggage)
-		}
-	}
+	wantNoRolloutID(t, f, "for a sampled-out trace")
 	if spans := spansOf(t, f, h, exp); len(spans) != 0 {
 		t.Errorf("%d spans exported from a sampled-out rollout, first %q", len(spans), spans[0].Name)
 	}
@@ -379,16 +371,23 @@ func TestMetricsOnlyRolloutSendsNoPrefix(t *testing.T) {
 	f := newFixture(t, script(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)),
 		response("r2", message("m", "x"))), resourcesOptions{}, agent.Config{})
 	f.run(t, weatherRow)
+	wantNoRolloutID(t, f, "with traces off")
+	if ok, fail, n := rolloutMetrics(t, reader); ok != 1 || fail != 0 || n != 1 {
+		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, n)
+	}
+}
+
+// wantNoRolloutID checks the five calls of the weather rollout carried
+// neither the rollout prefix nor the rollout id in baggage (why says when).
+func wantNoRolloutID(t *testing.T, f *fixture, why string) {
+	t.Helper()
 	reqs := f.log.all()
 	if len(reqs) != 5 {
 		t.Fatalf("calls %q", f.log.sequence())
 	}
 	for _, r := range reqs {
 		if strings.HasPrefix(r.Sent, "/ng-rollout/") || strings.Contains(r.Baggage, contract.AttrRolloutID) {
-			t.Errorf("%s was sent %q with baggage %q: a rollout prefix or id with traces off", r, r.Sent, r.Baggage)
+			t.Errorf("%s was sent %q with baggage %q: a rollout prefix or id %s", r, r.Sent, r.Baggage, why)
 		}
-	}
-	if ok, fail, n := rolloutMetrics(t, reader); ok != 1 || fail != 0 || n != 1 {
-		t.Errorf("rollout metrics success=%d failure=%d durations=%d; want 1, 0, 1", ok, fail, n)
 	}
 }
