@@ -151,13 +151,18 @@ func (e *Environment) observe(ctx context.Context, call func(context.Context) (S
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupVerify) {
 		ctx, span = lens.Start(ctx, telemetry.GroupVerify, contract.SpanVerify)
-		span.SetAttributes(attribute.String(contract.AttrServerName, e.serverName()))
-		id := server.RolloutID(ctx)
-		if id == "" {
-			id = telemetry.RolloutIDFrom(ctx)
-		}
-		if id != "" {
-			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String(contract.AttrServerName, e.serverName()))
+			id := server.RolloutID(ctx)
+			if id == "" {
+				id = telemetry.RolloutIDFrom(ctx)
+			}
+			if id != "" {
+				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+			}
+		} else {
+			// Sampled out: nothing set on it would be kept.
+			span = nil
 		}
 	}
 	defer func() {

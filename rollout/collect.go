@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,11 +71,6 @@ const (
 	spanJob      = contract.SpanJob
 	attrJobTasks = contract.AttrJobTasks
 )
-
-// traceResponseHeader is the W3C Trace Context Level 2 response header
-// ("00-<trace id>-<span id>-<flags>") an agent may answer /run with; the
-// collector records its trace id.
-const traceResponseHeader = "traceresponse"
 
 // Bookkeeping is the collector's record of one rollout, written under
 // KeyBookkeeping into its line.
@@ -522,7 +516,7 @@ func (c *collector) run(ctx context.Context, job pending) {
 		if err == nil && result == nil {
 			err = errors.New("agent answered /run with null")
 		}
-		meta = Bookkeeping{TraceID: cmp.Or(traceIDOf(reply.Header), spanTraceID(reply.Span)), RolloutID: id,
+		meta = Bookkeeping{TraceID: traceIDOf(reply.Header, reply.Span), RolloutID: id,
 			DurationMS: float64(elapsed) / float64(time.Millisecond), AttemptedAt: start.UTC(), Attempts: n + 1}
 		if err == nil {
 			c.record(row, job.agent, result, meta)
@@ -669,30 +663,20 @@ func (c *collector) count(meta Bookkeeping) {
 	c.recorded.Add(1)
 }
 
-// spanTraceID returns the trace id of span, or "" when it has none (the
-// http_client span group is off).
-func spanTraceID(span trace.Span) string {
-	if span == nil {
-		return ""
-	}
-	if id := span.SpanContext().TraceID(); id.IsValid() {
+// traceIDOf is the trace id a /run answer names: its traceresponse
+// header's (the agent's own word), else the trace of the call's CLIENT
+// span; "" when neither has one (an agent without telemetry, called with
+// the http_client span group off).
+func traceIDOf(h http.Header, span trace.Span) string {
+	if id, ok := server.TraceResponseID(h); ok {
 		return id.String()
 	}
+	if span != nil {
+		if id := span.SpanContext().TraceID(); id.IsValid() {
+			return id.String()
+		}
+	}
 	return ""
-}
-
-// traceIDOf returns the trace id of a traceresponse header, or "" when
-// there is no valid one.
-func traceIDOf(h http.Header) string {
-	parts := strings.Split(strings.TrimSpace(h.Get(traceResponseHeader)), "-")
-	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || (parts[0] == "00" && len(parts) != 4) {
-		return ""
-	}
-	id, err := trace.TraceIDFromHex(parts[1])
-	if err != nil || !id.IsValid() {
-		return ""
-	}
-	return id.String()
 }
 
 // truthy reports whether raw is a value Python counts as true: not null,

@@ -287,6 +287,14 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 			c.startAttributes(ctx, span, &tg)
 		}
 		defer func() {
+			if !span.IsRecording() {
+				// Sampled out: nothing set would be kept, and building
+				// the attributes would allocate them for nothing.
+				if keepSpan {
+					reply.Span = span
+				}
+				return
+			}
 			if status := StatusOf(err); status != 0 {
 				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
 			} else if reply.Status != 0 {
@@ -304,10 +312,11 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 		}()
 	}
 
-	var firstByte *time.Time
+	var fb *firstByteClock
 	if call.TimeFirstByte {
-		firstByte = new(time.Time)
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { *firstByte = time.Now() }})
+		fb = new(firstByteClock)
+		fb.trace.GotFirstResponseByte = func() { fb.at = time.Now() }
+		ctx = httptrace.WithClientTrace(ctx, &fb.trace)
 	}
 	var attempt int
 	for {
@@ -329,8 +338,8 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 		}
 	}
 	reply.FirstByte = -1
-	if firstByte != nil && reply.Status != 0 && !firstByte.IsZero() {
-		reply.FirstByte = firstByte.Sub(start)
+	if fb != nil && reply.Status != 0 && !fb.at.IsZero() {
+		reply.FirstByte = fb.at.Sub(start)
 	}
 	if span != nil && attempt > 0 {
 		span.SetAttributes(attribute.Int("http.request.resend_count", attempt))
@@ -340,6 +349,13 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 		return reply, fmt.Errorf("client: POST %s: %w", tg.safe, err)
 	}
 	return reply, nil
+}
+
+// firstByteClock is the client trace of a call whose first answer byte is
+// timed, and the time it saw that byte: one allocation for both.
+type firstByteClock struct {
+	at    time.Time
+	trace httptrace.ClientTrace
 }
 
 // nonRecordingSpan is Reply.Span when the http_client group is off.

@@ -96,3 +96,27 @@ func TestRunStatsOffByDefault(t *testing.T) {
 		t.Fatal("startRunStats started without the directory set")
 	}
 }
+
+func TestMemProfileRateEnv(t *testing.T) {
+	prev := runtime.MemProfileRate
+	t.Cleanup(func() { runtime.MemProfileRate = prev })
+	log := slog.New(slog.DiscardHandler)
+	for _, c := range []struct {
+		value string
+		want  int
+	}{
+		{"", prev},        // unset: the runtime's default stays
+		{"0", prev},       // not positive: ignored
+		{"-3", prev},      // not positive: ignored
+		{"1 k", prev},     // not an integer: ignored
+		{"1", 1},          // every allocation
+		{" 4_096 ", 4096}, // read like every integer of the environment
+	} {
+		runtime.MemProfileRate = prev
+		t.Setenv(MemProfileRateEnv, c.value)
+		setMemProfileRate(log)
+		if runtime.MemProfileRate != c.want {
+			t.Errorf("%s=%q: MemProfileRate %d, want %d", MemProfileRateEnv, c.value, runtime.MemProfileRate, c.want)
+		}
+	}
+}

@@ -29,10 +29,6 @@ const (
 	RouteAggregateMetrics = "POST " + protocol.PathAggregateMetrics
 )
 
-// HeaderTraceResponse is the W3C trace-context response header /run
-// answers with: "00-<trace id>-<span id>-<flags>".
-const HeaderTraceResponse = "traceresponse"
-
 // KeyVerificationSkipped is the member a result answered without
 // verification (Config.SkipVerification) carries, set to true.
 const KeyVerificationSkipped = "verification_skipped"

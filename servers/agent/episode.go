@@ -51,20 +51,23 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 	if lens.Enabled(telemetry.GroupAgent) {
 		var span trace.Span
 		ctx, span = lens.Start(ctx, telemetry.GroupAgent, contract.SpanAgentResponses)
-		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
-		if id != "" {
-			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
-		}
-		if p.Model != nil {
-			span.SetAttributes(attribute.String(contract.AttrGenAIRequestModel, *p.Model))
-		}
-		defer func() {
-			if u := res.response.Usage; err == nil && u != nil {
-				span.SetAttributes(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
-					attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
+		// A sampled-out span keeps nothing: no attributes are built for it.
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
+			if id != "" {
+				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 			}
-			lens.End(span, err)
-		}()
+			if p.Model != nil {
+				span.SetAttributes(attribute.String(contract.AttrGenAIRequestModel, *p.Model))
+			}
+			defer func() {
+				if u := res.response.Usage; err == nil && u != nil {
+					span.SetAttributes(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
+						attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
+				}
+				lens.End(span, err)
+			}()
+		}
 	}
 	// Metrics are decided once per episode; off, no clock is read for
 	// them and no agent name is looked up.

@@ -41,7 +41,12 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupRollout) {
 		ctx, span = lens.Start(ctx, telemetry.GroupRollout, contract.SpanRollout)
-		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
+		} else {
+			// Sampled out: nothing set on it would be kept.
+			span = nil
+		}
 	}
 	setTraceResponse(ctx)
 	defer func() {
@@ -204,13 +209,5 @@ func serverName() string {
 // caller's), so that a caller without telemetry of its own can still
 // learn the rollout's trace id.
 func setTraceResponse(ctx context.Context) {
-	h := server.ResponseHeader(ctx)
-	if h == nil {
-		return
-	}
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return
-	}
-	h.Set(HeaderTraceResponse, "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-"+sc.TraceFlags().String())
+	server.SetTraceResponse(server.ResponseHeader(ctx), trace.SpanContextFromContext(ctx))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -95,9 +96,9 @@ func TestRolloutIsOneTrace(t *testing.T) {
 	spans := spansOf(t, f, h, exp)
 
 	rollout := one(t, spans, contract.SpanRollout, trace.SpanKindUnspecified)
-	m := traceResponse.FindStringSubmatch(ans.header.Get(agent.HeaderTraceResponse))
+	m := traceResponse.FindStringSubmatch(ans.header.Get(server.HeaderTraceResponse))
 	if m == nil || m[1] != rollout.SpanContext.TraceID().String() || m[2] != rollout.SpanContext.SpanID().String() {
-		t.Errorf("traceresponse %q, want 00-%s-%s-01", ans.header.Get(agent.HeaderTraceResponse),
+		t.Errorf("traceresponse %q, want 00-%s-%s-01", ans.header.Get(server.HeaderTraceResponse),
 			rollout.SpanContext.TraceID(), rollout.SpanContext.SpanID())
 	}
 	for _, s := range spans {

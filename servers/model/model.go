@@ -118,20 +118,26 @@ func (h *handler) requestModel() string {
 }
 
 // startSpan starts a model span when the model_call group is on; span is
-// nil otherwise. It carries the server's name, the rollout id when the
+// nil otherwise, and also when the span does not record (its trace was
+// sampled out). It carries the server's name, the rollout id when the
 // request's path prefix or baggage names one, and the GenAI conventions'
 // request attributes.
 func (h *handler) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
 	if !lens.Enabled(telemetry.GroupModelCall) {
 		return ctx, nil
 	}
-	ctx, span := lens.Start(ctx, telemetry.GroupModelCall, name, trace.WithAttributes(
+	ctx, span := lens.Start(ctx, telemetry.GroupModelCall, name)
+	if !span.IsRecording() {
+		// Sampled out: the span is dropped whatever it carries.
+		return ctx, nil
+	}
+	span.SetAttributes(
 		attribute.String(contract.AttrServerName, h.cfg.Name),
 		attribute.String(contract.AttrGenAIOperationName, contract.GenAIOperationChat),
 		attribute.String(contract.AttrGenAIProviderName, h.provider),
 		attribute.String(contract.AttrGenAIRequestModel, h.requestModel()),
 		attribute.String(contract.AttrModelMode, h.mode),
-	))
+	)
 	id := server.RolloutID(ctx)
 	if id == "" {
 		id = telemetry.RolloutIDFrom(ctx)

@@ -265,6 +265,10 @@ func checkChatCompletion(raw []byte) (*ChatCompletion, string) {
 	return &cc, ""
 }
 
+// upstreamClientKind starts the CLIENT span of an upstream call; its
+// attributes are set once the span is known to record.
+var upstreamClientKind = trace.WithSpanKind(trace.SpanKindClient)
+
 // post makes one upstream call and returns the 2xx body. Failures are
 // *server.Error values: 504 when the upstream did not answer in time, 429
 // when it rate-limited us, 502 for anything else (unreachable, a non-2xx
@@ -276,21 +280,23 @@ func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []by
 
 	if lens.Enabled(telemetry.GroupHTTPClient) {
 		var span trace.Span
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, ep.spanName,
-			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(ep.attrs...))
-		id := server.RolloutID(ctx)
-		if id == "" {
-			id = telemetry.RolloutIDFrom(ctx)
-		}
-		if id != "" {
-			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
-		}
-		defer func() {
-			if status != 0 {
-				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, ep.spanName, upstreamClientKind)
+		if span.IsRecording() {
+			span.SetAttributes(ep.attrs...)
+			id := server.RolloutID(ctx)
+			if id == "" {
+				id = telemetry.RolloutIDFrom(ctx)
 			}
-			lens.End(span, err)
-		}()
+			if id != "" {
+				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+			}
+			defer func() {
+				if status != 0 {
+					span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
+				}
+				lens.End(span, err)
+			}()
+		}
 	}
 
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(body))

@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
+	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/server"
+	"github.com/gymlens/gymlens/telemetry"
+)
+
+// BenchmarkSampledOutHop is what one call between two fleet servers costs
+// when its rollout was dropped by head sampling: a Client.Post over
+// loopback, from a context whose span context is valid and not sampled (as
+// in an agent serving such a rollout), to a server route answering {}.
+// Client and server share the process, so each case sets both sides up
+// alike, as every process of a fleet is:
+//
+//   - off: telemetry.Init ran with NEMO_GYM_OTEL_ENABLED=0;
+//   - metrics-only: traces off, metrics to a manual reader;
+//   - sampled-out: the default preset under parentbased_traceidratio 0.01,
+//     spans to a discarding exporter (none reach it), metrics to a manual
+//     reader.
+//
+// Allocation counts are exact; read them, and sampled-out's ns/op against
+// off's from the same run:
+//
+//	go test -run '^$' -bench BenchmarkSampledOutHop -benchmem -count 1 ./server/
+func BenchmarkSampledOutHop(b *testing.B) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+		SpanID:  trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+		Remote:  true,
+	})
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), sc)
+	opts := telemetry.InitOptions{ServerName: "bench", ServerType: contract.ServerTypeResources}
+	for _, mode := range []string{"off", "metrics-only", "sampled-out"} {
+		b.Run(mode, func(b *testing.B) {
+			quietLogs(b)
+			switch mode {
+			case "off":
+				testenv.ClearTelemetry(b)
+				b.Setenv("NEMO_GYM_OTEL_ENABLED", "0")
+				telemetry.ResetForTesting()
+				b.Cleanup(telemetry.ResetForTesting)
+				if _, err := telemetry.Init(opts); err != nil {
+					b.Fatal(err)
+				}
+			case "metrics-only":
+				o := opts
+				o.MetricReader = sdkmetric.NewManualReader()
+				servertest.EnableTelemetryEnv(b, "default", map[string]string{"NEMO_GYM_OTEL_TRACES_ENABLED": "0"}, o)
+			case "sampled-out":
+				o := opts
+				o.MetricReader, o.SpanExporter = sdkmetric.NewManualReader(), discardSpans{}
+				servertest.EnableTelemetryEnv(b, "default", map[string]string{
+					"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.01"}, o)
+			}
+			s := server.New(server.Options{Name: "peer"})
+			var seen trace.SpanContext
+			s.HandleFunc("POST /verify", func(w http.ResponseWriter, r *http.Request) {
+				seen = trace.SpanContextFromContext(r.Context())
+				writeEmptyJSON(w)
+			})
+			base, stop := servertest.Start(b, s)
+			defer stop()
+			client := server.NewClient(server.ClientOptions{})
+			defer client.CloseIdleConnections()
+			body := server.RawJSON(`{"reward":1}`)
+			url := base + "/verify"
+			if _, err := client.Post(ctx, url, body, nil, server.Call{}); err != nil {
+				b.Fatal(err)
+			}
+			// With telemetry on, the server must continue the caller's
+			// trace, still sampled out; with it off it knows none.
+			if on := mode != "off"; on != (seen.TraceID() == sc.TraceID()) || seen.IsSampled() {
+				b.Fatalf("%s: server saw span context %v (sampled %v), want the caller's trace: %v", mode, seen.TraceID(), seen.IsSampled(), on)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := client.Post(ctx, url, body, nil, server.Call{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
