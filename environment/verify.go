@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
@@ -148,21 +147,15 @@ func (e *Environment) verify(ctx context.Context, req protocol.VerifyRequest) (p
 // then handed on to the runtime, which logs it and answers 500.
 func (e *Environment) observe(ctx context.Context, call func(context.Context) (Score, error)) (score Score, err error) {
 	start := time.Now()
-	var span trace.Span
-	if lens.Enabled(telemetry.GroupVerify) {
-		ctx, span = lens.Start(ctx, telemetry.GroupVerify, contract.SpanVerify)
-		if span.IsRecording() {
-			span.SetAttributes(attribute.String(contract.AttrServerName, e.serverName()))
-			id := server.RolloutID(ctx)
-			if id == "" {
-				id = telemetry.RolloutIDFrom(ctx)
-			}
-			if id != "" {
-				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
-			}
-		} else {
-			// Sampled out: nothing set on it would be kept.
-			span = nil
+	ctx, span := lens.StartRecording(ctx, telemetry.GroupVerify, contract.SpanVerify)
+	if span != nil {
+		span.SetAttributes(attribute.String(contract.AttrServerName, e.serverName()))
+		id := server.RolloutID(ctx)
+		if id == "" {
+			id = telemetry.RolloutIDFrom(ctx)
+		}
+		if id != "" {
+			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 		}
 	}
 	defer func() {

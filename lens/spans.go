@@ -124,6 +124,23 @@ func Start(ctx context.Context, g SpanGroup, name string, opts ...trace.SpanStar
 	return live.Load().Tracer().Start(ctx, name, opts...)
 }
 
+// StartRecording is Start for a site that builds what its span carries: it
+// returns a nil span when group g is off and also when the span would not
+// record (its trace was sampled out), so the caller skips attributes,
+// events and End in one test, and a dropped span costs no attribute slice
+// (a variadic SetAttributes allocates its arguments even on a span that
+// keeps nothing). The ctx returned carries the trace context either way.
+func StartRecording(ctx context.Context, g SpanGroup, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !Enabled(g) {
+		return ctx, nil
+	}
+	ctx, span := live.Load().Tracer().Start(ctx, name, opts...)
+	if !span.IsRecording() {
+		return ctx, nil
+	}
+	return ctx, span
+}
+
 // End records err on span (as an exception event and an error status) and
 // ends it.
 func End(span trace.Span, err error) {

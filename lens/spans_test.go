@@ -407,3 +407,31 @@ func TestSafeURL(t *testing.T) {
 		t.Errorf("SafeURL(nil) = %q", got)
 	}
 }
+
+// TestStartRecording: nil for a group that is off and for a span whose
+// trace was sampled out (the context still carries that trace), the
+// recording span otherwise.
+func TestStartRecording(t *testing.T) {
+	p := setupInMemory(t, map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "job"}, lens.Options{})
+	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+	if got, span := lens.StartRecording(ctx, lens.GroupStep, "step.off"); got != ctx || span != nil {
+		t.Errorf("group off: span %v, same context %v; want nil and ctx", span, got == ctx)
+	}
+	dropped := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, Remote: true})
+	dctx := trace.ContextWithRemoteSpanContext(ctx, dropped)
+	got, span := lens.StartRecording(dctx, lens.GroupJob, "job.dropped")
+	if span != nil {
+		t.Errorf("under a sampled-out parent: span %v, want nil", span)
+	}
+	if sc := trace.SpanContextFromContext(got); sc.TraceID() != dropped.TraceID() || sc.IsSampled() {
+		t.Errorf("under a sampled-out parent the context carries %v, want the parent's unsampled trace", sc)
+	}
+	rctx, root := lens.StartRecording(ctx, lens.GroupJob, "job.kept")
+	if root == nil || !root.IsRecording() || trace.SpanFromContext(rctx) != root {
+		t.Fatal("group on: no recording span in the returned context")
+	}
+	root.End()
+	if spans := p.finishedSpans(t); len(spans) != 1 || spans[0].Name != "job.kept" {
+		t.Errorf("exported %v, want only job.kept", spans)
+	}
+}

@@ -48,26 +48,22 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 		m := a.cfg.Model
 		p.Model = &m
 	}
-	if lens.Enabled(telemetry.GroupAgent) {
-		var span trace.Span
-		ctx, span = lens.Start(ctx, telemetry.GroupAgent, contract.SpanAgentResponses)
-		// A sampled-out span keeps nothing: no attributes are built for it.
-		if span.IsRecording() {
-			span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
-			if id != "" {
-				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
-			}
-			if p.Model != nil {
-				span.SetAttributes(attribute.String(contract.AttrGenAIRequestModel, *p.Model))
-			}
-			defer func() {
-				if u := res.response.Usage; err == nil && u != nil {
-					span.SetAttributes(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
-						attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
-				}
-				lens.End(span, err)
-			}()
+	var span trace.Span
+	if ctx, span = lens.StartRecording(ctx, telemetry.GroupAgent, contract.SpanAgentResponses); span != nil {
+		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
+		if id != "" {
+			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 		}
+		if p.Model != nil {
+			span.SetAttributes(attribute.String(contract.AttrGenAIRequestModel, *p.Model))
+		}
+		defer func() {
+			if u := res.response.Usage; err == nil && u != nil {
+				span.SetAttributes(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
+					attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
+			}
+			lens.End(span, err)
+		}()
 	}
 	// Metrics are decided once per episode; off, no clock is read for
 	// them and no agent name is looked up.

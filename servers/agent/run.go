@@ -38,15 +38,9 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 	// The request's SERVER span (a non-recording one without the server
 	// group), which gets the rollout id once the row is read.
 	serverSpan := trace.SpanFromContext(ctx)
-	var span trace.Span
-	if lens.Enabled(telemetry.GroupRollout) {
-		ctx, span = lens.Start(ctx, telemetry.GroupRollout, contract.SpanRollout)
-		if span.IsRecording() {
-			span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
-		} else {
-			// Sampled out: nothing set on it would be kept.
-			span = nil
-		}
+	ctx, span := lens.StartRecording(ctx, telemetry.GroupRollout, contract.SpanRollout)
+	if span != nil {
+		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
 	}
 	setTraceResponse(ctx)
 	defer func() {

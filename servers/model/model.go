@@ -123,12 +123,8 @@ func (h *handler) requestModel() string {
 // request's path prefix or baggage names one, and the GenAI conventions'
 // request attributes.
 func (h *handler) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
-	if !lens.Enabled(telemetry.GroupModelCall) {
-		return ctx, nil
-	}
-	ctx, span := lens.Start(ctx, telemetry.GroupModelCall, name)
-	if !span.IsRecording() {
-		// Sampled out: the span is dropped whatever it carries.
+	ctx, span := lens.StartRecording(ctx, telemetry.GroupModelCall, name)
+	if span == nil {
 		return ctx, nil
 	}
 	span.SetAttributes(

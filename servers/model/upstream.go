@@ -278,25 +278,22 @@ func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []by
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 
-	if lens.Enabled(telemetry.GroupHTTPClient) {
-		var span trace.Span
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, ep.spanName, upstreamClientKind)
-		if span.IsRecording() {
-			span.SetAttributes(ep.attrs...)
-			id := server.RolloutID(ctx)
-			if id == "" {
-				id = telemetry.RolloutIDFrom(ctx)
-			}
-			if id != "" {
-				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
-			}
-			defer func() {
-				if status != 0 {
-					span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
-				}
-				lens.End(span, err)
-			}()
+	var span trace.Span
+	if ctx, span = lens.StartRecording(ctx, telemetry.GroupHTTPClient, ep.spanName, upstreamClientKind); span != nil {
+		span.SetAttributes(ep.attrs...)
+		id := server.RolloutID(ctx)
+		if id == "" {
+			id = telemetry.RolloutIDFrom(ctx)
 		}
+		if id != "" {
+			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+		}
+		defer func() {
+			if status != 0 {
+				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
+			}
+			lens.End(span, err)
+		}()
 	}
 
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(body))
