@@ -38,6 +38,9 @@ type exporterSet struct {
 	console  *fileexport.Sink
 	file     *fileexport.Sink
 	promAddr string
+	// producer, when set, is lens's own aggregation (aggregate.go): every
+	// metric reader built here collects it besides the SDK's instruments.
+	producer sdkmetric.Producer
 }
 
 func newExporterSet(cfg Config, opts Options, res *resource.Resource, closers *[]func(context.Context) error) *exporterSet {
@@ -151,7 +154,11 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 		return []sdkmetric.Reader{s.opts.MetricReader}, nil
 	}
 	periodic := func(e sdkmetric.Exporter) sdkmetric.Reader {
-		return sdkmetric.NewPeriodicReader(e, sdkmetric.WithInterval(s.cfg.MetricExportInterval))
+		opts := []sdkmetric.PeriodicReaderOption{sdkmetric.WithInterval(s.cfg.MetricExportInterval)}
+		if s.producer != nil {
+			opts = append(opts, sdkmetric.WithProducer(s.producer))
+		}
+		return sdkmetric.NewPeriodicReader(e, opts...)
 	}
 	var out []sdkmetric.Reader
 	for _, name := range s.cfg.Exporters {
@@ -240,7 +247,11 @@ func (s *exporterSet) logExporters(ctx context.Context) ([]sdklog.Exporter, erro
 // page shows this process's OpenTelemetry metrics and nothing global.
 func (s *exporterSet) prometheus() (sdkmetric.Reader, error) {
 	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	opts := []otelprom.Option{otelprom.WithRegisterer(reg)}
+	if s.producer != nil {
+		opts = append(opts, otelprom.WithProducer(s.producer))
+	}
+	exp, err := otelprom.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("lens: prometheus exporter: %w", err)
 	}

@@ -30,6 +30,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens/internal/agg"
 	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	// LOCAL_RANK.
 	Rank, WorldSize, LocalRank int
 	// MetricReader, when set, replaces the configured metric exporters.
+	// The contract's synchronous instruments are then the SDK's (lens's
+	// own aggregation reaches only the readers lens builds; see
+	// Instrumenter).
 	MetricReader sdkmetric.Reader
 	// SpanExporter, when set, replaces the configured span exporters
 	// (behind the same batch span processor).
@@ -87,6 +91,10 @@ type Handle struct {
 	lp     *sdklog.LoggerProvider
 	tracer trace.Tracer
 	meter  metric.Meter
+	// agg is lens's own aggregation of the contract's synchronous
+	// histograms and counters, nil when the SDK aggregates them
+	// (aggregate.go).
+	agg *agg.Registry
 	// followsParent: the sampler drops every span under a sampled-out
 	// parent (see followsUnsampledParent and SampledOut).
 	followsParent bool
@@ -466,10 +474,15 @@ func (h *Handle) buildTraces(ctx context.Context, sinks *exporterSet, opts Optio
 }
 
 func (h *Handle) buildMetrics(ctx context.Context, sinks *exporterSet) error {
+	own := newAggregation(h.cfg, sinks.opts)
+	if own != nil {
+		sinks.producer = own
+	}
 	readers, err := sinks.metricReaders(ctx)
 	if err != nil || len(readers) == 0 {
 		return err
 	}
+	h.agg = own
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(h.res)}
 	if v, ok := histogramView(h.cfg); ok {
 		mpOpts = append(mpOpts, sdkmetric.WithView(v))

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -40,8 +39,9 @@ type ingressTelemetry struct {
 	// picked (semconv.go); each instrument is nil when not emitted.
 	conv        httpConventions
 	metrics     bool                    // any of the three below
-	duration    metric.Float64Histogram // http.server.request.duration, s
-	durationOld metric.Float64Histogram // http.server.duration, ms
+	durations   bool                    // either of the two below
+	duration    lens.Histogram[float64] // http.server.request.duration, s
+	durationOld lens.Histogram[float64] // http.server.duration, ms
 	active      *activeTable            // http.server.active_requests
 	origins     originTable             // old conventions: where requests arrived
 }
@@ -58,12 +58,14 @@ func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
 	if h.MetricsExporting() {
 		t.conv = conventionsOf(h.Config())
 		m := h.Meter()
+		ins := h.Instrumenter()
 		if t.conv.new {
-			t.duration = histogram(m, contract.HTTPServerRequestDuration, log)
+			t.duration, t.conv.new = histogram(ins, contract.HTTPServerRequestDuration, log)
 		}
 		if t.conv.old {
-			t.durationOld = histogram(m, contract.HTTPServerDurationOld, log)
+			t.durationOld, t.conv.old = histogram(ins, contract.HTTPServerDurationOld, log)
 		}
+		t.durations = t.conv.new || t.conv.old
 		// Python's ASGI instrumentation counts active requests under
 		// every setting; only the attribute keys follow it. The counts are
 		// atomics read at export time, so a request pays two atomic adds
@@ -76,24 +78,19 @@ func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
 			log.Debug("instrument unavailable", "instrument", in.Name, "err", err)
 			t.active = nil
 		}
-		t.metrics = t.duration != nil || t.durationOld != nil || t.active != nil
+		t.metrics = t.durations || t.active != nil
 	}
 	return t
 }
 
-// histogram creates the contract's histogram name on m, nil on failure.
-func histogram(m metric.Meter, name string, log *slog.Logger) metric.Float64Histogram {
-	in := contract.MustLookup(name)
-	opts := []metric.Float64HistogramOption{metric.WithUnit(in.Unit), metric.WithDescription(in.Description)}
-	if in.Boundaries != nil {
-		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
-	}
-	hist, err := m.Float64Histogram(in.Name, opts...)
+// histogram creates the contract's histogram name; false on failure.
+func histogram(ins lens.Instrumenter, name string, log *slog.Logger) (lens.Histogram[float64], bool) {
+	hist, err := ins.Float64Histogram(name)
 	if err != nil {
-		log.Debug("instrument unavailable", "instrument", in.Name, "err", err)
-		return nil
+		log.Debug("instrument unavailable", "instrument", name, "err", err)
+		return hist, false
 	}
-	return hist
+	return hist, true
 }
 
 // wrap instruments one route. Everything that does not change between
@@ -224,14 +221,14 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		attrBufs.Put(buf)
 		span.End()
 	}
-	if t.duration != nil || t.durationOld != nil {
+	if t.durations {
 		seconds := time.Since(start).Seconds()
 		sets := in.durationSet(kind, status)
-		if t.duration != nil {
-			t.duration.Record(context.Background(), seconds, sets.new...)
+		if t.conv.new {
+			sets.new.Record(seconds)
 		}
-		if t.durationOld != nil {
-			t.durationOld.Record(context.Background(), oldDurationMS(seconds), sets.old...)
+		if t.conv.old {
+			sets.old.Record(oldDurationMS(seconds))
 		}
 	}
 }

@@ -185,11 +185,12 @@ func (k requestKind) key(status int) uint64 {
 	return uint64(status)<<32 | uint64(id)<<16 | uint64(k.method)<<8 | uint64(k.flavor)
 }
 
-// durationSets are the record options of one kind of request and status:
-// one per convention emitted.
+// durationSets are the duration histograms bound to the attribute sets
+// of one kind of request and status: one per convention emitted (the
+// other is the zero value, which records nothing).
 type durationSets struct {
-	new []metric.RecordOption
-	old []metric.RecordOption
+	new lens.BoundHistogram[float64]
+	old lens.BoundHistogram[float64]
 }
 
 // kindOf classifies r for the metrics.
@@ -274,8 +275,8 @@ func (a *activeTable) observe(_ context.Context, o metric.Int64Observer) error {
 	return nil
 }
 
-// durationSet returns the record options of the duration histograms for
-// one kind of request and status, built on the first such request.
+// durationSet returns the bound duration histograms for one kind of
+// request and status, built on the first such request.
 func (in *ingress) durationSet(k requestKind, status int) durationSets {
 	key := k.key(status)
 	if v, ok := in.durations.Load(key); ok {
@@ -297,7 +298,7 @@ func (in *ingress) durationSet(k requestKind, status int) durationSets {
 			if status >= 500 {
 				attrs = append(attrs, attribute.String(contract.AttrErrorType, strconv.Itoa(status)))
 			}
-			s.new = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+			s.new = in.t.duration.Bind(attribute.NewSet(attrs...))
 		}
 		if in.t.conv.old {
 			attrs := []attribute.KeyValue{
@@ -322,7 +323,7 @@ func (in *ingress) durationSet(k requestKind, status int) durationSets {
 			if in.route != "" {
 				attrs = append(attrs, attribute.String(contract.AttrOldHTTPTarget, in.route))
 			}
-			s.old = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+			s.old = in.t.durationOld.Bind(attribute.NewSet(attrs...))
 		}
 		return s, true
 	})

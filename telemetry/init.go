@@ -126,7 +126,7 @@ func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 	}
 	var ins *gym.Instruments
 	if h.MetricsExporting() {
-		if ins, err = gym.New(h.Meter()); err != nil {
+		if ins, err = gym.New(h.Instrumenter()); err != nil {
 			_ = h.Shutdown(context.Background())
 			return nil, nil, fmt.Errorf("telemetry: %w", err)
 		}

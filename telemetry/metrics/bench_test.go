@@ -31,9 +31,14 @@ func benchInit(b *testing.B, on bool, role string) {
 		}
 		return
 	}
+	// A reader lens builds itself, as every process of a fleet has: the
+	// contract's histograms and counters on lens's own aggregation. (A
+	// caller's MetricReader would put them on the SDK's instruments.)
 	b.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
-	b.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
-	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: role, MetricReader: sdkmetric.NewManualReader()}); err != nil {
+	b.Setenv("NEMO_GYM_OTEL_EXPORTER", "prometheus")
+	b.Setenv("NEMO_GYM_OTEL_PROMETHEUS_ADDR", "127.0.0.1:0")
+	b.Setenv("NEMO_GYM_OTEL_TRACES_ENABLED", "0")
+	if _, err := telemetry.Init(telemetry.InitOptions{ServerType: role}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -4,8 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gymlens/gymlens/lens/cowmap"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
+	"github.com/gymlens/gymlens/lens/instruments/gym"
 )
 
 // maxValues is the number of distinct attribute values (or combinations
@@ -13,17 +12,34 @@ import (
 // contract.Other.
 const maxValues = 64
 
-// opts are the ready-made options of one attribute set, as the SDK's
-// Record and Add take them: passing a prebuilt slice with ... costs no
-// allocation, where building the variadic slice at the call would.
-type opts struct {
-	rec []metric.RecordOption
-	add []metric.AddOption
+// binding is what one recorder's attribute sets are bound to (B, a
+// struct of lens.BoundHistogram and lens.BoundCounter values) in the
+// instruments of the current telemetry set-up. The sets are fixed when
+// the binding is built; the bound values are made on the first record
+// with an Instruments value and made again when telemetry was set up
+// anew, so a record is one atomic load and one comparison.
+type binding[B any] struct {
+	bind func(*gym.Instruments) B
+	cur  atomic.Pointer[bound[B]]
 }
 
-func newOpts(set attribute.Set) opts {
-	o := metric.WithAttributeSet(set)
-	return opts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
+type bound[B any] struct {
+	ins *gym.Instruments
+	b   B
+}
+
+func newBinding[B any](bind func(*gym.Instruments) B) *binding[B] {
+	return &binding[B]{bind: bind}
+}
+
+// in returns the bound values in ins.
+func (x *binding[B]) in(ins *gym.Instruments) B {
+	if c := x.cur.Load(); c != nil && c.ins == ins {
+		return c.b
+	}
+	c := &bound[B]{ins: ins, b: x.bind(ins)}
+	x.cur.Store(c)
+	return c.b
 }
 
 // cache maps a recorder's attribute values to what it records with,

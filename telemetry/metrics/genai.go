@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -55,11 +57,12 @@ func genAIOverflow(k genAIKey) genAIKey {
 // genAIOpts are the three attribute sets of one call: the duration's
 // (with error.type) and the token usage's by token type (without it, as
 // the conventions list them).
-type genAIOpts struct {
-	duration, input, output opts
+type genAISeries struct {
+	duration      lens.BoundHistogram[float64]
+	input, output lens.BoundHistogram[int64]
 }
 
-var genAICache = newCache(genAIOverflow, func(k genAIKey) genAIOpts {
+var genAICache = newCache(genAIOverflow, func(k genAIKey) *binding[genAISeries] {
 	var common []attribute.KeyValue
 	str := func(key, v string) {
 		if v != "" {
@@ -74,20 +77,19 @@ var genAICache = newCache(genAIOverflow, func(k genAIKey) genAIOpts {
 	if k.port > 0 {
 		common = append(common, attribute.Int(contract.AttrServerPort, k.port))
 	}
-	with := func(extra attribute.KeyValue) opts {
+	with := func(extra attribute.KeyValue) attribute.Set {
 		kv := append(append([]attribute.KeyValue(nil), common...), extra)
-		return newOpts(attribute.NewSet(kv...))
+		return attribute.NewSet(kv...)
 	}
-	o := genAIOpts{
-		input:  with(attribute.String(contract.AttrGenAITokenType, contract.GenAITokenTypeInput)),
-		output: with(attribute.String(contract.AttrGenAITokenType, contract.GenAITokenTypeOutput)),
-	}
+	input := with(attribute.String(contract.AttrGenAITokenType, contract.GenAITokenTypeInput))
+	output := with(attribute.String(contract.AttrGenAITokenType, contract.GenAITokenTypeOutput))
+	duration := attribute.NewSet(common...)
 	if k.errType != "" {
-		o.duration = with(attribute.String(contract.AttrErrorType, k.errType))
-	} else {
-		o.duration = newOpts(attribute.NewSet(common...))
+		duration = with(attribute.String(contract.AttrErrorType, k.errType))
 	}
-	return o
+	return newBinding(func(ins *gym.Instruments) genAISeries {
+		return genAISeries{ins.GenAIDuration.Bind(duration), ins.GenAITokens.Bind(input), ins.GenAITokens.Bind(output)}
+	})
 })
 
 // RecordGenAI records one GenAI client operation into
@@ -108,13 +110,13 @@ func recordGenAI(c *GenAICall) {
 	defer guard()
 	// The model names may come from an upstream's answer: bounded and
 	// cleaned before they become attribute values.
-	o := genAICache.get(genAIKey{op: c.Operation, provider: c.Provider, reqModel: telemetry.ModelName(c.RequestModel),
-		respModel: telemetry.ModelName(c.ResponseModel), addr: c.ServerAddress, errType: c.ErrorType, port: c.ServerPort})
-	ins.GenAIDuration.Record(background, c.Duration.Seconds(), o.duration.rec...)
+	s := genAICache.get(genAIKey{op: c.Operation, provider: c.Provider, reqModel: telemetry.ModelName(c.RequestModel),
+		respModel: telemetry.ModelName(c.ResponseModel), addr: c.ServerAddress, errType: c.ErrorType, port: c.ServerPort}).in(ins)
+	s.duration.Record(c.Duration.Seconds())
 	if c.InputTokens >= 0 {
-		ins.GenAITokens.Record(background, c.InputTokens, o.input.rec...)
+		s.input.Record(c.InputTokens)
 	}
 	if c.OutputTokens >= 0 {
-		ins.GenAITokens.Record(background, c.OutputTokens, o.output.rec...)
+		s.output.Record(c.OutputTokens)
 	}
 }

@@ -27,12 +27,12 @@ import (
 // make one with NewLimiter. A Limiter is safe for concurrent use.
 type Limiter struct {
 	slots *gym.Slots
-	opts  opts
+	site  *binding[siteSeries]
 }
 
 // NewLimiter returns a limiter of limit slots (at least 1) for site.
 func NewLimiter(site string, limit int) *Limiter {
-	return &Limiter{slots: gym.NewSlots(site, limit), opts: siteOpts.get(site)}
+	return &Limiter{slots: gym.NewSlots(site, limit), site: sites.get(site)}
 }
 
 // Acquire takes a slot, waiting for one as long as ctx allows. It returns
@@ -74,7 +74,7 @@ func (l *Limiter) Release() {
 
 func (l *Limiter) waited(ins *gym.Instruments, d time.Duration) {
 	defer guard()
-	ins.QueueWait.Record(background, ms(d), l.opts.rec...)
+	l.site.in(ins).wait.Record(ms(d))
 }
 
 // cancelled counts an admission ctx ended and returns the error Acquire
@@ -83,7 +83,7 @@ func (l *Limiter) cancelled(ctx context.Context) error {
 	if ins := telemetry.Instruments(); ins != nil {
 		func() {
 			defer guard()
-			ins.AdmissionCancelled.Add(background, 1, l.opts.add...)
+			l.site.in(ins).cancelled.Add(1)
 		}()
 	}
 	return fmt.Errorf("metrics: acquire a %s slot: %w", l.slots.Site(), context.Cause(ctx))

@@ -8,11 +8,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// background is the context every recording uses: the recorders take
-// none, and the SDK reads no exemplar from it with exemplars off.
+// background is the context the measurements recorded through the SDK's
+// own instruments use: the recorders take none.
 var background = context.Background()
 
 // pair is the key of a recorder with two attribute values.
@@ -22,36 +24,63 @@ func otherPair(pair) pair { return pair{contract.Other, contract.Other} }
 
 func otherString(string) string { return contract.Other }
 
-func pairCache(keyA, keyB string) *cache[pair, opts] {
-	return newCache(otherPair, func(p pair) opts {
-		return newOpts(attribute.NewSet(attribute.String(keyA, p.a), attribute.String(keyB, p.b)))
+// pairCache and oneCache bind the set of one or two attribute values with
+// bind.
+func pairCache[B any](keyA, keyB string, bind func(*gym.Instruments, attribute.Set) B) *cache[pair, *binding[B]] {
+	return newCache(otherPair, func(p pair) *binding[B] {
+		set := attribute.NewSet(attribute.String(keyA, p.a), attribute.String(keyB, p.b))
+		return newBinding(func(ins *gym.Instruments) B { return bind(ins, set) })
 	})
 }
 
-func oneCache(key string) *cache[string, opts] {
-	return newCache(otherString, func(v string) opts {
-		return newOpts(attribute.NewSet(attribute.String(key, v)))
+func oneCache[B any](key string, bind func(*gym.Instruments, attribute.Set) B) *cache[string, *binding[B]] {
+	return newCache(otherString, func(v string) *binding[B] {
+		set := attribute.NewSet(attribute.String(key, v))
+		return newBinding(func(ins *gym.Instruments) B { return bind(ins, set) })
 	})
 }
+
+// counterOf binds one fixed set to the counter pick chooses.
+func counterOf(pick func(*gym.Instruments) lens.Counter, kvs ...attribute.KeyValue) *binding[lens.BoundCounter] {
+	set := attribute.NewSet(kvs...)
+	return newBinding(func(ins *gym.Instruments) lens.BoundCounter { return pick(ins).Bind(set) })
+}
+
+type modelCallSeries struct{ duration, firstByte lens.BoundHistogram[float64] }
+
+type agentSeries struct{ turns, turn lens.BoundHistogram[float64] }
+
+type siteSeries struct {
+	wait      lens.BoundHistogram[float64]
+	cancelled lens.BoundCounter
+}
+
+func timeouts(ins *gym.Instruments) lens.Counter { return ins.HTTPTimeouts }
+
+func retries(ins *gym.Instruments) lens.Counter { return ins.HTTPRetries }
 
 var (
-	modelCallOpts = pairCache(contract.AttrModelDialect, contract.AttrServerName)
-	toolCallOpts  = pairCache(contract.AttrToolName, contract.AttrServerName)
-	agentOpts     = oneCache(contract.AttrAgentName)
-	siteOpts      = oneCache(contract.AttrConcurrencySite)
+	modelCalls = pairCache(contract.AttrModelDialect, contract.AttrServerName, func(ins *gym.Instruments, set attribute.Set) modelCallSeries {
+		return modelCallSeries{ins.ModelCallDuration.Bind(set), ins.ModelTimeToFirstByte.Bind(set)}
+	})
+	toolCalls = pairCache(contract.AttrToolName, contract.AttrServerName, func(ins *gym.Instruments, set attribute.Set) lens.BoundHistogram[float64] {
+		return ins.ToolCallDuration.Bind(set)
+	})
+	agents = oneCache(contract.AttrAgentName, func(ins *gym.Instruments, set attribute.Set) agentSeries {
+		return agentSeries{ins.AgentTurnCount.Bind(set), ins.AgentTurnDuration.Bind(set)}
+	})
+	sites = oneCache(contract.AttrConcurrencySite, func(ins *gym.Instruments, set attribute.Set) siteSeries {
+		return siteSeries{ins.QueueWait.Bind(set), ins.AdmissionCancelled.Bind(set)}
+	})
 
-	timeoutInternal = newOpts(attribute.NewSet(attribute.Bool(contract.AttrHTTPInternal, true)))
-	timeoutExternal = newOpts(attribute.NewSet(attribute.Bool(contract.AttrHTTPInternal, false)))
+	timeoutInternal = counterOf(timeouts, attribute.Bool(contract.AttrHTTPInternal, true))
+	timeoutExternal = counterOf(timeouts, attribute.Bool(contract.AttrHTTPInternal, false))
 
-	retryDisconnected = retryReason(contract.RetryServerDisconnected)
-	retryOSError      = retryReason(contract.RetryClientOSError)
-	retryTimeout      = retryReason(contract.RetryTimeout)
-	retryOther        = retryReason(contract.RetryOther)
+	retryDisconnected = counterOf(retries, attribute.String(contract.AttrHTTPRetryReason, contract.RetryServerDisconnected))
+	retryOSError      = counterOf(retries, attribute.String(contract.AttrHTTPRetryReason, contract.RetryClientOSError))
+	retryTimeout      = counterOf(retries, attribute.String(contract.AttrHTTPRetryReason, contract.RetryTimeout))
+	retryOther        = counterOf(retries, attribute.String(contract.AttrHTTPRetryReason, contract.RetryOther))
 )
-
-func retryReason(r string) opts {
-	return newOpts(attribute.NewSet(attribute.String(contract.AttrHTTPRetryReason, r)))
-}
 
 // guard drops a panic from below (the SDK, an exporter's view) so that no
 // recorder ever fails its caller.
@@ -83,10 +112,10 @@ func recordModelCall(dialect, serverName string, total, firstByte time.Duration)
 		return
 	}
 	defer guard()
-	o := modelCallOpts.get(pair{dialect, serverName})
-	ins.ModelCallDuration.Record(background, ms(total), o.rec...)
+	s := modelCalls.get(pair{dialect, serverName}).in(ins)
+	s.duration.Record(ms(total))
 	if firstByte >= 0 {
-		ins.ModelTimeToFirstByte.Record(background, ms(firstByte), o.rec...)
+		s.firstByte.Record(ms(firstByte))
 	}
 }
 
@@ -106,9 +135,9 @@ func recordHTTPTimeout(internal bool) {
 	}
 	defer guard()
 	if internal {
-		ins.HTTPTimeouts.Add(background, 1, timeoutInternal.add...)
+		timeoutInternal.in(ins).Add(1)
 	} else {
-		ins.HTTPTimeouts.Add(background, 1, timeoutExternal.add...)
+		timeoutExternal.in(ins).Add(1)
 	}
 }
 
@@ -127,16 +156,16 @@ func recordHTTPRetry(reason string) {
 		return
 	}
 	defer guard()
-	o := &retryOther
+	b := retryOther
 	switch reason {
 	case contract.RetryServerDisconnected:
-		o = &retryDisconnected
+		b = retryDisconnected
 	case contract.RetryClientOSError:
-		o = &retryOSError
+		b = retryOSError
 	case contract.RetryTimeout:
-		o = &retryTimeout
+		b = retryTimeout
 	}
-	ins.HTTPRetries.Add(background, 1, o.add...)
+	b.in(ins).Add(1)
 }
 
 // RecordAgentTurns records the number of model turns of one episode into
@@ -154,7 +183,7 @@ func recordAgentTurns(agentName string, turns int) {
 		return
 	}
 	defer guard()
-	ins.AgentTurnCount.Record(background, float64(turns), agentOpts.get(agentName).rec...)
+	agents.get(agentName).in(ins).turns.Record(float64(turns))
 }
 
 // RecordAgentTurn records the wall time of one model turn and its tool
@@ -172,7 +201,7 @@ func recordAgentTurn(agentName string, d time.Duration) {
 		return
 	}
 	defer guard()
-	ins.AgentTurnDuration.Record(background, ms(d), agentOpts.get(agentName).rec...)
+	agents.get(agentName).in(ins).turn.Record(ms(d))
 }
 
 // RecordToolCall records the wall time of one tool call into
@@ -190,5 +219,5 @@ func recordToolCall(toolName, serverName string, d time.Duration) {
 		return
 	}
 	defer guard()
-	ins.ToolCallDuration.Record(background, ms(d), toolCallOpts.get(pair{toolName, serverName}).rec...)
+	toolCalls.get(pair{toolName, serverName}).in(ins).Record(ms(d))
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens"
 )
 
 // Kind says what one Measurement is.
@@ -45,41 +46,43 @@ var ErrInvalidValue = errors.New("gym: invalid measurement")
 // Instruments are the instruments of the contract's catalogue on one
 // meter, with the tallies behind the observable ones. The synchronous
 // instruments of the attributed catalogue are exported fields: the
-// recorders in telemetry/metrics record into them with precomputed
-// attribute sets.
+// recorders in telemetry/metrics bind them to their attribute sets once
+// and record through the bound values.
 type Instruments struct {
-	rolloutDuration metric.Float64Histogram
-	verifyDuration  metric.Float64Histogram
+	rolloutDuration lens.BoundHistogram[float64] // no attributes
+	verifyDuration  lens.BoundHistogram[float64] // no attributes
 	// requestDuration is declared and deliberately never recorded.
-	requestDuration metric.Float64Histogram
+	requestDuration lens.Histogram[float64]
 	serversActive   metric.Int64Gauge
 	successRate     metric.Float64ObservableGauge
 	verifyCalls     metric.Int64ObservableCounter
 
 	// RolloutCompleted is gym.rollout.completed_total.
-	RolloutCompleted metric.Int64Counter
+	RolloutCompleted lens.Counter
+	// rolloutSucceeded and rolloutFailed are RolloutCompleted by outcome.
+	rolloutSucceeded, rolloutFailed lens.BoundCounter
 	// QueueWait is gym.concurrency.queue_wait_duration_ms.
-	QueueWait metric.Float64Histogram
+	QueueWait lens.Histogram[float64]
 	// AdmissionCancelled is gym.concurrency.admission_cancelled_total.
-	AdmissionCancelled metric.Int64Counter
+	AdmissionCancelled lens.Counter
 	// ModelCallDuration is gym.model.call_duration_ms.
-	ModelCallDuration metric.Float64Histogram
+	ModelCallDuration lens.Histogram[float64]
 	// ModelTimeToFirstByte is gym.model.time_to_first_byte_ms.
-	ModelTimeToFirstByte metric.Float64Histogram
+	ModelTimeToFirstByte lens.Histogram[float64]
 	// HTTPTimeouts is gym.http.timeout_total.
-	HTTPTimeouts metric.Int64Counter
+	HTTPTimeouts lens.Counter
 	// HTTPRetries is gym.http.retry_total.
-	HTTPRetries metric.Int64Counter
+	HTTPRetries lens.Counter
 	// AgentTurnCount is gym.agent.turn_count.
-	AgentTurnCount metric.Float64Histogram
+	AgentTurnCount lens.Histogram[float64]
 	// AgentTurnDuration is gym.agent.turn_duration_ms.
-	AgentTurnDuration metric.Float64Histogram
+	AgentTurnDuration lens.Histogram[float64]
 	// ToolCallDuration is gym.tool.call_duration_ms.
-	ToolCallDuration metric.Float64Histogram
+	ToolCallDuration lens.Histogram[float64]
 	// GenAIDuration is gen_ai.client.operation.duration.
-	GenAIDuration metric.Float64Histogram
+	GenAIDuration lens.Histogram[float64]
 	// GenAITokens is gen_ai.client.token.usage.
-	GenAITokens metric.Int64Histogram
+	GenAITokens lens.Histogram[int64]
 
 	concLimit     metric.Int64ObservableGauge
 	concActive    metric.Int64ObservableUpDownCounter
@@ -96,50 +99,32 @@ var (
 	verifySuccess = metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrVerifyOutcome, contract.OutcomeSuccess)))
 	verifyFailure = metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrVerifyOutcome, contract.OutcomeFailure)))
 
-	rolloutSuccess = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrRolloutOutcome, contract.OutcomeSuccess)))}
-	rolloutFailure = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(contract.AttrRolloutOutcome, contract.OutcomeFailure)))}
+	rolloutSuccess = attribute.NewSet(attribute.String(contract.AttrRolloutOutcome, contract.OutcomeSuccess))
+	rolloutFailure = attribute.NewSet(attribute.String(contract.AttrRolloutOutcome, contract.OutcomeFailure))
 )
 
 // builder creates instruments from their contract entries and collects
 // the errors.
 type builder struct {
+	i    lens.Instrumenter
 	m    metric.Meter
 	errs []error
 }
 
-func (b *builder) f64Hist(name string) metric.Float64Histogram {
-	in := contract.MustLookup(name)
-	opts := []metric.Float64HistogramOption{metric.WithDescription(in.Description)}
-	if in.Unit != "" {
-		opts = append(opts, metric.WithUnit(in.Unit))
-	}
-	// Without boundaries the reader's default applies (the SDK's default
-	// explicit buckets, contract.DefaultBucketsMS), as upstream.
-	if in.Boundaries != nil {
-		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
-	}
-	h, err := b.m.Float64Histogram(in.Name, opts...)
+func (b *builder) hist(name string) lens.Histogram[float64] {
+	h, err := b.i.Float64Histogram(name)
 	b.errs = append(b.errs, err)
 	return h
 }
 
-func (b *builder) i64Hist(name string) metric.Int64Histogram {
-	in := contract.MustLookup(name)
-	opts := []metric.Int64HistogramOption{metric.WithDescription(in.Description)}
-	if in.Unit != "" {
-		opts = append(opts, metric.WithUnit(in.Unit))
-	}
-	if in.Boundaries != nil {
-		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
-	}
-	h, err := b.m.Int64Histogram(in.Name, opts...)
+func (b *builder) intHist(name string) lens.Histogram[int64] {
+	h, err := b.i.Int64Histogram(name)
 	b.errs = append(b.errs, err)
 	return h
 }
 
-func (b *builder) counter(name string) metric.Int64Counter {
-	in := contract.MustLookup(name)
-	c, err := b.m.Int64Counter(in.Name, metric.WithDescription(in.Description), metric.WithUnit(in.Unit))
+func (b *builder) counter(name string) lens.Counter {
+	c, err := b.i.Int64Counter(name)
 	b.errs = append(b.errs, err)
 	return c
 }
@@ -187,34 +172,37 @@ func (b *builder) intGauge(name string) metric.Int64Gauge {
 	return g
 }
 
-// New creates the instruments on m and registers the callbacks that
-// export the tallies, the concurrency limiters' state and (where the
-// platform allows) the process tree's memory and CPU. Create them once per
-// meter (the telemetry package does so at start-up); New is safe to call
-// concurrently, and the SDK hands back the same underlying instruments for
-// the same meter.
-func New(m metric.Meter) (*Instruments, error) {
-	b := &builder{m: m}
+// New creates the instruments with in (the synchronous ones through its
+// aggregation, the asynchronous ones on its meter) and registers the
+// callbacks that export the tallies, the concurrency limiters' state and
+// (where the platform allows) the process tree's memory and CPU. Create
+// them once per process (the telemetry package does so at start-up); New
+// is safe to call concurrently, and a second call gets the same
+// underlying instruments.
+func New(in lens.Instrumenter) (*Instruments, error) {
+	m := in.Meter()
+	b := &builder{i: in, m: m}
+	rollout, verify := b.hist(contract.RolloutDuration), b.hist(contract.VerifyDuration)
 	i := &Instruments{
-		rolloutDuration: b.f64Hist(contract.RolloutDuration),
-		verifyDuration:  b.f64Hist(contract.VerifyDuration),
-		requestDuration: b.f64Hist(contract.ServerRequestDuration),
+		rolloutDuration: rollout.Bind(attribute.NewSet()),
+		verifyDuration:  verify.Bind(attribute.NewSet()),
+		requestDuration: b.hist(contract.ServerRequestDuration),
 		serversActive:   b.intGauge(contract.ServersActive),
 		successRate:     b.obsFloatGauge(contract.VerifySuccessRate),
 		verifyCalls:     b.obsCounter(contract.VerifyCalls),
 
 		RolloutCompleted:     b.counter(contract.RolloutCompleted),
-		QueueWait:            b.f64Hist(contract.ConcurrencyQueueWait),
+		QueueWait:            b.hist(contract.ConcurrencyQueueWait),
 		AdmissionCancelled:   b.counter(contract.ConcurrencyAdmissionCanc),
-		ModelCallDuration:    b.f64Hist(contract.ModelCallDuration),
-		ModelTimeToFirstByte: b.f64Hist(contract.ModelTimeToFirstByte),
+		ModelCallDuration:    b.hist(contract.ModelCallDuration),
+		ModelTimeToFirstByte: b.hist(contract.ModelTimeToFirstByte),
 		HTTPTimeouts:         b.counter(contract.HTTPTimeouts),
 		HTTPRetries:          b.counter(contract.HTTPRetries),
-		AgentTurnCount:       b.f64Hist(contract.AgentTurnCount),
-		AgentTurnDuration:    b.f64Hist(contract.AgentTurnDuration),
-		ToolCallDuration:     b.f64Hist(contract.ToolCallDuration),
-		GenAIDuration:        b.f64Hist(contract.GenAIOperationDuration),
-		GenAITokens:          b.i64Hist(contract.GenAITokenUsage),
+		AgentTurnCount:       b.hist(contract.AgentTurnCount),
+		AgentTurnDuration:    b.hist(contract.AgentTurnDuration),
+		ToolCallDuration:     b.hist(contract.ToolCallDuration),
+		GenAIDuration:        b.hist(contract.GenAIOperationDuration),
+		GenAITokens:          b.intHist(contract.GenAITokenUsage),
 
 		concLimit:     b.obsIntGauge(contract.ConcurrencyLimit),
 		concActive:    b.obsUpDown(contract.ConcurrencyActive),
@@ -230,6 +218,8 @@ func New(m metric.Meter) (*Instruments, error) {
 	if err := errors.Join(b.errs...); err != nil {
 		return nil, fmt.Errorf("gym: create instruments: %w", err)
 	}
+	i.rolloutSucceeded = i.RolloutCompleted.Bind(rolloutSuccess)
+	i.rolloutFailed = i.RolloutCompleted.Bind(rolloutFailure)
 	reg, err := m.RegisterCallback(i.observeTallies, i.successRate, i.verifyCalls)
 	if err != nil {
 		return nil, fmt.Errorf("gym: register callback: %w", err)
@@ -306,16 +296,16 @@ func (i *Instruments) Record(ctx context.Context, m Measurement) error {
 	}
 	switch m.Kind {
 	case KindRolloutDuration:
-		i.rolloutDuration.Record(ctx, m.Value)
+		i.rolloutDuration.Record(m.Value)
 	case KindRollout:
-		i.rolloutDuration.Record(ctx, m.Value)
+		i.rolloutDuration.Record(m.Value)
 		if m.Succeeded {
-			i.RolloutCompleted.Add(ctx, 1, rolloutSuccess...)
+			i.rolloutSucceeded.Add(1)
 		} else {
-			i.RolloutCompleted.Add(ctx, 1, rolloutFailure...)
+			i.rolloutFailed.Add(1)
 		}
 	case KindVerify:
-		i.verifyDuration.Record(ctx, m.Value)
+		i.verifyDuration.Record(m.Value)
 		i.verify.Add(m.Succeeded)
 	case KindServersActive:
 		if m.Value > math.MaxInt64 {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/instruments/gym"
 )
 
@@ -19,7 +20,7 @@ func newMeter(t testing.TB) (*sdkmetric.ManualReader, *gym.Instruments) {
 	r := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	ins, err := gym.New(mp.Meter("test"))
+	ins, err := gym.New(lens.OnMeter(mp.Meter("test")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestNewTwiceOnOneMeterShareInstruments(t *testing.T) {
 	for i := range ins {
 		wg.Go(func() {
 			var err error
-			if ins[i], err = gym.New(m); err != nil {
+			if ins[i], err = gym.New(lens.OnMeter(m)); err != nil {
 				t.Error(err)
 			}
 		})

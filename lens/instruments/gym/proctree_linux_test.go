@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/lens"
 )
 
 // startChild starts `sleep 30` and kills it, by its pid, when the test
@@ -98,7 +99,7 @@ func TestProcessTreeGaugesThroughManualReader(t *testing.T) {
 	r := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	ins, err := New(mp.Meter(contract.MeterScope))
+	ins, err := New(lens.OnMeter(mp.Meter(contract.MeterScope)))
 	if err != nil {
 		t.Fatal(err)
 	}
