@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -150,6 +151,14 @@ func TestAggregateMetricsEdgeCases(t *testing.T) {
 	}
 	if status, _ := servertest.PostRaw(t, base+"/aggregate_metrics", `{"verify_responses":[1]}`); status != http.StatusUnprocessableEntity {
 		t.Errorf("a response that is not an object: %d, want 422", status)
+	}
+	// A whole collection in one body, as the collector sends it: more than
+	// the server's own decoded-size budget takes (five objects an entry,
+	// each charged 4 KiB, 200 MB for the run).
+	entry := `{"reward":1,"task_index":3,"response":{"usage":{"input_tokens":9,"output_tokens":4,"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}}}`
+	whole := `{"verify_responses":[` + strings.Repeat(entry+",", 9999) + entry + `]}`
+	if status, raw := servertest.PostRaw(t, base+"/aggregate_metrics", whole); status != http.StatusOK {
+		t.Errorf("a run of 10000 results: %d %.200s", status, raw)
 	}
 }
 

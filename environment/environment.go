@@ -162,7 +162,7 @@ func (e *Environment) Register(s *server.Server) error {
 	}
 	server.Handle(s, "POST "+protocol.PathSeedSession, e.seedSession)
 	server.Handle(s, "POST "+protocol.PathVerify, e.verify)
-	server.Handle(s, "POST "+protocol.PathAggregateMetrics, e.aggregateMetrics)
+	server.Handle(s, "POST "+protocol.PathAggregateMetrics, e.aggregateMetrics, server.BulkBody())
 	mode, _ := json.Marshal(e.reverify)
 	s.HandleFunc("GET "+protocol.PathReverifyMode, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

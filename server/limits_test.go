@@ -423,3 +423,36 @@ func TestApplyEnv(t *testing.T) {
 		seen[s.Key] = true
 	}
 }
+
+// A BulkBody route takes the body of a whole collection's results (as
+// /aggregate_metrics gets it: one entry per rollout, each a few nested
+// objects) that the server's own limits refuse; an ordinary route on the
+// same server still refuses it, and a bomb still fails on the bulk route.
+func TestBulkBodyTakesAWholeRun(t *testing.T) {
+	const body, decoded = 64 << 10, 256 << 10 // small limits: a small test body is "a whole run"
+	s := server.New(server.Options{Name: "bulk", MaxBodyBytes: body, MaxDecodedBytes: decoded})
+	count := func(_ context.Context, req protocol.AggregateMetricsRequest) (echoResp, error) {
+		return echoResp{Greeting: fmt.Sprint(len(req.VerifyResponses))}, nil
+	}
+	server.Handle(s, "POST /bulk", count, server.BulkBody())
+	server.Handle(s, "POST /plain", count)
+	url := start(t, s)
+
+	entry := `{"reward":1.0,"task_index":7,"rollout_index":0,"response":{"usage":{"input_tokens":12,"output_tokens":30,` +
+		`"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}},"extracted_answer":"42"}`
+	n := 2 * decoded / server.Estimate([]byte(entry+",")) // twice the server's own budget
+	run := `{"verify_responses":[` + strings.Repeat(entry+",", int(n)-1) + entry + `]}`
+	if server.Estimate([]byte(run)) <= decoded || int64(len(run)) > body*server.BulkFactor {
+		t.Fatalf("test body: %d bytes charged %d; want a charge over %d and a size under %d", len(run), server.Estimate([]byte(run)), decoded, body*server.BulkFactor)
+	}
+	if status, answer := post(t, url+"/bulk", run); status != http.StatusOK || !strings.Contains(answer, fmt.Sprintf(`"%d"`, n)) {
+		t.Fatalf("bulk route, %d entries: %d %.200s; want 200 counting them", n, status, answer)
+	}
+	if status, answer := post(t, url+"/plain", run); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("ordinary route, the same body: %d %.200s; want 413", status, answer)
+	}
+	bomb := `{"verify_responses":[` + strings.Repeat(`{},`, body*server.BulkFactor/3-100) + `{}]}`
+	if status, answer := post(t, url+"/bulk", bomb); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("bulk route, %d-byte bomb: %d %.200s; want 413", len(bomb), status, answer)
+	}
+}

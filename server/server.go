@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -175,6 +176,38 @@ func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
 	})
 }
 
+// RouteOption changes how Handle serves one route.
+type RouteOption func(*routeLimits)
+
+// routeLimits are one route's body limit and decoded-size budget.
+type routeLimits struct{ body, decoded int64 }
+
+// BulkFactor is how many times the server's body limit and decoded-size
+// budget a BulkBody route takes.
+const BulkFactor = 64
+
+// BulkBody is for a route whose body carries a whole run's records at
+// once, as /aggregate_metrics takes every verify result of a collection
+// in one request (upstream's collector sends them so, and its servers set
+// no limit). Its body limit and decoded-size budget are BulkFactor times
+// the server's (512 MiB and 8 GiB by default, room for hundreds of
+// thousands of results), where the server's own budget stops such a body
+// at a few thousand. A budget switched off stays off.
+func BulkBody() RouteOption {
+	return func(l *routeLimits) { l.body, l.decoded = scaleLimit(l.body), scaleLimit(l.decoded) }
+}
+
+// scaleLimit is n*BulkFactor, saturating; n <= 0 (off) stays as it is.
+func scaleLimit(n int64) int64 {
+	switch {
+	case n <= 0:
+		return n
+	case n > math.MaxInt64/BulkFactor:
+		return math.MaxInt64
+	}
+	return n * BulkFactor
+}
+
 // register adds a route whose handler starts its own write timeout.
 func (s *Server) register(pattern string, h http.HandlerFunc) {
 	s.mu.Lock()
@@ -195,8 +228,14 @@ func (s *Server) register(pattern string, h http.HandlerFunc) {
 // as it is); an *Error it returns sets the status, a
 // *protocol.ValidationError gives 422, any other error or a panic gives
 // 500.
-func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, Req) (Resp, error)) {
-	limit, budget := s.opts.MaxBodyBytes, s.opts.MaxDecodedBytes
+//
+// opts change the route's limits (BulkBody).
+func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, Req) (Resp, error), opts ...RouteOption) {
+	l := routeLimits{body: s.opts.MaxBodyBytes, decoded: s.opts.MaxDecodedBytes}
+	for _, o := range opts {
+		o(&l)
+	}
+	limit, budget := l.body, l.decoded
 	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
 		var req Req
 		if err := decode(w, r, limit, budget, &req); err != nil {

@@ -149,7 +149,7 @@ func Register(s *server.Server, cfg Config, client *server.Client) error {
 	server.Handle(s, RouteResponses, a.responsesHandler(noPrefix))
 	server.Handle(s, RouteRolloutResponses, a.responsesHandler(rolloutPrefix))
 	server.Handle(s, RouteCaptureResponses, a.responsesHandler(capturePrefix))
-	server.Handle(s, RouteAggregateMetrics, a.aggregateMetrics)
+	server.Handle(s, RouteAggregateMetrics, a.aggregateMetrics, server.BulkBody())
 	return nil
 }
 

@@ -111,6 +111,16 @@ func TestAggregateMetricsForwarded(t *testing.T) {
 	}
 	sameJSON(t, "forwarded empty body", object(t, f.log.to("resources", "/aggregate_metrics")[1].Body), value(t, `{"verify_responses":[]}`))
 
+	// A collection's results arrive in one body, which the server's own
+	// decoded-size budget (DefaultMaxDecodedBytes) would refuse: five
+	// objects an entry, each charged 4 KiB, 200 MB for the run.
+	entry := `{"reward":1,"task_index":3,"response":{"usage":{"input_tokens":9,"output_tokens":4,"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}}}`
+	const n = 10000
+	whole := `{"verify_responses":[` + strings.Repeat(entry+",", n-1) + entry + `]}`
+	if a := post(t, f.agentURL+"/aggregate_metrics", whole); a.status != http.StatusOK {
+		t.Fatalf("a run of %d results: status %d: %.200s", n, a.status, a.body)
+	}
+
 	failing := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{aggregateStatus: 500}, agent.Config{})
 	if a := post(t, failing.agentURL+"/aggregate_metrics", body); a.status != http.StatusInternalServerError {
 		t.Errorf("resources 500: status %d (%s), want 500", a.status, a.body)
