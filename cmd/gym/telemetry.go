@@ -147,29 +147,31 @@ var serverTypes = []string{
 // checkReport is everything "gym telemetry check" prints. The text output
 // and the JSON output are two renderings of it.
 type checkReport struct {
-	ConfigFile      string           `json:"config_file"`
-	YAMLBlock       bool             `json:"yaml_block"`
-	Settings        []settingReport  `json:"settings"`
-	SpanGroups      []string         `json:"span_groups"`
-	Exporters       []string         `json:"exporters"`
-	Signals         []string         `json:"signals"`
-	Sampler         lens.SamplerInfo `json:"sampler"`
-	OTLPProtocols   otlpProtocols    `json:"otlp_protocols"`
-	Resource        map[string]any   `json:"resource"`
-	ServiceName     string           `json:"service_name"`
-	ServerName      string           `json:"server_name"`
-	ServerType      string           `json:"server_type"`
-	Rank            int              `json:"rank"`
-	WorldSize       int              `json:"world_size"`
-	LocalRank       int              `json:"local_rank"`
-	RankOrigin      string           `json:"rank_origin"`
-	WorldSizeOrigin string           `json:"world_size_origin"`
-	LocalRankOrigin string           `json:"local_rank_origin"`
-	ExportStrategy  string           `json:"export_strategy"`
-	StrategyExports bool             `json:"strategy_selects_rank"`
-	Enabled         bool             `json:"enabled"`
-	Export          bool             `json:"export"`
-	Reason          string           `json:"reason,omitempty"`
+	ConfigFile    string           `json:"config_file"`
+	YAMLBlock     bool             `json:"yaml_block"`
+	Settings      []settingReport  `json:"settings"`
+	SpanGroups    []string         `json:"span_groups"`
+	Exporters     []string         `json:"exporters"`
+	Signals       []string         `json:"signals"`
+	Sampler       lens.SamplerInfo `json:"sampler"`
+	OTLPProtocols otlpProtocols    `json:"otlp_protocols"`
+	// MetricAggregation is lens.DescribeMetricAggregation's answer.
+	MetricAggregation string         `json:"metric_aggregation"`
+	Resource          map[string]any `json:"resource"`
+	ServiceName       string         `json:"service_name"`
+	ServerName        string         `json:"server_name"`
+	ServerType        string         `json:"server_type"`
+	Rank              int            `json:"rank"`
+	WorldSize         int            `json:"world_size"`
+	LocalRank         int            `json:"local_rank"`
+	RankOrigin        string         `json:"rank_origin"`
+	WorldSizeOrigin   string         `json:"world_size_origin"`
+	LocalRankOrigin   string         `json:"local_rank_origin"`
+	ExportStrategy    string         `json:"export_strategy"`
+	StrategyExports   bool           `json:"strategy_selects_rank"`
+	Enabled           bool           `json:"enabled"`
+	Export            bool           `json:"export"`
+	Reason            string         `json:"reason,omitempty"`
 	// Fleet is set with --fleet: the answer is for a process of a gym run
 	// fleet, and RunDir is an example of its run directory.
 	Fleet  bool   `json:"fleet"`
@@ -256,30 +258,31 @@ func check(f checkFlags) (*checkReport, []error) {
 	}
 
 	rep := &checkReport{
-		ConfigFile:      f.configFile,
-		YAMLBlock:       yamlCfg.Present,
-		SpanGroups:      groups,
-		Exporters:       slices.Clone(cfg.Exporters),
-		Signals:         d.Signals,
-		Sampler:         lens.DescribeSampler(os.Getenv),
-		OTLPProtocols:   otlpProtocols{Traces: cfg.TracesProtocol, Metrics: cfg.MetricsProtocol, Logs: cfg.LogsProtocol},
-		Resource:        resource(cfg, f, d),
-		ServiceName:     telemetry.ServiceName(cfg, f.serverName),
-		ServerName:      f.serverName,
-		ServerType:      f.serverType,
-		Rank:            d.Rank,
-		WorldSize:       d.WorldSize,
-		LocalRank:       d.LocalRank,
-		RankOrigin:      d.RankOrigin,
-		WorldSizeOrigin: d.WorldSizeOrigin,
-		LocalRankOrigin: d.LocalRankOrigin,
-		ExportStrategy:  cfg.ExportStrategy,
-		StrategyExports: d.Selected,
-		Enabled:         cfg.Enabled,
-		Export:          d.Export,
-		Reason:          d.Reason,
-		Fleet:           f.fleet,
-		RunDir:          env.runDir,
+		ConfigFile:        f.configFile,
+		YAMLBlock:         yamlCfg.Present,
+		SpanGroups:        groups,
+		Exporters:         slices.Clone(cfg.Exporters),
+		Signals:           d.Signals,
+		Sampler:           lens.DescribeSampler(os.Getenv),
+		OTLPProtocols:     otlpProtocols{Traces: cfg.TracesProtocol, Metrics: cfg.MetricsProtocol, Logs: cfg.LogsProtocol},
+		MetricAggregation: lens.DescribeMetricAggregation(cfg, os.Getenv),
+		Resource:          resource(cfg, f, d),
+		ServiceName:       telemetry.ServiceName(cfg, f.serverName),
+		ServerName:        f.serverName,
+		ServerType:        f.serverType,
+		Rank:              d.Rank,
+		WorldSize:         d.WorldSize,
+		LocalRank:         d.LocalRank,
+		RankOrigin:        d.RankOrigin,
+		WorldSizeOrigin:   d.WorldSizeOrigin,
+		LocalRankOrigin:   d.LocalRankOrigin,
+		ExportStrategy:    cfg.ExportStrategy,
+		StrategyExports:   d.Selected,
+		Enabled:           cfg.Enabled,
+		Export:            d.Export,
+		Reason:            d.Reason,
+		Fleet:             f.fleet,
+		RunDir:            env.runDir,
 	}
 	if rep.SpanGroups == nil {
 		rep.SpanGroups = []string{}
@@ -453,6 +456,7 @@ func (r *checkReport) writeText(w io.Writer) {
 		{"sampler", samplerText(r.Sampler)},
 		{"otlp protocols", fmt.Sprintf("traces %s, metrics %s, logs %s",
 			r.OTLPProtocols.Traces, r.OTLPProtocols.Metrics, r.OTLPProtocols.Logs)},
+		{"aggregation", r.MetricAggregation},
 		{"server", server},
 		{"service name", r.ServiceName},
 		{"process", fmt.Sprintf("rank %d of %d, local rank %d (%s)", r.Rank, r.WorldSize, r.LocalRank, placementOrigins(r))},

@@ -465,3 +465,26 @@ func TestCheckShowsSampler(t *testing.T) {
 		t.Errorf("out-of-range ratio: %+v", rep.Sampler)
 	}
 }
+
+// The check says who aggregates the contract's histograms and counters:
+// lens by default, the SDK (and why) when the configuration asks for what
+// lens's aggregation does not do.
+func TestCheckShowsAggregation(t *testing.T) {
+	cleanEnv(t)
+	code, out, errOut := runGym(t, "telemetry", "check")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "aggregation:     lens\n") {
+		t.Errorf("no aggregation row saying lens:\n%s", out)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION", "base2_exponential_bucket_histogram")
+	if rep := checkJSON(t); rep.MetricAggregation != "sdk (OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram)" {
+		t.Errorf("exponential histograms: aggregation %q", rep.MetricAggregation)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+	if rep := checkJSON(t); rep.MetricAggregation != "sdk (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=delta)" {
+		t.Errorf("delta temporality: aggregation %q", rep.MetricAggregation)
+	}
+}
