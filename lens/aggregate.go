@@ -135,7 +135,7 @@ func (i Instrumenter) Float64Histogram(name string) (Histogram[float64], error) 
 	if i.agg != nil {
 		return Histogram[float64]{fast: i.agg.Float64Histogram(desc(in), bounds(in))}, nil
 	}
-	hist, err := i.Meter().Float64Histogram(in.Name, histogramOptions(in)...)
+	hist, err := i.Meter().Float64Histogram(in.Name, histogramOptions[metric.Float64HistogramOption](in)...)
 	if err != nil {
 		return Histogram[float64]{}, err
 	}
@@ -148,14 +148,7 @@ func (i Instrumenter) Int64Histogram(name string) (Histogram[int64], error) {
 	if i.agg != nil {
 		return Histogram[int64]{fast: i.agg.Int64Histogram(desc(in), bounds(in))}, nil
 	}
-	opts := []metric.Int64HistogramOption{metric.WithDescription(in.Description)}
-	if in.Unit != "" {
-		opts = append(opts, metric.WithUnit(in.Unit))
-	}
-	if in.Boundaries != nil {
-		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
-	}
-	hist, err := i.Meter().Int64Histogram(in.Name, opts...)
+	hist, err := i.Meter().Int64Histogram(in.Name, histogramOptions[metric.Int64HistogramOption](in)...)
 	if err != nil {
 		return Histogram[int64]{}, err
 	}
@@ -175,15 +168,25 @@ func (i Instrumenter) Int64Counter(name string) (Counter, error) {
 	return Counter{sdk: c}, nil
 }
 
-func histogramOptions(in contract.Instrument) []metric.Float64HistogramOption {
-	opts := []metric.Float64HistogramOption{metric.WithDescription(in.Description)}
+// histogramOptions are the SDK options of the contract's histogram in,
+// as O (metric.Float64HistogramOption or metric.Int64HistogramOption):
+// its description, its unit unless none, its boundaries unless the
+// reader's default.
+func histogramOptions[O any](in contract.Instrument) []O {
+	// Each option below is both a Float64HistogramOption and an
+	// Int64HistogramOption; the assertion picks the one O names.
+	opts := []any{metric.WithDescription(in.Description)}
 	if in.Unit != "" {
 		opts = append(opts, metric.WithUnit(in.Unit))
 	}
 	if in.Boundaries != nil {
 		opts = append(opts, metric.WithExplicitBucketBoundaries(in.Boundaries...))
 	}
-	return opts
+	out := make([]O, len(opts))
+	for i, o := range opts {
+		out[i] = o.(O)
+	}
+	return out
 }
 
 func desc(in contract.Instrument) agg.Desc {

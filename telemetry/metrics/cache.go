@@ -32,14 +32,14 @@ func newBinding[B any](bind func(*gym.Instruments) B) *binding[B] {
 	return &binding[B]{bind: bind}
 }
 
-// in returns the bound values in ins.
-func (x *binding[B]) in(ins *gym.Instruments) B {
+// in returns the bound values in ins (shared: not to be modified).
+func (x *binding[B]) in(ins *gym.Instruments) *B {
 	if c := x.cur.Load(); c != nil && c.ins == ins {
-		return c.b
+		return &c.b
 	}
 	c := &bound[B]{ins: ins, b: x.bind(ins)}
 	x.cur.Store(c)
-	return c.b
+	return &c.b
 }
 
 // cache maps a recorder's attribute values to what it records with,

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -12,10 +11,6 @@ import (
 	"github.com/gymlens/gymlens/lens/instruments/gym"
 	"github.com/gymlens/gymlens/telemetry"
 )
-
-// background is the context the measurements recorded through the SDK's
-// own instruments use: the recorders take none.
-var background = context.Background()
 
 // pair is the key of a recorder with two attribute values.
 type pair struct{ a, b string }
