@@ -130,6 +130,28 @@ func TestGymRunSamplerKeepsOrDropsWholeRollouts(t *testing.T) {
 			}
 			t.Logf("%s=%s: %d of %d rollout traces kept", tc.sampler, tc.arg, kept, tc.rollouts)
 
+			// Every output line names its rollout's trace, kept or dropped
+			// (a dropped one gets no traceresponse from the agent: the
+			// collector's CLIENT span, which the agent continued, names
+			// it), one trace per rollout; the kept traces are among them.
+			lineTraces := map[string]bool{}
+			for _, line := range readObjects(t, filepath.Join(run, "rollouts.jsonl")) {
+				book, _ := line["_gymlens"].(map[string]any)
+				id, _ := book["trace_id"].(string)
+				if len(id) != 32 || lineTraces[id] {
+					t.Errorf("output line with trace_id %q (empty, malformed or repeated)", id)
+				}
+				lineTraces[id] = true
+			}
+			if len(lineTraces) != tc.rollouts {
+				t.Errorf("%d distinct trace ids in rollouts.jsonl, want %d", len(lineTraces), tc.rollouts)
+			}
+			for tr := range rolloutTraces {
+				if !lineTraces[tr] {
+					t.Errorf("kept rollout trace %s is named by no output line", tr)
+				}
+			}
+
 			// Metrics do not depend on sampling: every rollout counted.
 			if got := procs["simple_agent"].histogramCount("gym.rollout.duration_ms"); got != uint64(tc.rollouts) {
 				t.Errorf("gym.rollout.duration_ms count %d, want %d", got, tc.rollouts)

@@ -21,20 +21,29 @@ const maxBaggageBytes = 8192
 // export failure. Here such a header is what it is, a property of one
 // incoming request: its bad members are dropped (all of it when it is
 // over the W3C limits), a debug line says why, and nothing reaches the
-// error handler. Injection is the SDK propagator's.
+// error handler. What it injects is what the SDK's propagator injects,
+// written into an http.Header as traceContext writes (setHeader).
 type requestBaggage struct{ propagation.Baggage }
+
+// The W3C baggage header, as propagators and an http.Header spell it.
+const (
+	baggageKey       = "baggage"
+	baggageCanonical = "Baggage"
+)
+
+// Inject sets carrier's baggage header to ctx's baggage, when it has any.
+func (requestBaggage) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
+	if v := baggage.FromContext(ctx).String(); v != "" {
+		setHeader(carrier, baggageKey, baggageCanonical, []string{v})
+	}
+}
 
 var _ propagation.TextMapPropagator = requestBaggage{}
 
 // Extract returns ctx with the baggage of carrier's well-formed baggage
 // headers; ctx unchanged when there is none.
 func (requestBaggage) Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
-	var values []string
-	if vg, ok := carrier.(propagation.ValuesGetter); ok {
-		values = vg.Values("baggage")
-	} else if v := carrier.Get("baggage"); v != "" {
-		values = []string{v}
-	}
+	values := headerValues(carrier, baggageKey, baggageCanonical)
 	if len(values) == 0 {
 		return ctx
 	}

@@ -357,7 +357,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Handle, error) {
 	// Propagation must work even in a process that does not export, so a
 	// trace passing through it stays one trace.
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
-		propagation.TraceContext{}, requestBaggage{}))
+		traceContext{}, requestBaggage{}))
 	proc.setUp = true
 	if !exporting {
 		live.Store(h)

@@ -73,7 +73,9 @@ idle = re.compile(r"^runtime\.(findRunnable|lock2|unlock2|casgstatus|goschedImpl
                   r"freeDeadSpanSPMCs|futex|usleep|osyield|procyield|nanotime1|checkTimers|netpoll|mPark|notesleep|"
                   r"notewakeup|stopm|startm|park_m|mcall|gopark|goready|ready|resetspinning|injectglist|sysmon|"
                   r"retake|semrelease1|semacquire1|acquirep|releasep|handoffp|exitsyscall|entersyscall|"
-                  r"reentersyscall|pidleget|pidleput|lockWithRank|unlockWithRank)$")
+                  r"reentersyscall|pidleget|pidleput|pidlegetSpinning|lockWithRank|unlockWithRank|\(\*timers\)\.check|"
+                  r"freeSomeWbufs|\(\*m\)\.clearAllpSnapshot|goschedIfBusy|\(\*gcControllerState\)\.releaseNextGCMarkWorker|"
+                  r"gogo\.abi0|nanotime1\.abi0|runqputbatch|\(\*timeHistogram\)\.record)$|^gogo$")
 
 def process_name(fns, cmd):
     if " run " in cmd:

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/contract"
@@ -282,8 +283,12 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
-		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, clientSpanName, startOptions(ctx)...)
-		if span.IsRecording() {
+		if lens.SampledOut(ctx) {
+			// The span would not record: the trace's own (non-recording)
+			// span goes on, as the tracer would hand it back, without
+			// gathering start options for it.
+			span = trace.SpanFromContext(ctx)
+		} else if ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, clientSpanName, startOptions(ctx)...); span.IsRecording() {
 			c.startAttributes(ctx, span, &tg)
 		}
 		defer func() {
@@ -448,7 +453,7 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, ca
 	for _, ck := range call.Cookies {
 		r.AddCookie(ck)
 	}
-	otel.GetTextMapPropagator().Inject(ctx, headerCarrier(r.Header))
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(r.Header))
 	res, err := c.http.Do(r)
 	if err != nil {
 		// The transport's error repeats the full URL; keep the query out.

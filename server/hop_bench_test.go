@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -18,7 +20,8 @@ import (
 // BenchmarkSampledOutHop is what one call between two fleet servers costs
 // when its rollout was dropped by head sampling: a Client.Post over
 // loopback, from a context whose span context is valid and not sampled (as
-// in an agent serving such a rollout), to a server route answering {}.
+// in an agent serving such a rollout: extracted by the process's own
+// propagator from a request's header), to a server route answering {}.
 // Client and server share the process, so each case sets both sides up
 // alike, as every process of a fleet is:
 //
@@ -38,7 +41,7 @@ func BenchmarkSampledOutHop(b *testing.B) {
 		SpanID:  trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
 		Remote:  true,
 	})
-	ctx := trace.ContextWithRemoteSpanContext(context.Background(), sc)
+	incoming := http.Header{"Traceparent": {"00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-00"}}
 	opts := telemetry.InitOptions{ServerName: "bench", ServerType: contract.ServerTypeResources}
 	for _, mode := range []string{"off", "metrics-only", "sampled-out"} {
 		b.Run(mode, func(b *testing.B) {
@@ -62,6 +65,9 @@ func BenchmarkSampledOutHop(b *testing.B) {
 				servertest.EnableTelemetryEnv(b, "default", map[string]string{
 					"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.01"}, o)
 			}
+			// The caller's context, as its own ingress extracted it from
+			// the request it serves (nothing, with telemetry off).
+			ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.HeaderCarrier(incoming))
 			s := server.New(server.Options{Name: "peer"})
 			var seen trace.SpanContext
 			s.HandleFunc("POST /verify", func(w http.ResponseWriter, r *http.Request) {

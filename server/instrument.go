@@ -149,7 +149,7 @@ const maxServerAttrs = 8
 
 func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := in.t
-	ctx := t.prop.Extract(r.Context(), headerCarrier(r.Header))
+	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if t.tracer == nil && !t.metrics {
 		in.next.ServeHTTP(w, r.WithContext(ctx))
 		return
@@ -168,7 +168,7 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var span trace.Span
 	var catchAll []attribute.KeyValue // the catch-all route's method attributes
-	if t.tracer != nil {
+	if t.tracer != nil && !lens.SampledOut(ctx) {
 		name := in.spanName
 		var method string
 		if in.method == "" {
@@ -232,41 +232,6 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
-
-// headerCarrier reads and writes the propagation headers straight in the
-// map under their canonical keys; http.Header.Get and Set would
-// canonicalise (and allocate for) the lowercase names the propagators use,
-// on every request.
-type headerCarrier http.Header
-
-func (h headerCarrier) Get(key string) string {
-	if v := h.Values(key); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-func (h headerCarrier) Values(key string) []string { return h[canonicalKey(key)] }
-
-// Set writes under the canonical key, as Values reads.
-func (h headerCarrier) Set(key, value string) { h[canonicalKey(key)] = []string{value} }
-
-// canonicalKey spells the propagation headers' lowercase names in their
-// canonical form without building it: http.CanonicalHeaderKey allocates a
-// new string for a name that is not canonical already, on every call.
-func canonicalKey(key string) string {
-	switch key {
-	case "traceparent":
-		return "Traceparent"
-	case "tracestate":
-		return "Tracestate"
-	case "baggage":
-		return "Baggage"
-	}
-	return http.CanonicalHeaderKey(key)
-}
-
-func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
 
 // methods are the request methods metrics name; anything else is "_OTHER",
 // as the semantic conventions ask, so a client cannot invent series.

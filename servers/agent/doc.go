@@ -60,7 +60,9 @@
 // model and resources servers' spans, which read it from the path prefix
 // below or from the W3C baggage it also travels in. A row without one
 // gets none. /run answers with a W3C traceresponse header naming the
-// rollout's trace, so a collector can file the rollout under it.
+// rollout's trace, so a collector can file the rollout under it, unless
+// the trace is the caller's and the agent recorded no span in it (sampled
+// out): the header would repeat the caller's own traceparent.
 //
 // # The rollout id on the wire
 //

@@ -215,6 +215,40 @@ func TestTraceResponseWithoutRolloutSpan(t *testing.T) {
 	})
 }
 
+// TestTraceResponseOnlyForOwnSpan: a caller that sent a traceparent the
+// agent recorded a span under learns that span; one whose trace was
+// sampled out (under parent-based sampling the agent records nothing)
+// gets no header, which would only repeat its own traceparent.
+func TestTraceResponseOnlyForOwnSpan(t *testing.T) {
+	h, _, exp := telemetryOnEnv(t, "all", map[string]string{
+		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.01"})
+	f := newFixture(t, script(response("r1", message("m", "x")), response("r2", message("m", "y"))), resourcesOptions{}, agent.Config{})
+	const (
+		traceID    = "4bf92f3577b34da6a3ce929d0e0e4736"
+		sampledOut = "00-" + traceID + "-00f067aa0ba902b7-00"
+		sampled    = "00-" + traceID + "-00f067aa0ba902b7-01"
+	)
+	if a := postHeader(t, f.agentURL+"/run", minimalRow, http.Header{"Traceparent": {sampledOut}}); a.status != http.StatusOK {
+		t.Fatalf("POST /run: %d %s", a.status, a.body)
+	} else if v := a.header.Get(server.HeaderTraceResponse); v != "" {
+		t.Errorf("traceresponse %q for a sampled-out trace the caller named", v)
+	}
+	a := postHeader(t, f.agentURL+"/run", minimalRow, http.Header{"Traceparent": {sampled}})
+	if a.status != http.StatusOK {
+		t.Fatalf("POST /run: %d %s", a.status, a.body)
+	}
+	spans := spansOf(t, f, h, exp)
+	for _, s := range spans {
+		if s.SpanContext.TraceID().String() != traceID {
+			t.Errorf("span %q in trace %s: the sampled-out one left spans, or the sampled one was not continued", s.Name, s.SpanContext.TraceID())
+		}
+	}
+	rollout := one(t, spans, contract.SpanRollout, trace.SpanKindUnspecified)
+	if got, want := a.header.Get(server.HeaderTraceResponse), "00-"+traceID+"-"+rollout.SpanContext.SpanID().String()+"-01"; got != want {
+		t.Errorf("traceresponse %q for the sampled trace, want %q (gym.rollout)", got, want)
+	}
+}
+
 // TestRowWithoutRolloutID: no id is minted for a row that has none.
 func TestRowWithoutRolloutID(t *testing.T) {
 	h, _, exp := telemetryOn(t, "all")
