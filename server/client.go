@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -217,9 +216,10 @@ type Call struct {
 	// of a *StatusError. Upstream's agent treats a tool route's answer
 	// this way: whatever the status, the body is the tool's output.
 	AnyStatus bool
-	// TimeFirstByte measures Reply.FirstByte (through net/http/httptrace,
-	// which costs an allocation or two per attempt: set it only when the
-	// measure is recorded).
+	// TimeFirstByte measures Reply.FirstByte: the time the answer's
+	// header was read, taken when the transport returns the response (a
+	// clock read; no client trace, which would cost three allocations per
+	// call).
 	TimeFirstByte bool
 }
 
@@ -234,9 +234,13 @@ type Reply struct {
 	// Header is the answer's header.
 	Header http.Header
 	// FirstByte is how long after the call started (retries included)
-	// the first byte of the answer arrived, with Call.TimeFirstByte; -1
-	// when it was not measured or no answer came.
+	// the answer began to arrive (its header was read, before the body),
+	// with Call.TimeFirstByte; -1 when it was not measured or no answer
+	// came.
 	FirstByte time.Duration
+	// headerAt is when the answer's header was read, with
+	// Call.TimeFirstByte.
+	headerAt time.Time
 	// Span is the call's CLIENT span, still open, from Client.PostSpan (a
 	// non-recording span when the http_client group is off); nil from
 	// Post, which ends it.
@@ -317,12 +321,6 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 		}()
 	}
 
-	var fb *firstByteClock
-	if call.TimeFirstByte {
-		fb = new(firstByteClock)
-		fb.trace.GotFirstResponseByte = func() { fb.at = time.Now() }
-		ctx = httptrace.WithClientTrace(ctx, &fb.trace)
-	}
 	var attempt int
 	for {
 		reply, err = c.once(ctx, &tg, body, resp, call)
@@ -343,8 +341,8 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 		}
 	}
 	reply.FirstByte = -1
-	if fb != nil && reply.Status != 0 && !fb.at.IsZero() {
-		reply.FirstByte = fb.at.Sub(start)
+	if call.TimeFirstByte && reply.Status != 0 && !reply.headerAt.IsZero() {
+		reply.FirstByte = reply.headerAt.Sub(start)
 	}
 	if span != nil && attempt > 0 {
 		span.SetAttributes(attribute.Int("http.request.resend_count", attempt))
@@ -354,13 +352,6 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 		return reply, fmt.Errorf("client: POST %s: %w", tg.safe, err)
 	}
 	return reply, nil
-}
-
-// firstByteClock is the client trace of a call whose first answer byte is
-// timed, and the time it saw that byte: one allocation for both.
-type firstByteClock struct {
-	at    time.Time
-	trace httptrace.ClientTrace
 }
 
 // nonRecordingSpan is Reply.Span when the http_client group is off.
@@ -465,6 +456,11 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, ca
 	}
 	defer res.Body.Close()
 	reply := Reply{Status: res.StatusCode, Cookies: res.Cookies(), Header: res.Header}
+	if call.TimeFirstByte {
+		// The transport hands the response over as soon as its header is
+		// read: the answer's first bytes arrived just now.
+		reply.headerAt = time.Now()
+	}
 	ok := res.StatusCode >= 200 && res.StatusCode <= 299
 	if call.AnyStatus {
 		raw, err := io.ReadAll(res.Body)

@@ -236,6 +236,38 @@ func TestClientRetryAndTimeoutMetrics(t *testing.T) {
 	}
 }
 
+// TestClientFirstByteIsTheHeader: Reply.FirstByte is when the answer began
+// to arrive, not when its body ended: a server that sends its header at
+// once and its body 250 ms later gets a first byte before the body was
+// even written.
+func TestClientFirstByteIsTheHeader(t *testing.T) {
+	s := server.New(server.Options{Name: "peer"})
+	bodyWritten := make(chan time.Time, 1)
+	s.HandleFunc("POST /slow", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		time.Sleep(250 * time.Millisecond)
+		bodyWritten <- time.Now()
+		_, _ = w.Write([]byte(`{"greeting":"late"}`))
+	})
+	url := start(t, s)
+	client := server.NewClient(server.ClientOptions{})
+	t.Cleanup(client.CloseIdleConnections)
+	var out echoResp
+	began := time.Now()
+	reply, err := client.Post(context.Background(), url+"/slow", echoReq{Name: "x"}, &out, server.Call{TimeFirstByte: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Greeting != "late" {
+		t.Errorf("answer %+v", out)
+	}
+	if body := (<-bodyWritten).Sub(began); reply.FirstByte <= 0 || reply.FirstByte >= body {
+		t.Errorf("FirstByte %v, want before the body was written (%v after the call began)", reply.FirstByte, body)
+	}
+}
+
 // TestClientFirstByteAndOpenSpan: Reply.FirstByte is measured only when
 // asked, and falls inside the call; PostSpan leaves the CLIENT span open
 // for the caller's attributes.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -151,7 +152,7 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := in.t
 	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	if t.tracer == nil && !t.metrics {
-		in.next.ServeHTTP(w, r.WithContext(ctx))
+		in.next.ServeHTTP(w, withContext(ctx, r))
 		return
 	}
 	start := time.Now()
@@ -194,7 +195,7 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := statusWriters.Get().(*statusWriter)
 	sw.ResponseWriter, sw.status = w, 0
-	in.next.ServeHTTP(sw, r.WithContext(ctx))
+	in.next.ServeHTTP(sw, withContext(ctx, r))
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
@@ -231,6 +232,16 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sets.old.Record(oldDurationMS(seconds))
 		}
 	}
+}
+
+// withContext is r with ctx, r itself when ctx is r's already (a request
+// with no trace context, no span started): Request.WithContext copies the
+// whole request.
+func withContext(ctx context.Context, r *http.Request) *http.Request {
+	if ctx == r.Context() {
+		return r
+	}
+	return r.WithContext(ctx)
 }
 
 // methods are the request methods metrics name; anything else is "_OTHER",
