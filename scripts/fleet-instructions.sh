@@ -4,10 +4,17 @@
 # cachegrind, which counts every instruction each process executes. Every
 # variant runs twice, with SHORT and LONG rollouts; the difference of the
 # two counts divided by LONG-SHORT is the steady-state count per rollout,
-# without start-up and shutdown. Counts do not move with the machine's load
+# without start-up and shutdown. Counts hardly move with the machine's load
 # (the throughput and CPU scripts do, by several percent from one run to the
 # next), so they show a change of a fraction of a percent; they do not show
 # what instructions cost (cache misses, system calls, the kernel's share).
+# Two parts do move: work done per unit of time (periodic metric exports,
+# the process-tree gauges), which valgrind's 20-40x slowdown turns into a
+# per-rollout share that grows when the run is slower, and the garbage
+# collector's write barriers, whose count depends on whether a collection
+# was running (runtime.wbBufFlush1, gcWriteBarrier, findObject: +-3 000 per
+# rollout from run to run). Compare two trees by running their copies of
+# this script at the same time, on the same machine.
 #
 #   scripts/fleet-instructions.sh                     # off vs on, sampler parentbased_traceidratio 0.01
 #   VARIANTS="off on metrics traces" scripts/fleet-instructions.sh
