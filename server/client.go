@@ -454,13 +454,14 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, ca
 		}
 		return Reply{}, err
 	}
-	defer res.Body.Close()
-	reply := Reply{Status: res.StatusCode, Cookies: res.Cookies(), Header: res.Header}
+	var headerAt time.Time
 	if call.TimeFirstByte {
 		// The transport hands the response over as soon as its header is
 		// read: the answer's first bytes arrived just now.
-		reply.headerAt = time.Now()
+		headerAt = time.Now()
 	}
+	defer res.Body.Close()
+	reply := Reply{Status: res.StatusCode, Cookies: res.Cookies(), Header: res.Header, headerAt: headerAt}
 	ok := res.StatusCode >= 200 && res.StatusCode <= 299
 	if call.AnyStatus {
 		raw, err := io.ReadAll(res.Body)
