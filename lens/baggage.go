@@ -23,7 +23,10 @@ const maxBaggageBytes = 8192
 // over the W3C limits), a debug line says why, and nothing reaches the
 // error handler. What it injects is what the SDK's propagator injects,
 // written into an http.Header as traceContext writes (setHeader).
-type requestBaggage struct{ propagation.Baggage }
+type requestBaggage struct{}
+
+// Fields returns the header the propagator reads and writes.
+func (requestBaggage) Fields() []string { return []string{baggageKey} }
 
 // The W3C baggage header, as propagators and an http.Header spell it.
 const (

@@ -2,6 +2,7 @@ package lens
 
 import (
 	"context"
+	"encoding/hex"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -80,7 +81,7 @@ func (traceContext) Inject(ctx context.Context, carrier propagation.TextMapCarri
 	if ts := sc.TraceState().String(); ts != "" {
 		setHeader(carrier, tracestateKey, tracestateCanonical, []string{ts})
 	}
-	setHeader(carrier, traceparentKey, traceparentCanonical, []string{formatTraceparent(sc)})
+	setHeader(carrier, traceparentKey, traceparentCanonical, []string{TraceparentValue(sc)})
 }
 
 // forwardSpan is the span a request's extracted context carries: the
@@ -90,7 +91,7 @@ func (traceContext) Inject(ctx context.Context, carrier propagation.TextMapCarri
 type forwardSpan struct {
 	embedded.Span
 	sc     trace.SpanContext
-	header []string // the incoming traceparent value, which formatTraceparent(sc) equals
+	header []string // the incoming traceparent value, which TraceparentValue(sc) equals
 }
 
 var _ trace.Span = (*forwardSpan)(nil)
@@ -169,21 +170,17 @@ func decodeHex(dst []byte, src string) byte {
 	return bad
 }
 
-// formatTraceparent is sc's version-00 traceparent value, with the flags
-// the format defines (sampled, random) and no other.
-func formatTraceparent(sc trace.SpanContext) string {
-	const digits = "0123456789abcdef"
+// TraceparentValue is sc's W3C version-00 value, "00-<trace id>-<span
+// id>-<flags>", with the flags the format defines (sampled, random) and no
+// other: the traceparent header lens's propagator sends, and the format of
+// a traceresponse header too. It is built in one allocation.
+func TraceparentValue(sc trace.SpanContext) string {
 	var b [traceparentLen]byte
 	b[0], b[1], b[2], b[35], b[52] = '0', '0', '-', '-', '-'
 	tid, sid := sc.TraceID(), sc.SpanID()
-	for i, x := range tid {
-		b[3+2*i], b[4+2*i] = digits[x>>4], digits[x&0xf]
-	}
-	for i, x := range sid {
-		b[36+2*i], b[37+2*i] = digits[x>>4], digits[x&0xf]
-	}
-	f := byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))
-	b[53], b[54] = digits[f>>4], digits[f&0xf]
+	hex.Encode(b[3:35], tid[:])
+	hex.Encode(b[36:52], sid[:])
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
 	return string(b[:])
 }
 

@@ -127,6 +127,20 @@ func TestTraceContextForwardsIncomingValue(t *testing.T) {
 	}
 }
 
+// TestTraceparentValueIsTheSDKs: for every flag byte, TraceparentValue is
+// the value the SDK's propagator injects for the same span context.
+func TestTraceparentValueIsTheSDKs(t *testing.T) {
+	for f := range 256 {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xab, 1}, SpanID: trace.SpanID{0xcd, 2},
+			TraceFlags: trace.TraceFlags(f)})
+		h := http.Header{}
+		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), propagation.HeaderCarrier(h))
+		if got, want := TraceparentValue(sc), h.Get("traceparent"); got != want {
+			t.Errorf("flags %#x: %q, the SDK %q", f, got, want)
+		}
+	}
+}
+
 // TestPropagatorsOtherCarriers: a carrier that is not an http.Header gets
 // the same values through its Get and Set, for both propagators lens
 // installs.

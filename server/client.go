@@ -287,12 +287,8 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 
 	var span trace.Span
 	if lens.Enabled(telemetry.GroupHTTPClient) {
-		if lens.SampledOut(ctx) {
-			// The span would not record: the trace's own (non-recording)
-			// span goes on, as the tracer would hand it back, without
-			// gathering start options for it.
-			span = trace.SpanFromContext(ctx)
-		} else if ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, clientSpanName, startOptions(ctx)...); span.IsRecording() {
+		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, clientSpanName, startOptions(ctx)...)
+		if span.IsRecording() {
 			c.startAttributes(ctx, span, &tg)
 		}
 		defer func() {

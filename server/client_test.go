@@ -59,8 +59,7 @@ func TestClientSpanAsUpstream(t *testing.T) {
 		return echoResp{Greeting: server.RolloutID(ctx)}, nil
 	})
 	peerURL := start(t, peer)
-	client := server.NewClient(server.ClientOptions{})
-	t.Cleanup(client.CloseIdleConnections)
+	client := newClient(t)
 
 	// A relay whose inbound prefix is the id of its own outgoing call.
 	relay := server.New(server.Options{Name: "relay", RolloutPrefix: server.PrefixResources})
@@ -252,8 +251,7 @@ func TestClientFirstByteIsTheHeader(t *testing.T) {
 		_, _ = w.Write([]byte(`{"greeting":"late"}`))
 	})
 	url := start(t, s)
-	client := server.NewClient(server.ClientOptions{})
-	t.Cleanup(client.CloseIdleConnections)
+	client := newClient(t)
 	var out echoResp
 	began := time.Now()
 	reply, err := client.Post(context.Background(), url+"/slow", echoReq{Name: "x"}, &out, server.Call{TimeFirstByte: true})
@@ -278,8 +276,7 @@ func TestClientFirstByteAndOpenSpan(t *testing.T) {
 		return echoResp{Greeting: "hi " + r.Name}, nil
 	})
 	url := start(t, s)
-	client := server.NewClient(server.ClientOptions{})
-	t.Cleanup(client.CloseIdleConnections)
+	client := newClient(t)
 
 	var out echoResp
 	began := time.Now()

@@ -169,7 +169,7 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var span trace.Span
 	var catchAll []attribute.KeyValue // the catch-all route's method attributes
-	if t.tracer != nil && !lens.SampledOut(ctx) {
+	if t.tracer != nil {
 		name := in.spanName
 		var method string
 		if in.method == "" {

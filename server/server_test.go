@@ -48,6 +48,14 @@ type echoResp struct {
 }
 
 // start runs s on a loopback port until the test ends and returns its URL.
+// newClient is a default client whose idle connections close with the test.
+func newClient(t *testing.T) *server.Client {
+	t.Helper()
+	c := server.NewClient(server.ClientOptions{})
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
 func start(t *testing.T, s *server.Server) string {
 	t.Helper()
 	url, _ := servertest.Start(t, s)
@@ -208,8 +216,7 @@ func TestIngressAndEgressTelemetry(t *testing.T) {
 	calleeURL := start(t, callee)
 
 	caller := server.New(server.Options{Name: "caller"})
-	client := server.NewClient(server.ClientOptions{})
-	t.Cleanup(client.CloseIdleConnections)
+	client := newClient(t)
 	server.Handle(caller, "POST /relay/{id}", func(ctx context.Context, r echoReq) (echoResp, error) {
 		var out echoResp
 		err := client.PostJSON(ctx, calleeURL+"/echo?token=s3cret&x=1", r, &out)

@@ -1,11 +1,12 @@
 package server
 
 import (
-	"encoding/hex"
 	"net/http"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gymlens/gymlens/lens"
 )
 
 // HeaderTraceResponse is the W3C Trace Context Level 2 response header,
@@ -14,24 +15,16 @@ import (
 // learns the rollout's trace id, and the rollout collector records that id.
 const HeaderTraceResponse = "Traceresponse"
 
-// traceResponseLen is the length of a version-00 traceresponse value.
-const traceResponseLen = 2 + 1 + 32 + 1 + 16 + 1 + 2
-
-// SetTraceResponse sets h's traceresponse header to sc, when sc is valid.
-// The value is built in one allocation.
+// SetTraceResponse sets h's traceresponse header to sc (lens.TraceparentValue),
+// when sc is valid and this process's own. A remote span context, the
+// caller's, is left out: the answer then comes from a process that recorded
+// no span of the trace (it was sampled out, or its span groups are off), and
+// the header would only repeat the caller's own traceparent.
 func SetTraceResponse(h http.Header, sc trace.SpanContext) {
-	if h == nil || !sc.IsValid() {
+	if h == nil || !sc.IsValid() || sc.IsRemote() {
 		return
 	}
-	var b [traceResponseLen]byte
-	tid, sid := sc.TraceID(), sc.SpanID()
-	b[0], b[1], b[2] = '0', '0', '-'
-	hex.Encode(b[3:35], tid[:])
-	b[35] = '-'
-	hex.Encode(b[36:52], sid[:])
-	b[52] = '-'
-	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags())})
-	h[HeaderTraceResponse] = []string{string(b[:])}
+	h[HeaderTraceResponse] = []string{lens.TraceparentValue(sc)}
 }
 
 // TraceResponseID returns the trace id of h's traceresponse header, and

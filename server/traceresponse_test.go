@@ -29,6 +29,11 @@ func TestTraceResponseRoundTrip(t *testing.T) {
 		t.Errorf("an invalid span context set %v", h)
 	}
 	server.SetTraceResponse(nil, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})) // no panic
+	// The caller's own span context: the header would repeat its traceparent.
+	server.SetTraceResponse(h, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, Remote: true}))
+	if len(h) != 0 {
+		t.Errorf("a remote span context set %v", h)
+	}
 }
 
 func TestTraceResponseIDRules(t *testing.T) {

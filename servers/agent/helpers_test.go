@@ -266,22 +266,23 @@ type answer struct {
 // post sends body to url with the cookies and returns the answer.
 func post(t *testing.T, url, body string, cookies ...*http.Cookie) answer {
 	t.Helper()
-	h := http.Header{}
-	for _, c := range cookies {
-		h.Add("Cookie", c.String())
-	}
-	return postHeader(t, url, body, h)
+	return postHeader(t, url, body, nil, cookies...)
 }
 
-// postHeader sends body to url with the headers and returns the answer.
-func postHeader(t *testing.T, url, body string, header http.Header) answer {
+// postHeader is post with extra request headers.
+func postHeader(t *testing.T, url, body string, header http.Header, cookies ...*http.Cookie) answer {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header = header.Clone()
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
 	c := &http.Client{Transport: &http.Transport{}}
 	defer c.CloseIdleConnections()
 	res, err := c.Do(req)

@@ -201,11 +201,7 @@ func serverName() string {
 // setTraceResponse sets the traceresponse header of the response being
 // answered from ctx's span (gym.rollout, else the SERVER span), so that a
 // caller without telemetry of its own can still learn the rollout's trace
-// id. When ctx's span is the caller's own (remote: this process started no
-// span under it, because the trace was sampled out or its groups are off)
-// the header would only repeat the caller's traceparent, and is left out.
+// id; none when the span is the caller's (see server.SetTraceResponse).
 func setTraceResponse(ctx context.Context) {
-	if sc := trace.SpanContextFromContext(ctx); !sc.IsRemote() {
-		server.SetTraceResponse(server.ResponseHeader(ctx), sc)
-	}
+	server.SetTraceResponse(server.ResponseHeader(ctx), trace.SpanContextFromContext(ctx))
 }
