@@ -385,13 +385,25 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	}
 	prog.start()
 
-	// One goroutine per rollout in flight, admitted by the limiter, which
-	// records the gym.concurrency.* metrics of this site; the next rollout
-	// waits here for a slot (queue depth 0 or 1: the rest of the backlog
-	// is not dispatched yet, the progress line counts it).
+	// A fixed pool of workers, one per slot, runs the rollouts the
+	// limiter admits; the limiter records the gym.concurrency.* metrics of
+	// this site, and the next rollout waits here for a slot (queue depth 0
+	// or 1: the rest of the backlog is not dispatched yet, the progress
+	// line counts it). Workers outlive their rollouts, so the stack a
+	// request's encoding grows is grown once per worker, not once per
+	// rollout.
 	lim := metrics.NewLimiter(contract.SiteRolloutCollection, p.concurrency)
 	defer lim.Close() // a finished collection no longer counts in the gauges
+	jobs := make(chan pending)
 	var wg sync.WaitGroup
+	for range min(p.concurrency, len(todo)) {
+		wg.Go(func() {
+			for job := range jobs {
+				c.run(runCtx, job)
+				lim.Release()
+			}
+		})
+	}
 	for _, job := range todo {
 		if runCtx.Err() != nil || c.halted() || lim.Acquire(runCtx) != nil {
 			break
@@ -400,11 +412,9 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 			lim.Release()
 			break
 		}
-		wg.Go(func() {
-			defer lim.Release()
-			c.run(runCtx, job)
-		})
+		jobs <- job
 	}
+	close(jobs)
 	wg.Wait()
 	prog.finish()
 
@@ -508,7 +518,7 @@ func (c *collector) run(ctx context.Context, job pending) {
 		// PostSpan, so a call that got no answer (a timeout, a reset) still
 		// names its trace: the CLIENT span's, which the agent continues.
 		reply, err := c.client.PostSpan(server.WithRolloutID(c.callCtx, id), runURL, row, &result, server.Call{})
-		reply.Span.End()
+		reply.EndSpan()
 		elapsed := c.clock.now().Sub(start)
 		if err != nil && ctx.Err() != nil {
 			return
