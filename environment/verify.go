@@ -148,14 +148,12 @@ func (e *Environment) verify(ctx context.Context, req protocol.VerifyRequest) (p
 func (e *Environment) observe(ctx context.Context, call func(context.Context) (Score, error)) (score Score, err error) {
 	start := time.Now()
 	ctx, span := lens.StartRecording(ctx, telemetry.GroupVerify, contract.SpanVerify)
+	var attrs *lens.Attrs // the span's, set in one call as it ends
 	if span != nil {
-		span.SetAttributes(attribute.String(contract.AttrServerName, e.serverName()))
-		id := server.RolloutID(ctx)
-		if id == "" {
-			id = telemetry.RolloutIDFrom(ctx)
-		}
-		if id != "" {
-			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+		attrs = lens.NewAttrs()
+		attrs.Add(attribute.String(contract.AttrServerName, e.serverName()))
+		if id := server.RequestRolloutID(ctx); id != "" {
+			attrs.Add(attribute.String(contract.AttrRolloutID, id))
 		}
 	}
 	defer func() {
@@ -168,8 +166,9 @@ func (e *Environment) observe(ctx context.Context, call func(context.Context) (S
 		metrics.RecordVerify(time.Since(start), err == nil)
 		if span != nil {
 			if err == nil {
-				span.SetAttributes(attribute.Float64(contract.AttrVerifyReward, score.Reward))
+				attrs.Add(attribute.Float64(contract.AttrVerifyReward, score.Reward))
 			}
+			attrs.SetOn(span)
 			lens.End(span, err)
 		}
 		if r != nil {

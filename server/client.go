@@ -242,9 +242,37 @@ type Reply struct {
 	// Call.TimeFirstByte.
 	headerAt time.Time
 	// Span is the call's CLIENT span, still open, from Client.PostSpan (a
-	// non-recording span when the http_client group is off); nil from
-	// Post, which ends it.
+	// non-recording span when the http_client group is off or the trace
+	// was sampled out); nil from Post, which ends it. End it with
+	// EndSpan, not Span.End: the call's attributes are set as it ends.
 	Span trace.Span
+	// attrs are the open span's attributes, gathered for one
+	// SetAttributes call in EndSpan; nil when the span does not record.
+	attrs *lens.Attrs
+}
+
+// AddSpanAttributes adds kv to the open CLIENT span of Client.PostSpan;
+// they reach the span with the call's own attributes when EndSpan ends
+// it. It does nothing when the span does not record (Span.IsRecording
+// says whether kv is worth building) or has been ended.
+func (r *Reply) AddSpanAttributes(kv ...attribute.KeyValue) {
+	if r.attrs != nil {
+		r.attrs.Add(kv...)
+	}
+}
+
+// EndSpan ends the open CLIENT span of Client.PostSpan, with every
+// attribute of the call and of AddSpanAttributes set in one call. Span
+// stays readable (its span context) afterwards; a second call, or a call
+// on Post's reply, does nothing.
+func (r *Reply) EndSpan() {
+	if r.attrs != nil {
+		r.attrs.SetOn(r.Span)
+		r.attrs = nil
+	}
+	if r.Span != nil {
+		r.Span.End() // a span ends once: the SDK ignores a second End
+	}
 }
 
 // Post sends req as JSON to rawURL (a RawJSON req is sent as it is, see
@@ -259,10 +287,11 @@ func (c *Client) Post(ctx context.Context, rawURL string, req, resp any, call Ca
 }
 
 // PostSpan is Post that leaves the call's CLIENT span open, whatever the
-// outcome: the caller adds what it knows of the answer
-// (Reply.Span.IsRecording says whether that is worth computing) and must
-// end it with Reply.Span.End. The span has its status code, error and
-// status set already.
+// outcome: the caller adds what it knows of the answer with
+// Reply.AddSpanAttributes (Reply.Span.IsRecording says whether that is
+// worth computing) and must end it with Reply.EndSpan. The span's status
+// is set already; its attributes, the call's status code and error
+// among them, are set by EndSpan.
 func (c *Client) PostSpan(ctx context.Context, rawURL string, req, resp any, call Call) (Reply, error) {
 	reply, err := c.post(ctx, rawURL, req, resp, call, true)
 	if reply.Span == nil {
@@ -286,34 +315,35 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 	defer cancel()
 
 	var span trace.Span
+	var attrs *lens.Attrs // the recording span's attributes, set in one call as it ends
 	if lens.Enabled(telemetry.GroupHTTPClient) {
 		ctx, span = lens.Start(ctx, telemetry.GroupHTTPClient, clientSpanName, startOptions(ctx)...)
 		if span.IsRecording() {
-			c.startAttributes(ctx, span, &tg)
+			// Sampled out, nothing set would be kept, and building the
+			// attributes would allocate them for nothing.
+			attrs = lens.NewAttrs()
+			c.callAttributes(ctx, attrs, &tg)
 		}
 		defer func() {
-			if !span.IsRecording() {
-				// Sampled out: nothing set would be kept, and building
-				// the attributes would allocate them for nothing.
-				if keepSpan {
-					reply.Span = span
+			if attrs != nil {
+				if status := StatusOf(err); status != 0 {
+					attrs.Add(attribute.Int(contract.AttrHTTPResponseStatus, status))
+				} else if reply.Status != 0 {
+					attrs.Add(attribute.Int(contract.AttrHTTPResponseStatus, reply.Status))
 				}
-				return
-			}
-			if status := StatusOf(err); status != 0 {
-				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
-			} else if reply.Status != 0 {
-				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, reply.Status))
-			}
-			if err != nil {
-				span.SetAttributes(attribute.String(contract.AttrErrorType, errorClass(err)))
-				span.SetStatus(codes.Error, err.Error())
+				if err != nil {
+					attrs.Add(attribute.String(contract.AttrErrorType, errorClass(err)))
+					span.SetStatus(codes.Error, err.Error())
+				}
 			}
 			if keepSpan {
-				reply.Span = span
+				reply.Span, reply.attrs = span, attrs
 				return
 			}
-			span.End()
+			if attrs != nil {
+				attrs.SetOn(span)
+				span.End()
+			}
 		}()
 	}
 
@@ -340,8 +370,8 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 	if call.TimeFirstByte && reply.Status != 0 && !reply.headerAt.IsZero() {
 		reply.FirstByte = reply.headerAt.Sub(start)
 	}
-	if span != nil && attempt > 0 {
-		span.SetAttributes(attribute.Int("http.request.resend_count", attempt))
+	if attrs != nil && attempt > 0 {
+		attrs.Add(attribute.Int("http.request.resend_count", attempt))
 	}
 	if err != nil {
 		recordTimeout(err)
@@ -353,38 +383,24 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 // nonRecordingSpan is Reply.Span when the http_client group is off.
 var nonRecordingSpan = trace.SpanFromContext(context.Background())
 
-// maxClientAttrs bounds a CLIENT span's start attributes: method, address,
-// port, url.full, rollout id.
-const maxClientAttrs = 8
-
-// startAttributes sets a CLIENT span's attributes known before the call:
-// from the target's cached list for a plain URL, else gathered in a pooled
-// array. Setting them after the start, not as start options, copies them
-// once (into the span) instead of twice (see the ingress's SERVER spans).
-func (c *Client) startAttributes(ctx context.Context, span trace.Span, tg *target) {
+// callAttributes gathers a CLIENT span's attributes known before the
+// call: the target's cached list for a plain URL, else its static ones,
+// url.full and the rollout id.
+func (c *Client) callAttributes(ctx context.Context, attrs *lens.Attrs, tg *target) {
 	id := tg.rolloutID
 	if id == "" {
-		if id = RolloutID(ctx); id == "" {
-			id = telemetry.RolloutIDFrom(ctx)
-		}
+		id = RequestRolloutID(ctx)
 	}
 	if tg.attrs != nil && id == "" {
-		span.SetAttributes(tg.attrs...)
+		attrs.Add(tg.attrs...)
 		return
 	}
-	buf := clientAttrBufs.Get().(*[maxClientAttrs]attribute.KeyValue)
-	attrs := append(buf[:0], tg.static...)
-	attrs = append(attrs, attribute.String(contract.AttrURLFull, tg.safe))
+	attrs.Add(tg.static...)
+	attrs.Add(attribute.String(contract.AttrURLFull, tg.safe))
 	if id != "" {
-		attrs = append(attrs, attribute.String(contract.AttrRolloutID, id))
+		attrs.Add(attribute.String(contract.AttrRolloutID, id))
 	}
-	span.SetAttributes(attrs...)
-	clear(buf[:])
-	clientAttrBufs.Put(buf)
 }
-
-// clientAttrBufs recycles the arrays of startAttributes.
-var clientAttrBufs = sync.Pool{New: func() any { return new([maxClientAttrs]attribute.KeyValue) }}
 
 // recordTimeout counts a call that ended because its time ran out
 // (gym.http.timeout_total): every call of a Client is internal, a call to a
@@ -553,28 +569,16 @@ func startOptions(ctx context.Context) []trace.SpanStartOption {
 	return clientStart
 }
 
-// withRolloutSpan wraps a route's handler, inside its ingress
-// instrumentation, so that the route's SERVER span carries
-// nemo.gym.rollout.id when the request names a rollout: by its path
-// prefix (see Options.RolloutPrefix) or its baggage. Without a tracing
-// span group and exporter the handler is returned as it is.
-func withRolloutSpan(next http.Handler) http.Handler {
-	if !lens.Enabled(telemetry.GroupServer) || !telemetry.Get().TracesExporting() {
-		return next
+// RequestRolloutID is the rollout a request handled (or a call made) with
+// ctx belongs to: the id of its path prefix (see Options.RolloutPrefix) or
+// of WithRolloutID, failing that the one its baggage carries
+// (telemetry.WithRolloutID); "" when none names one. It is the id every
+// span of the request carries as nemo.gym.rollout.id.
+func RequestRolloutID(ctx context.Context) string {
+	if id := RolloutID(ctx); id != "" {
+		return id
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			id := RolloutID(ctx)
-			if id == "" {
-				id = telemetry.RolloutIDFrom(ctx)
-			}
-			if id != "" {
-				span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	return telemetry.RolloutIDFrom(ctx)
 }
 
 // WithRolloutID returns ctx naming the rollout the calls made with it

@@ -291,8 +291,12 @@ func TestClientFirstByteAndOpenSpan(t *testing.T) {
 	if !reply.Span.IsRecording() {
 		t.Fatal("PostSpan's span is not recording with http_client on")
 	}
-	reply.Span.SetAttributes(attribute.String("caller.added", "yes"))
-	reply.Span.End()
+	reply.AddSpanAttributes(attribute.String("caller.added", "yes"))
+	reply.EndSpan()
+	reply.EndSpan() // a second end changes nothing
+	if !reply.Span.SpanContext().IsValid() {
+		t.Error("the ended span's context is gone")
+	}
 
 	plain, err := client.Post(context.Background(), url+"/echo", echoReq{Name: "y"}, &out, server.Call{})
 	if err != nil {
@@ -305,8 +309,18 @@ func TestClientFirstByteAndOpenSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := clientSpans(t, spans)
-	if len(got) != 2 || spanAttrs(got[0])["caller.added"] != "yes" || spanAttrs(got[0])[contract.AttrHTTPResponseStatus] != "200" {
-		t.Errorf("CLIENT spans %d, first's attributes %v; want 2, the caller's attribute and the status", len(got), spanAttrs(got[0]))
+	if len(got) != 2 {
+		t.Fatalf("CLIENT spans %d, want 2", len(got))
+	}
+	first := spanAttrs(got[0])
+	if first["caller.added"] != "yes" || first[contract.AttrHTTPResponseStatus] != "200" || first[contract.AttrURLFull] != url+"/echo" {
+		t.Errorf("first CLIENT span's attributes %v; want the caller's attribute, the status and url.full", first)
+	}
+	if got[0].SpanContext.SpanID() != reply.Span.SpanContext().SpanID() {
+		t.Errorf("exported span %v, PostSpan's %v", got[0].SpanContext.SpanID(), reply.Span.SpanContext().SpanID())
+	}
+	if n := len(got[0].Attributes); n != len(first) {
+		t.Errorf("first CLIENT span has %d attributes, %d distinct keys: one set per key", n, len(first))
 	}
 }
 

@@ -140,14 +140,6 @@ type ingress struct {
 	active    cowmap.Map[uint64, *activeCount] // requestKind.key(0)
 }
 
-// attrBufs recycles the arrays SERVER span attributes are gathered in.
-var attrBufs = sync.Pool{New: func() any { return new([maxServerAttrs]attribute.KeyValue) }}
-
-// maxServerAttrs is how many attributes a SERVER span gets at most: the
-// route's static ones, the two per request, and on failure error.type or,
-// on the catch-all, the method and its original spelling.
-const maxServerAttrs = 8
-
 func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := in.t
 	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
@@ -204,22 +196,27 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	statusWriters.Put(sw)
 
 	if span != nil {
-		// Every attribute in one call, at the end, gathered in a pooled
-		// array: the tracer copies the values into the span and keeps
-		// nothing of the slice. Given at start (as options) they would be
-		// copied into the start config first. The exported span is the
-		// same; nothing reads attributes before the span ends.
-		buf := attrBufs.Get().(*[maxServerAttrs]attribute.KeyValue)
-		attrs := append(append(buf[:0], in.static...), catchAll...)
-		attrs = append(attrs, attribute.String("url.path", r.URL.Path),
+		// Every attribute in one call, at the end (see lens.Attrs).
+		// Given at start (as options) they would be copied into the
+		// start config first.
+		attrs := lens.NewAttrs()
+		if in.route != "" {
+			// A route's span names the rollout the request belongs
+			// to, by its path prefix (see Options.RolloutPrefix) or its
+			// baggage; the catch-all's does not.
+			if id := RequestRolloutID(ctx); id != "" {
+				attrs.Add(attribute.String(contract.AttrRolloutID, id))
+			}
+		}
+		attrs.Add(in.static...)
+		attrs.Add(catchAll...)
+		attrs.Add(attribute.String("url.path", r.URL.Path),
 			attribute.Int(contract.AttrHTTPResponseStatus, status))
 		if status >= 500 {
 			span.SetStatus(codes.Error, "")
-			attrs = append(attrs, attribute.String(contract.AttrErrorType, strconv.Itoa(status)))
+			attrs.Add(attribute.String(contract.AttrErrorType, strconv.Itoa(status)))
 		}
-		span.SetAttributes(attrs...)
-		clear(buf[:])
-		attrBufs.Put(buf)
+		attrs.SetOn(span)
 		span.End()
 	}
 	if t.durations {

@@ -337,9 +337,6 @@ func (s *Server) build() http.Handler {
 			if s.opts.MaxConcurrentRequests > 0 {
 				h = s.limitRequests(h)
 			}
-			if !s.opts.uninstrumented {
-				h = withRolloutSpan(h)
-			}
 			h = wrap(pattern, h)
 		}
 		mux.Handle(pattern, h)

@@ -50,18 +50,20 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 	}
 	var span trace.Span
 	if ctx, span = lens.StartRecording(ctx, telemetry.GroupAgent, contract.SpanAgentResponses); span != nil {
-		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
+		attrs := lens.NewAttrs() // set in one call as the span ends
+		attrs.Add(attribute.String(contract.AttrServerName, serverName()))
 		if id != "" {
-			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+			attrs.Add(attribute.String(contract.AttrRolloutID, id))
 		}
 		if p.Model != nil {
-			span.SetAttributes(attribute.String(contract.AttrGenAIRequestModel, *p.Model))
+			attrs.Add(attribute.String(contract.AttrGenAIRequestModel, *p.Model))
 		}
 		defer func() {
 			if u := res.response.Usage; err == nil && u != nil {
-				span.SetAttributes(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
+				attrs.Add(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
 					attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
 			}
+			attrs.SetOn(span)
 			lens.End(span, err)
 		}()
 	}
@@ -164,20 +166,18 @@ func (a *agent) callModel(ctx context.Context, modelURL string, body []byte, mod
 	if model != nil {
 		requestModel = *model
 	}
-	if span := reply.Span; span.IsRecording() {
-		attrs := []attribute.KeyValue{
+	if reply.Span.IsRecording() {
+		reply.AddSpanAttributes(
 			attribute.String(contract.AttrGenAIOperationName, contract.GenAIOperationChat),
-			attribute.String(contract.AttrGenAIProviderName, contract.GenAIProviderOpenAI),
-		}
+			attribute.String(contract.AttrGenAIProviderName, contract.GenAIProviderOpenAI))
 		if requestModel != "" {
-			attrs = append(attrs, attribute.String(contract.AttrGenAIRequestModel, requestModel))
+			reply.AddSpanAttributes(attribute.String(contract.AttrGenAIRequestModel, requestModel))
 		}
 		if err == nil {
-			attrs = append(attrs, responseAttrs(&r)...)
+			addResponseAttrs(&reply, &r)
 		}
-		span.SetAttributes(attrs...)
 	}
-	reply.Span.End()
+	reply.EndSpan()
 	if metricsOn {
 		d := time.Since(start)
 		metrics.RecordModelCall(contract.DialectResponses, a.cfg.ModelServerName, d, reply.FirstByte)
@@ -200,19 +200,18 @@ func (a *agent) callModel(ctx context.Context, modelURL string, body []byte, mod
 	return r, reply.Cookies, nil
 }
 
-// responseAttrs are the GenAI attributes of a Responses API answer:
-// response model and id, token usage, finish reasons.
-func responseAttrs(r *protocol.Response) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{
+// addResponseAttrs adds the GenAI attributes of a Responses API answer to
+// the model call's open CLIENT span: response model and id, token usage,
+// finish reasons.
+func addResponseAttrs(reply *server.Reply, r *protocol.Response) {
+	reply.AddSpanAttributes(
 		attribute.String(contract.AttrGenAIResponseModel, telemetry.ModelName(r.Model)),
 		attribute.String(contract.AttrGenAIResponseID, r.ID),
-		attribute.StringSlice(contract.AttrGenAIFinishReasons, []string{finishReason(r)}),
-	}
+		attribute.StringSlice(contract.AttrGenAIFinishReasons, []string{finishReason(r)}))
 	if u := r.Usage; u != nil {
-		attrs = append(attrs, attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
+		reply.AddSpanAttributes(attribute.Int(contract.AttrGenAIInputTokens, u.InputTokens),
 			attribute.Int(contract.AttrGenAIOutputTokens, u.OutputTokens))
 	}
-	return attrs
 }
 
 // finishReason maps a Responses API answer to the finish reason the GenAI

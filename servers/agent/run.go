@@ -39,8 +39,10 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 	// group), which gets the rollout id once the row is read.
 	serverSpan := trace.SpanFromContext(ctx)
 	ctx, span := lens.StartRecording(ctx, telemetry.GroupRollout, contract.SpanRollout)
+	var attrs *lens.Attrs // the rollout span's, set in one call as it ends
 	if span != nil {
-		span.SetAttributes(attribute.String(contract.AttrServerName, serverName()))
+		attrs = lens.NewAttrs()
+		attrs.Add(attribute.String(contract.AttrServerName, serverName()))
 	}
 	setTraceResponse(ctx)
 	defer func() {
@@ -57,6 +59,7 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 		err = failed(err)
 		metrics.RecordRollout(time.Since(start), err == nil)
 		if span != nil {
+			attrs.SetOn(span)
 			lens.End(span, err)
 		}
 		if r == http.ErrAbortHandler {
@@ -72,7 +75,7 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 	}
 	if ok {
 		if span != nil {
-			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+			attrs.Add(attribute.String(contract.AttrRolloutID, id))
 		}
 		if serverSpan.IsRecording() {
 			serverSpan.SetAttributes(attribute.String(contract.AttrRolloutID, id))

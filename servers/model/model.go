@@ -117,31 +117,29 @@ func (h *handler) requestModel() string {
 	return h.cfg.Model
 }
 
-// startSpan starts a model span when the model_call group is on; span is
-// nil otherwise, and also when the span does not record (its trace was
-// sampled out). It carries the server's name, the rollout id when the
+// startSpan starts a model span when the model_call group is on; span and
+// attrs are nil otherwise, and also when the span does not record (its
+// trace was sampled out). attrs holds what the span will carry, set by
+// endSpan in one call: the server's name, the rollout id when the
 // request's path prefix or baggage names one, and the GenAI conventions'
 // request attributes.
-func (h *handler) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+func (h *handler) startSpan(ctx context.Context, name string) (context.Context, trace.Span, *lens.Attrs) {
 	ctx, span := lens.StartRecording(ctx, telemetry.GroupModelCall, name)
 	if span == nil {
-		return ctx, nil
+		return ctx, nil, nil
 	}
-	span.SetAttributes(
+	attrs := lens.NewAttrs()
+	attrs.Add(
 		attribute.String(contract.AttrServerName, h.cfg.Name),
 		attribute.String(contract.AttrGenAIOperationName, contract.GenAIOperationChat),
 		attribute.String(contract.AttrGenAIProviderName, h.provider),
 		attribute.String(contract.AttrGenAIRequestModel, h.requestModel()),
 		attribute.String(contract.AttrModelMode, h.mode),
 	)
-	id := server.RolloutID(ctx)
-	if id == "" {
-		id = telemetry.RolloutIDFrom(ctx)
+	if id := server.RequestRolloutID(ctx); id != "" {
+		attrs.Add(attribute.String(contract.AttrRolloutID, id))
 	}
-	if id != "" {
-		span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
-	}
-	return ctx, span
+	return ctx, span, attrs
 }
 
 // answer is what a model span records of a successful call.
@@ -151,14 +149,15 @@ type answer struct {
 	finish        []string
 }
 
-// endSpan ends a model span, with the answer's id, model, token counts
-// and finish reasons when the call succeeded.
-func endSpan(span trace.Span, err error, a answer) {
+// endSpan ends a model span of startSpan, with its attributes and, when
+// the call succeeded, the answer's id, model, token counts and finish
+// reasons.
+func endSpan(span trace.Span, attrs *lens.Attrs, err error, a answer) {
 	if span == nil {
 		return
 	}
 	if err == nil {
-		span.SetAttributes(
+		attrs.Add(
 			attribute.String(contract.AttrGenAIResponseModel, telemetry.ModelName(a.model)),
 			attribute.String(contract.AttrGenAIResponseID, a.id),
 			attribute.Int(contract.AttrGenAIInputTokens, a.input),
@@ -166,11 +165,12 @@ func endSpan(span trace.Span, err error, a answer) {
 			attribute.StringSlice(contract.AttrGenAIFinishReasons, a.finish),
 		)
 	}
+	attrs.SetOn(span)
 	lens.End(span, err)
 }
 
 func (h *handler) responses(ctx context.Context, req responsesRequest) (resp protocol.Response, err error) {
-	ctx, span := h.startSpan(ctx, contract.SpanModelResponses)
+	ctx, span, attrs := h.startSpan(ctx, contract.SpanModelResponses)
 	if span != nil {
 		defer func() {
 			a := answer{id: resp.ID, model: resp.Model}
@@ -182,7 +182,7 @@ func (h *handler) responses(ctx context.Context, req responsesRequest) (resp pro
 				reason = resp.IncompleteDetails.Reason
 			}
 			a.finish = []string{contract.ResponseFinishReason(resp.Status, reason, len(resp.FunctionCalls()) > 0)}
-			endSpan(span, err, a)
+			endSpan(span, attrs, err, a)
 		}()
 	}
 	if h.up != nil {
@@ -192,7 +192,7 @@ func (h *handler) responses(ctx context.Context, req responsesRequest) (resp pro
 }
 
 func (h *handler) chatCompletions(ctx context.Context, req ChatCompletionRequest) (resp json.RawMessage, err error) {
-	ctx, span := h.startSpan(ctx, contract.SpanModelChatCompletions)
+	ctx, span, attrs := h.startSpan(ctx, contract.SpanModelChatCompletions)
 	var cc *ChatCompletion
 	if span != nil {
 		defer func() {
@@ -207,7 +207,7 @@ func (h *handler) chatCompletions(ctx context.Context, req ChatCompletionRequest
 					a.finish[i] = c.FinishReason
 				}
 			}
-			endSpan(span, err, a)
+			endSpan(span, attrs, err, a)
 		}()
 	}
 	if h.up != nil {

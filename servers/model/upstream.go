@@ -280,18 +280,16 @@ func (u *upstream) post(ctx context.Context, ep endpoint, body []byte) (raw []by
 
 	var span trace.Span
 	if ctx, span = lens.StartRecording(ctx, telemetry.GroupHTTPClient, ep.spanName, upstreamClientKind); span != nil {
-		span.SetAttributes(ep.attrs...)
-		id := server.RolloutID(ctx)
-		if id == "" {
-			id = telemetry.RolloutIDFrom(ctx)
-		}
-		if id != "" {
-			span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+		attrs := lens.NewAttrs() // set in one call as the span ends
+		attrs.Add(ep.attrs...)
+		if id := server.RequestRolloutID(ctx); id != "" {
+			attrs.Add(attribute.String(contract.AttrRolloutID, id))
 		}
 		defer func() {
 			if status != 0 {
-				span.SetAttributes(attribute.Int(contract.AttrHTTPResponseStatus, status))
+				attrs.Add(attribute.Int(contract.AttrHTTPResponseStatus, status))
 			}
+			attrs.SetOn(span)
 			lens.End(span, err)
 		}()
 	}
