@@ -48,13 +48,7 @@ func BenchmarkSampledOutHop(b *testing.B) {
 			quietLogs(b)
 			switch mode {
 			case "off":
-				testenv.ClearTelemetry(b)
-				b.Setenv("NEMO_GYM_OTEL_ENABLED", "0")
-				telemetry.ResetForTesting()
-				b.Cleanup(telemetry.ResetForTesting)
-				if _, err := telemetry.Init(opts); err != nil {
-					b.Fatal(err)
-				}
+				initOff(b, opts)
 			case "metrics-only":
 				o := opts
 				o.MetricReader = sdkmetric.NewManualReader()
@@ -74,26 +68,98 @@ func BenchmarkSampledOutHop(b *testing.B) {
 				seen = trace.SpanContextFromContext(r.Context())
 				writeEmptyJSON(w)
 			})
-			base, stop := servertest.Start(b, s)
-			defer stop()
-			client := server.NewClient(server.ClientOptions{})
-			defer client.CloseIdleConnections()
-			body := server.RawJSON(`{"reward":1}`)
-			url := base + "/verify"
-			if _, err := client.Post(ctx, url, body, nil, server.Call{}); err != nil {
-				b.Fatal(err)
-			}
-			// With telemetry on, the server must continue the caller's
-			// trace, still sampled out; with it off it knows none.
-			if on := mode != "off"; on != (seen.TraceID() == sc.TraceID()) || seen.IsSampled() {
-				b.Fatalf("%s: server saw span context %v (sampled %v), want the caller's trace: %v", mode, seen.TraceID(), seen.IsSampled(), on)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := client.Post(ctx, url, body, nil, server.Call{}); err != nil {
-					b.Fatal(err)
+			runHop(ctx, b, s, func() {
+				// With telemetry on, the server must continue the
+				// caller's trace, still sampled out; with it off it
+				// knows none.
+				if on := mode != "off"; on != (seen.TraceID() == sc.TraceID()) || seen.IsSampled() {
+					b.Fatalf("%s: server saw span context %v (sampled %v), want the caller's trace: %v", mode, seen.TraceID(), seen.IsSampled(), on)
 				}
-			}
+			})
 		})
+	}
+}
+
+// BenchmarkRecordedHop is one call between two fleet servers in a rollout
+// that is kept: a Client.Post over loopback from a sampled span context to
+// a typed route (server.Handle) answering {}, each side recording its span
+// under the default preset (spans to a discarding exporter, metrics to a
+// manual reader), against the same hop with telemetry off. The caller
+// waits for what the server does before its response is complete, so
+// recorded's ns/op over off's, from one run, is what the server's span and
+// metric work adds to a request's latency. Run the cases interleaved on a
+// busy machine (go test -c, then the binary with -test.count 1, repeated).
+func BenchmarkRecordedHop(b *testing.B) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    trace.TraceID{0x5c, 0x0a, 0x3f, 0x46, 0x88, 0xc4, 0x5e, 0xb7, 0xb4, 0xdf, 0xa3, 0xae, 0x1f, 0x1f, 0x58, 0x47},
+		SpanID:     trace.SpanID{0x01, 0xe1, 0x78, 0xbb, 0x1c, 0xba, 0x13, 0xc8},
+		TraceFlags: trace.FlagsSampled,
+		Remote:     true,
+	})
+	incoming := http.Header{"Traceparent": {"00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"}}
+	opts := telemetry.InitOptions{ServerName: "bench", ServerType: contract.ServerTypeResources}
+	for _, mode := range []string{"off", "recorded"} {
+		b.Run(mode, func(b *testing.B) {
+			quietLogs(b)
+			if mode == "off" {
+				initOff(b, opts)
+			} else {
+				o := opts
+				o.MetricReader, o.SpanExporter = sdkmetric.NewManualReader(), discardSpans{}
+				servertest.EnableTelemetryGroups(b, "default", o)
+			}
+			ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.HeaderCarrier(incoming))
+			s := server.New(server.Options{Name: "peer"})
+			var seen trace.SpanContext
+			server.Handle(s, "POST /verify", func(ctx context.Context, _ hopRequest) (server.RawJSON, error) {
+				seen = trace.SpanContextFromContext(ctx)
+				return server.RawJSON(`{}`), nil
+			})
+			runHop(ctx, b, s, func() {
+				// Recorded, the server continues the caller's kept trace.
+				if on := mode != "off"; on != (seen.TraceID() == sc.TraceID() && seen.IsSampled()) {
+					b.Fatalf("%s: server saw span context %v (sampled %v), want the caller's trace: %v", mode, seen.TraceID(), seen.IsSampled(), on)
+				}
+			})
+		})
+	}
+}
+
+// hopRequest is the body BenchmarkRecordedHop's route decodes.
+type hopRequest struct {
+	Reward float64 `json:"reward"`
+}
+
+// initOff runs telemetry.Init with telemetry off, as a fleet process with
+// NEMO_GYM_OTEL_ENABLED=0 does, until b ends.
+func initOff(b *testing.B, opts telemetry.InitOptions) {
+	testenv.ClearTelemetry(b)
+	b.Setenv("NEMO_GYM_OTEL_ENABLED", "0")
+	telemetry.ResetForTesting()
+	b.Cleanup(telemetry.ResetForTesting)
+	if _, err := telemetry.Init(opts); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// runHop serves s on loopback and times a Client.Post of a small body to
+// its POST /verify from ctx. One call goes first, untimed, and check then
+// looks at what the server saw.
+func runHop(ctx context.Context, b *testing.B, s *server.Server, check func()) {
+	base, stop := servertest.Start(b, s)
+	defer stop()
+	client := server.NewClient(server.ClientOptions{})
+	defer client.CloseIdleConnections()
+	body := server.RawJSON(`{"reward":1}`)
+	url := base + "/verify"
+	if _, err := client.Post(ctx, url, body, nil, server.Call{}); err != nil {
+		b.Fatal(err)
+	}
+	check()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := client.Post(ctx, url, body, nil, server.Call{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -37,6 +37,9 @@ type InitOptions struct {
 	MetricReader sdkmetric.Reader
 	// SpanExporter, when set, replaces the configured span exporters.
 	SpanExporter sdktrace.SpanExporter
+	// SpanProcessors are added next to the configured exporters' (see
+	// lens.Options.SpanProcessors).
+	SpanProcessors []sdktrace.SpanProcessor
 }
 
 // state is the per-process telemetry: the handle, the gym instruments (nil
@@ -113,13 +116,14 @@ func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
 		attrs = append(attrs, attribute.String(k, v))
 	}
 	h, err := lens.Setup(context.Background(), cfg, lens.Options{
-		Groups:       GroupSet(),
-		ServiceName:  ServiceName(cfg, opts.ServerName),
-		Attributes:   attrs,
-		Rank:         opts.Rank,
-		WorldSize:    opts.WorldSize,
-		MetricReader: opts.MetricReader,
-		SpanExporter: opts.SpanExporter,
+		Groups:         GroupSet(),
+		ServiceName:    ServiceName(cfg, opts.ServerName),
+		Attributes:     attrs,
+		Rank:           opts.Rank,
+		WorldSize:      opts.WorldSize,
+		MetricReader:   opts.MetricReader,
+		SpanExporter:   opts.SpanExporter,
+		SpanProcessors: opts.SpanProcessors,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("telemetry: %w", err)
