@@ -69,26 +69,12 @@ func TestInitFallbackPrefixAndPrimaryWins(t *testing.T) {
 	}
 }
 
-// countingProcessor counts the spans it sees start and end.
-type countingProcessor struct{ started, ended []string }
-
-func (p *countingProcessor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	p.started = append(p.started, s.Name())
-}
-func (p *countingProcessor) OnEnd(s sdktrace.ReadOnlySpan)    { p.ended = append(p.ended, s.Name()) }
-func (p *countingProcessor) Shutdown(context.Context) error   { return nil }
-func (p *countingProcessor) ForceFlush(context.Context) error { return nil }
-
 // A span processor given to Init sits next to the configured exporter:
 // it sees the span start and end, and the exporter still receives it.
 func TestInitSpanProcessors(t *testing.T) {
-	clearEnv(t)
-	telemetry.ResetForTesting()
-	t.Cleanup(telemetry.ResetForTesting)
-	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
-	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
+	enable(t, nil)
 	exp := tracetest.NewInMemoryExporter()
-	proc := &countingProcessor{}
+	proc := tracetest.NewSpanRecorder()
 	h, err := telemetry.Init(telemetry.InitOptions{ServerType: contract.ServerTypeResources,
 		SpanExporter: exp, SpanProcessors: []sdktrace.SpanProcessor{proc}})
 	if err != nil {
@@ -99,8 +85,9 @@ func TestInitSpanProcessors(t *testing.T) {
 	if err := h.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(proc.started, proc.ended) != "[user-span] [user-span]" {
-		t.Fatalf("processor saw start %v, end %v; want the one span", proc.started, proc.ended)
+	started, ended := proc.Started(), proc.Ended()
+	if len(started) != 1 || started[0].Name() != "user-span" || len(ended) != 1 || ended[0].Name() != "user-span" {
+		t.Fatalf("processor saw %d spans start, %d end; want user-span once each", len(started), len(ended))
 	}
 	if got := exp.GetSpans(); len(got) != 1 || got[0].Name != "user-span" {
 		t.Fatalf("exporter got %d spans, want user-span alone", len(got))
