@@ -11,6 +11,9 @@
 #   ROUNDS=3 WINDOW=5 SPANS=all scripts/fleet-cpu.sh
 #   SAMPLER=parentbased_traceidratio SAMPLER_ARG=0.01 scripts/fleet-cpu.sh
 #   MODEL_LATENCY_MS=20 CONCURRENCY=4 scripts/fleet-cpu.sh
+#   VARIANTS="off on metrics traces" scripts/fleet-cpu.sh
+#                                   # metrics: traces off; traces: metrics off;
+#                                   # every variant is compared with the first
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-2}"
@@ -20,6 +23,11 @@ CONCURRENCY="${CONCURRENCY:-16}"
 ROLLOUTS="${ROLLOUTS:-150000}" # enough to outlast warm-up and window
 SPANS="${SPANS:-default}"
 MODEL_LATENCY_MS="${MODEL_LATENCY_MS:-0}"
+read -r -a variants <<<"${VARIANTS:-off on}"
+for v in "${variants[@]}"; do
+  case $v in off | on | metrics | traces) ;; *) echo "fleet-cpu: unknown variant $v (off, on, metrics, traces)" >&2; exit 2 ;; esac
+done
+[ "${#variants[@]}" -ge 2 ] || { echo "fleet-cpu: VARIANTS needs two or more variants" >&2; exit 2; }
 work=$(mktemp -d)
 gp=""
 cleanup() {
@@ -37,14 +45,18 @@ source scripts/lib/load.sh # set_clean_env, alternate_rounds
 set_clean_env
 
 one() { # variant round
-  local variant=$1 round=$2 flags=() stats="$work/stats" runs="$work/runs"
+  local variant=$1 round=$2 flags=() extra=() stats="$work/stats" runs="$work/runs"
   rm -rf "$stats" "$runs"
   mkdir -p "$stats" "$runs"
-  [ "$variant" = off ] && flags=(--no-telemetry)
+  case $variant in
+    off) flags=(--no-telemetry) ;;
+    metrics) extra=(NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
+    traces) extra=(NEMO_GYM_OTEL_METRICS_ENABLED=0) ;;
+  esac
   # env execs gym, so $! is gym's pid and the signals below reach it.
-  env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
+  env ${clean_env[@]+"${clean_env[@]}"} ${extra[@]+"${extra[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
     ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run --rollouts "$ROLLOUTS" \
-    --concurrency "$CONCURRENCY" --model-latency-ms "$MODEL_LATENCY_MS" --runs-dir "$runs" --quiet "${flags[@]}" \
+    --concurrency "$CONCURRENCY" --model-latency-ms "$MODEL_LATENCY_MS" --runs-dir "$runs" --quiet ${flags[@]+"${flags[@]}"} \
     >"$work/run.out" 2>"$work/run.err" &
   gp=$!
   local f="" pids a b i
@@ -100,10 +112,16 @@ one() { # variant round
 }
 
 declare -A fleet_cpu # "variant round" -> CPU us per rollout, all processes
-echo "span groups when on: $SPANS, sampler ${SAMPLER:-default}${SAMPLER_ARG:+ $SAMPLER_ARG}, model latency $MODEL_LATENCY_MS ms; variants alternate over $ROUNDS rounds"
-alternate_rounds "$ROUNDS" one off on
-c_on=(); c_off=()
-for i in $(seq "$ROUNDS"); do c_off+=("${fleet_cpu["off $i"]}"); c_on+=("${fleet_cpu["on $i"]}"); done
-m_on=$(printf '%s\n' "${c_on[@]}" | median); m_off=$(printf '%s\n' "${c_off[@]}" | median)
-awk -v on="$m_on" -v off="$m_off" 'BEGIN {
-  printf "fleet CPU per rollout (median of the rounds): off %.1f us, on %.1f us, on/off %.3f, telemetry adds %.1f%%\n", off, on, on / off, (on / off - 1) * 100 }'
+echo "span groups when on: $SPANS, sampler ${SAMPLER:-default}${SAMPLER_ARG:+ $SAMPLER_ARG}, model latency $MODEL_LATENCY_MS ms; variants ${variants[*]} alternate over $ROUNDS rounds"
+alternate_rounds "$ROUNDS" one "${variants[@]}"
+declare -A m_cpu # variant -> median over the rounds
+for v in "${variants[@]}"; do
+  c=()
+  for i in $(seq "$ROUNDS"); do c+=("${fleet_cpu["$v $i"]}"); done
+  m_cpu[$v]=$(printf '%s\n' "${c[@]}" | median)
+done
+base=${variants[0]}
+for v in "${variants[@]:1}"; do
+  awk -v on="${m_cpu[$v]}" -v off="${m_cpu[$base]}" -v v="$v" -v b="$base" 'BEGIN {
+    printf "fleet CPU per rollout (median of the rounds): %s %.1f us, %s %.1f us, %s/%s %.3f, %s adds %.1f%%\n", b, off, v, on, v, b, on / off, v, (on / off - 1) * 100 }'
+done
