@@ -337,8 +337,10 @@ func defaultHostOf(gc *gymconfig.Config) string {
 // specOf checks one instance and describes it.
 func specOf(inst gymconfig.Instance, dir string) (ServerSpec, error) {
 	where := blockPath(inst)
-	if inst.Name == "orchestrator" || strings.ContainsAny(inst.Name, "/ \t") || strings.ContainsFunc(inst.Name, unicode.IsControl) {
-		return ServerSpec{}, fmt.Errorf("%s: an instance name must not contain '/' or spaces, nor be \"orchestrator\"", inst.Name)
+	if inst.Name == "" || inst.Name == "orchestrator" || strings.ContainsAny(inst.Name, "/ \t") || strings.ContainsFunc(inst.Name, unicode.IsControl) {
+		// The name becomes file names (<name>.jsonl, <name>.log), service
+		// names and head-server keys: an empty one would name nothing.
+		return ServerSpec{}, fmt.Errorf("%q: an instance name must not be empty, contain '/' or spaces, nor be \"orchestrator\"", inst.Name)
 	}
 	argv, err := inst.Command()
 	if err != nil {

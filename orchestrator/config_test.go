@@ -68,12 +68,17 @@ func TestParseConfigRejects(t *testing.T) {
 		{
 			name: "reserved name",
 			doc:  "orchestrator:\n  resources_servers:\n    arithmetic: {}\n",
-			want: []string{`orchestrator: an instance name must not contain '/' or spaces, nor be "orchestrator"`},
+			want: []string{`"orchestrator": an instance name must not be empty, contain '/' or spaces, nor be "orchestrator"`},
 		},
 		{
 			name: "name with a space",
 			doc:  "\"a b\":\n  resources_servers:\n    arithmetic: {}\n",
-			want: []string{`a b: an instance name`},
+			want: []string{`"a b": an instance name`},
+		},
+		{
+			name: "empty name",
+			doc:  "'':\n  resources_servers:\n    arithmetic: {}\n",
+			want: []string{`"": an instance name must not be empty`},
 		},
 		{
 			name: "unknown implementation, near one",
