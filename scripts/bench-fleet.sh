@@ -12,9 +12,12 @@
 #                                               # head sampling (OTEL_TRACES_SAMPLER[_ARG])
 #   MODEL_LATENCY_MS=20 scripts/bench-fleet.sh  # a model that takes 20 ms per call
 #   ON_ENV='NEMO_GYM_OTEL_TRACES_ENABLED=0' scripts/bench-fleet.sh
-#                                               # extra VAR=value settings (space-separated) for the
-#                                               # on variant only; every other telemetry variable of
+#                                               # extra VAR=value settings (space-separated) for every
+#                                               # variant but off; every other telemetry variable of
 #                                               # the caller's environment is cleared
+#   VARIANTS="off on metrics traces" scripts/bench-fleet.sh
+#                                               # metrics: traces off; traces: metrics off; all of them
+#                                               # alternate in every round, each compared with off
 #
 # Targets (TARGET overrides): rollouts/s on/off >= 0.85 with the default
 # preset at full sampling, >= 0.8 with all, >= 0.97 with a sampler argument
@@ -30,6 +33,12 @@ ROUNDS="${ROUNDS:-3}"
 CONCURRENCY="${CONCURRENCY:-16}"
 SPANS="${SPANS:-default}"
 MODEL_LATENCY_MS="${MODEL_LATENCY_MS:-0}"
+read -r -a variants <<<"${VARIANTS:-off on}"
+case " ${variants[*]} " in *" off "*) ;; *) echo "bench-fleet: VARIANTS must include off, the baseline" >&2; exit 2 ;; esac
+for v in "${variants[@]}"; do
+  case $v in off | on | metrics | traces) ;; *) echo "bench-fleet: unknown variant $v (off, on, metrics, traces)" >&2; exit 2 ;; esac
+done
+[ "${#variants[@]}" -ge 2 ] || { echo "bench-fleet: VARIANTS needs off and one more" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/gym" ./cmd/gym
@@ -42,9 +51,13 @@ rate() { # variant round: one gym run, its rollouts/s stored in rates
   local variant=$1 round=$2 out stats="$work/stats/$1-$2" flags=()
   mkdir -p "$stats"
   local extra=()
-  [ "$variant" = off ] && flags=(--no-telemetry)
+  case $variant in
+    off) flags=(--no-telemetry) ;;
+    metrics) extra=(NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
+    traces) extra=(NEMO_GYM_OTEL_METRICS_ENABLED=0) ;;
+  esac
   # shellcheck disable=SC2206 # ON_ENV is a list of VAR=value words
-  [ "$variant" = on ] && [ -n "${ON_ENV:-}" ] && extra=($ON_ENV)
+  [ "$variant" != off ] && [ -n "${ON_ENV:-}" ] && extra+=($ON_ENV)
   out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" ${extra[@]+"${extra[@]}"} \
     ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run \
     --rollouts "$ROLLOUTS" --concurrency "$CONCURRENCY" --model-latency-ms "$MODEL_LATENCY_MS" --runs-dir "$work/runs" --quiet \
@@ -54,25 +67,34 @@ rate() { # variant round: one gym run, its rollouts/s stored in rates
   [ -n "${rates["$variant $round"]}" ] || { echo "bench-fleet: no rate from gym run ($variant, round $round); see $work/stderr.log" >&2; exit 1; }
 }
 
-# Off and on alternate, their order reversed every other round, so a
-# machine that speeds up or slows down over the session favours neither.
-alternate_rounds "$ROUNDS" rate off on
-on=(); off=(); paired=()
-for i in $(seq "$ROUNDS"); do
-  r_off=${rates["off $i"]}; r_on=${rates["on $i"]}
-  p=$(awk -v a="$r_on" -v b="$r_off" 'BEGIN { printf "%.3f", a / b }')
-  echo "round $i: off ${r_off}/s  on ${r_on}/s  on/off $p" >&2
-  off+=("$r_off"); on+=("$r_on"); paired+=("$p")
-done
-m_on=$(printf '%s\n' "${on[@]}" | median); m_off=$(printf '%s\n' "${off[@]}" | median)
-m_paired=$(printf '%s\n' "${paired[@]}" | median)
+# The variants alternate, their order reversed every other round, so a
+# machine that speeds up or slows down over the session favours none.
+alternate_rounds "$ROUNDS" rate "${variants[@]}"
 target=0.85
 [ "$SPANS" = all ] && target=0.8
 if [ -n "${SAMPLER_ARG:-}" ] && awk -v a="$SAMPLER_ARG" 'BEGIN { exit !(a <= 0.01) }'; then target=0.97; fi
 [ "$MODEL_LATENCY_MS" -ge 10 ] && target=0.99
 target="${TARGET:-$target}"
-awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" -v t="$target" -v mp="$m_paired" -v ml="$MODEL_LATENCY_MS" -v sm="${SAMPLER:-default}${SAMPLER_ARG:+ $SAMPLER_ARG}${ON_ENV:+, on with $ON_ENV}" 'BEGIN {
-  printf "fleet throughput, %d rollouts, span groups %s, model latency %s ms, sampler %s: off %.1f/s, on %.1f/s, ratio on/off %.3f (target >= %s); median of the rounds\x27 own ratios %.3f\n", n, g, ml, sm, off, on, on/off, t, mp }'
+off=()
+for i in $(seq "$ROUNDS"); do off+=("${rates["off $i"]}"); done
+m_off=$(printf '%s\n' "${off[@]}" | median)
+for v in "${variants[@]}"; do
+  [ "$v" = off ] && continue
+  on=(); paired=()
+  for i in $(seq "$ROUNDS"); do
+    r_off=${rates["off $i"]}; r_on=${rates["$v $i"]}
+    p=$(awk -v a="$r_on" -v b="$r_off" 'BEGIN { printf "%.3f", a / b }')
+    echo "round $i: off ${r_off}/s  $v ${r_on}/s  $v/off $p" >&2
+    on+=("$r_on"); paired+=("$p")
+  done
+  m_on=$(printf '%s\n' "${on[@]}" | median)
+  m_paired=$(printf '%s\n' "${paired[@]}" | median)
+  # The target is the whole telemetry's (on); the halves are for reading.
+  t=""
+  [ "$v" = on ] && t=" (target >= $target)"
+  awk -v on="$m_on" -v off="$m_off" -v n="$ROLLOUTS" -v g="$SPANS" -v t="$t" -v mp="$m_paired" -v ml="$MODEL_LATENCY_MS" -v v="$v" -v sm="${SAMPLER:-default}${SAMPLER_ARG:+ $SAMPLER_ARG}${ON_ENV:+, with $ON_ENV}" 'BEGIN {
+    printf "fleet throughput, %d rollouts, span groups %s, model latency %s ms, sampler %s: off %.1f/s, %s %.1f/s, ratio %s/off %.3f%s; median of the rounds\x27 own ratios %.3f\n", n, g, ml, sm, off, v, on, v, on/off, t, mp }'
+done
 
 # Peak RSS per process: the exit line of each <name>.runstats.
 peak() { # variant name -> one peak (KiB) per round
@@ -80,11 +102,13 @@ peak() { # variant name -> one peak (KiB) per round
     sed -nE 's/^event=exit .*max_rss_kib=([0-9]+).*/\1/p' "$work/stats/$1-$i/$2.runstats" 2>/dev/null | tail -n 1
   done
 }
-for f in "$work"/stats/on-1/*.runstats; do
+cmp=${variants[1]}
+[ "$cmp" = off ] && cmp=${variants[0]}
+for f in "$work"/stats/"$cmp"-1/*.runstats; do
   name=$(basename "$f" .runstats)
-  mapfile -t p_on < <(peak on "$name"); mapfile -t p_off < <(peak off "$name")
+  mapfile -t p_on < <(peak "$cmp" "$name"); mapfile -t p_off < <(peak off "$name")
   [ ${#p_on[@]} -gt 0 ] && [ ${#p_off[@]} -gt 0 ] || continue
-  awk -v name="$name" -v on="$(printf '%s\n' "${p_on[@]}" | median)" -v off="$(printf '%s\n' "${p_off[@]}" | median)" 'BEGIN {
-    printf "peak RSS %-13s off %6.1f MiB, on %6.1f MiB, ratio on/off %.2f%s\n", name, off/1024, on/1024, on/off,
+  awk -v name="$name" -v v="$cmp" -v on="$(printf '%s\n' "${p_on[@]}" | median)" -v off="$(printf '%s\n' "${p_off[@]}" | median)" 'BEGIN {
+    printf "peak RSS %-13s off %6.1f MiB, %s %6.1f MiB, ratio %s/off %.2f%s\n", name, off/1024, v, on/1024, v, on/off,
       (name == "orchestrator") ? "" : " (target <= 1.25)" }'
 done
