@@ -27,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/load.sh
-source scripts/lib/load.sh # median, set_clean_env, alternate_rounds
+source scripts/lib/load.sh # median, set_clean_env, alternate_rounds, check_variants, telemetry_variant
 ROLLOUTS="${ROLLOUTS:-2000}"
 ROUNDS="${ROUNDS:-3}"
 CONCURRENCY="${CONCURRENCY:-16}"
@@ -35,9 +35,7 @@ SPANS="${SPANS:-default}"
 MODEL_LATENCY_MS="${MODEL_LATENCY_MS:-0}"
 read -r -a variants <<<"${VARIANTS:-off on}"
 case " ${variants[*]} " in *" off "*) ;; *) echo "bench-fleet: VARIANTS must include off, the baseline" >&2; exit 2 ;; esac
-for v in "${variants[@]}"; do
-  case $v in off | on | metrics | traces) ;; *) echo "bench-fleet: unknown variant $v (off, on, metrics, traces)" >&2; exit 2 ;; esac
-done
+check_variants bench-fleet "${variants[@]}"
 [ "${#variants[@]}" -ge 2 ] || { echo "bench-fleet: VARIANTS needs off and one more" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -48,14 +46,10 @@ set_clean_env
 
 declare -A rates # "variant round" -> rollouts/s
 rate() { # variant round: one gym run, its rollouts/s stored in rates
-  local variant=$1 round=$2 out stats="$work/stats/$1-$2" flags=()
+  local variant=$1 round=$2 out stats="$work/stats/$1-$2"
   mkdir -p "$stats"
-  local extra=()
-  case $variant in
-    off) flags=(--no-telemetry) ;;
-    metrics) extra=(NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
-    traces) extra=(NEMO_GYM_OTEL_METRICS_ENABLED=0) ;;
-  esac
+  telemetry_variant "$variant"
+  local flags=(${variant_flags[@]+"${variant_flags[@]}"}) extra=(${variant_env[@]+"${variant_env[@]}"})
   # shellcheck disable=SC2206 # ON_ENV is a list of VAR=value words
   [ "$variant" != off ] && [ -n "${ON_ENV:-}" ] && extra+=($ON_ENV)
   out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" ${extra[@]+"${extra[@]}"} \

@@ -23,10 +23,10 @@ CONCURRENCY="${CONCURRENCY:-16}"
 ROLLOUTS="${ROLLOUTS:-150000}" # enough to outlast warm-up and window
 SPANS="${SPANS:-default}"
 MODEL_LATENCY_MS="${MODEL_LATENCY_MS:-0}"
+# shellcheck source=lib/load.sh
+source scripts/lib/load.sh # set_clean_env, alternate_rounds, check_variants, telemetry_variant
 read -r -a variants <<<"${VARIANTS:-off on}"
-for v in "${variants[@]}"; do
-  case $v in off | on | metrics | traces) ;; *) echo "fleet-cpu: unknown variant $v (off, on, metrics, traces)" >&2; exit 2 ;; esac
-done
+check_variants fleet-cpu "${variants[@]}"
 [ "${#variants[@]}" -ge 2 ] || { echo "fleet-cpu: VARIANTS needs two or more variants" >&2; exit 2; }
 work=$(mktemp -d)
 gp=""
@@ -39,20 +39,15 @@ cleanup() {
 }
 trap cleanup EXIT
 go build -o "$work/gym" ./cmd/gym
-# shellcheck source=lib/load.sh
-source scripts/lib/load.sh # set_clean_env, alternate_rounds
 # Only this script's settings reach the runs.
 set_clean_env
 
 one() { # variant round
-  local variant=$1 round=$2 flags=() extra=() stats="$work/stats" runs="$work/runs"
+  local variant=$1 round=$2 stats="$work/stats" runs="$work/runs"
   rm -rf "$stats" "$runs"
   mkdir -p "$stats" "$runs"
-  case $variant in
-    off) flags=(--no-telemetry) ;;
-    metrics) extra=(NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
-    traces) extra=(NEMO_GYM_OTEL_METRICS_ENABLED=0) ;;
-  esac
+  telemetry_variant "$variant"
+  local flags=(${variant_flags[@]+"${variant_flags[@]}"}) extra=(${variant_env[@]+"${variant_env[@]}"})
   # env execs gym, so $! is gym's pid and the signals below reach it.
   env ${clean_env[@]+"${clean_env[@]}"} ${extra[@]+"${extra[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
     ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run --rollouts "$ROLLOUTS" \

@@ -37,25 +37,21 @@ TOP="${TOP:-0}"
 command -v valgrind >/dev/null || { echo "fleet-instructions: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "fleet-instructions: python3 is not installed" >&2; exit 2; }
 [ "$LONG" -gt "$SHORT" ] || { echo "fleet-instructions: LONG ($LONG) must be more than SHORT ($SHORT)" >&2; exit 2; }
-for v in $VARIANTS; do
-  case $v in off | on | metrics | traces) ;; *) echo "fleet-instructions: unknown variant $v (off, on, metrics, traces)" >&2; exit 2 ;; esac
-done
+# shellcheck source=lib/load.sh
+source scripts/lib/load.sh # set_clean_env, check_variants, telemetry_variant
+# shellcheck disable=SC2086 # VARIANTS is a list of words
+check_variants fleet-instructions $VARIANTS
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Without cgo the binary has no C start-up for valgrind to trip on.
 CGO_ENABLED=0 go build -o "$work/gym" ./cmd/gym
-# shellcheck source=lib/load.sh
-source scripts/lib/load.sh # set_clean_env
 set_clean_env
 
 one() { # variant rollouts: one gym run under cachegrind, a count file per process in $work/<variant>-<rollouts>
-  local v=$1 n=$2 d="$work/$1-$2" flags=() extra=()
+  local v=$1 n=$2 d="$work/$1-$2"
   mkdir -p "$d"
-  case $v in
-    off) flags=(--no-telemetry) ;;
-    metrics) extra=(NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
-    traces) extra=(NEMO_GYM_OTEL_METRICS_ENABLED=0) ;;
-  esac
+  telemetry_variant "$v"
+  local flags=(${variant_flags[@]+"${variant_flags[@]}"}) extra=(${variant_env[@]+"${variant_env[@]}"})
   # Asynchronous preemption signals crash valgrind's signal handling.
   env ${clean_env[@]+"${clean_env[@]}"} ${extra[@]+"${extra[@]}"} ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} \
     ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} GODEBUG=asyncpreemptoff=1 \

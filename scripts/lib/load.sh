@@ -60,6 +60,31 @@ for s in socks:
 ' "$1"
 }
 
+# telemetry_variant VARIANT: sets variant_flags (arguments for `gym run`)
+# and variant_env (VAR=value words for `env`) to run the fleet scripts'
+# variant VARIANT: off (telemetry off), on (as configured), metrics (traces
+# off) or traces (metrics off). Fails, setting nothing, for any other name.
+telemetry_variants="off on metrics traces"
+telemetry_variant() {
+  case $1 in
+    off) variant_flags=(--no-telemetry) variant_env=() ;;
+    on) variant_flags=() variant_env=() ;;
+    metrics) variant_flags=() variant_env=(NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
+    traces) variant_flags=() variant_env=(NEMO_GYM_OTEL_METRICS_ENABLED=0) ;;
+    *) return 1 ;;
+  esac
+}
+
+# check_variants SCRIPT VARIANT...: exits 2, naming SCRIPT, when a variant
+# is not one of telemetry_variants.
+check_variants() {
+  local script=$1 v
+  shift
+  for v in "$@"; do
+    telemetry_variant "$v" || { echo "$script: unknown variant $v (${telemetry_variants// /, })" >&2; exit 2; }
+  done
+}
+
 # set_clean_env: fills the array clean_env with `env` arguments that unset
 # every NEMO_GYM_OTEL_*, NEMO_LENS_* and OTEL_* variable of this shell, so
 # only the script's own telemetry settings reach a server. Use it as
