@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fleet throughput with telemetry on vs off, measured side by side: the same
 # `gym run` (built-in fleet, model latency MODEL_LATENCY_MS, default 0) alternated ROUNDS times so
-# machine drift hits both variants alike. Prints rollouts/s per run, the
-# median per variant and the on/off ratio, then the peak resident set size
-# of every process (median per variant) and its on/off ratio.
+# machine drift hits every variant alike. Prints rollouts/s per run, the
+# median per variant and each variant's ratio to off, then the peak
+# resident set size of every process (median per variant) for off and the
+# first other variant (on by default), and their ratio.
 #
 #   scripts/bench-fleet.sh                      # 2000 rollouts, 3 rounds, default preset
 #   ROLLOUTS=20000 ROUNDS=5 scripts/bench-fleet.sh
