@@ -14,17 +14,38 @@ const (
 
 // Server types, as NeMo Gym's config dict names them (the key between a
 // server instance and its implementation), plus the orchestrator's role.
+// This is the one list of them: the config layer, the registry, the
+// launcher and telemetry all read it from here.
 const (
-	ServerTypeResources    = "resources_servers"
-	ServerTypeAgent        = "responses_api_agents"
-	ServerTypeModel        = "responses_api_models"
+	ServerTypeResources = "resources_servers"
+	ServerTypeAgent     = "responses_api_agents"
+	ServerTypeModel     = "responses_api_models"
+	// ServerTypeEnvironment is nemo-gym 0.7's fourth type: a server that
+	// runs episodes for the collector (POST /run, /aggregate_metrics),
+	// usually a legacy_agent relay in front of one agent.
+	ServerTypeEnvironment  = "environment_servers"
 	ServerTypeOrchestrator = "orchestrator"
 )
 
-// ServerTypes returns the three NeMo Gym server types, in config order.
+// ServerTypes returns NeMo Gym's four server types, in the order a fleet
+// starts them: verifiers and models first, then the agents that call them,
+// then the environment servers in front of the agents.
 func ServerTypes() []string {
-	return []string{ServerTypeResources, ServerTypeModel, ServerTypeAgent}
+	return []string{ServerTypeResources, ServerTypeModel, ServerTypeAgent, ServerTypeEnvironment}
 }
+
+// IsServerType reports whether s is one of ServerTypes.
+func IsServerType(s string) bool {
+	switch s {
+	case ServerTypeResources, ServerTypeModel, ServerTypeAgent, ServerTypeEnvironment:
+		return true
+	}
+	return false
+}
+
+// IsRole reports whether s is a process role telemetry accepts: a server
+// type, the orchestrator, or "" (a process outside any fleet).
+func IsRole(s string) bool { return s == "" || s == ServerTypeOrchestrator || IsServerType(s) }
 
 // Resource attribute keys a gymlens process puts on every signal.
 const (

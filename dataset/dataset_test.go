@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/protocol"
 )
@@ -80,7 +81,7 @@ func checkRow(t *testing.T, row protocol.RunRequest) {
 	if again := encode(t, back); again != line {
 		t.Fatalf("round trip changed the row:\n%s\n%s", line, again)
 	}
-	if row.AgentRef == nil || *row.AgentRef != (protocol.ServerRef{Type: protocol.ServerTypeAgent, Name: dataset.DefaultAgent}) {
+	if row.AgentRef == nil || *row.AgentRef != (protocol.ServerRef{Type: contract.ServerTypeAgent, Name: dataset.DefaultAgent}) {
 		t.Fatalf("agent_ref %+v", row.AgentRef)
 	}
 	if row.TaskIndex != nil || row.RolloutIndex != nil || row.AttemptIndex != nil || row.RolloutID != "" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -145,7 +146,7 @@ func ServerOptions(name, instance string) server.Options {
 		instance = name
 	}
 	return server.Options{
-		Type:          protocol.ServerTypeResources,
+		Type:          contract.ServerTypeResources,
 		RolloutPrefix: server.PrefixResources,
 		SessionCookie: name + "___" + instance,
 	}

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
@@ -396,7 +397,7 @@ func TestServerOptions(t *testing.T) {
 	var calls atomic.Int64
 	env := exactEnv(&calls)
 	got := env.ServerOptions("prod_1")
-	if got.SessionCookie != "exact_match___prod_1" || got.RolloutPrefix != server.PrefixResources || got.Type != protocol.ServerTypeResources {
+	if got.SessionCookie != "exact_match___prod_1" || got.RolloutPrefix != server.PrefixResources || got.Type != contract.ServerTypeResources {
 		t.Errorf("ServerOptions(prod_1) = %+v", got)
 	}
 	if c := env.ServerOptions("").SessionCookie; c != "exact_match___exact_match" {

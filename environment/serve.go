@@ -13,7 +13,6 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -176,8 +175,8 @@ func run(ctx context.Context, env *Environment, args []string, lookupEnv func(st
 func runLaunched(ctx context.Context, env *Environment, l *gymconfig.Launch, stderr io.Writer) int {
 	self := l.Self
 	path := self.Name + "." + self.Type + "." + self.Impl
-	if self.Type != protocol.ServerTypeResources {
-		fmt.Fprintf(stderr, "%s: %s: an environment is a %s server, not %s\n", env.name, path, protocol.ServerTypeResources, self.Type)
+	if self.Type != contract.ServerTypeResources {
+		fmt.Fprintf(stderr, "%s: %s: an environment is a %s server, not %s\n", env.name, path, contract.ServerTypeResources, self.Type)
 		return 2
 	}
 	if self.Port() <= 0 || self.Host() == "" {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -113,7 +114,7 @@ func mappingGet(v any, k string) (any, bool) {
 // when it holds more than one.
 func serverTypeOf(name string, v any) (string, error) {
 	var types []string
-	for _, t := range serverTypes {
+	for _, t := range contract.ServerTypes() {
 		if _, ok := mappingGet(v, t); ok {
 			types = append(types, t)
 		}
@@ -230,7 +231,7 @@ func asRef(v any) (Ref, bool) {
 	}
 	t, ok1 := m["type"].(string)
 	n, ok2 := m["name"].(string)
-	if !ok1 || !ok2 || !isServerType(t) {
+	if !ok1 || !ok2 || !contract.IsServerType(t) {
 		return Ref{}, false
 	}
 	return Ref{Type: t, Name: n}, true

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/protocol"
 )
 
 func TestInstancesInDocumentOrder(t *testing.T) {
@@ -18,9 +18,9 @@ func TestInstancesInDocumentOrder(t *testing.T) {
 		got = append(got, in.Name+"/"+in.Type+"/"+in.Impl)
 	}
 	want := []string{
-		"string_match/" + protocol.ServerTypeResources + "/string_match",
-		"simple_agent/" + protocol.ServerTypeAgent + "/simple_agent",
-		"policy_model/" + protocol.ServerTypeModel + "/openai_model",
+		"string_match/" + contract.ServerTypeResources + "/string_match",
+		"simple_agent/" + contract.ServerTypeAgent + "/simple_agent",
+		"policy_model/" + contract.ServerTypeModel + "/openai_model",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("instances %v, want %v", got, want)
@@ -73,8 +73,8 @@ func TestInstanceAccessors(t *testing.T) {
 		t.Errorf("host %q port %d addr %q", a.Host(), a.Port(), a.Addr())
 	}
 	wantRefs := map[string]gymconfig.Ref{
-		"resources_server": {Type: protocol.ServerTypeResources, Name: "string_match"},
-		"model_server":     {Type: protocol.ServerTypeModel, Name: "policy_model"},
+		"resources_server": {Type: contract.ServerTypeResources, Name: "string_match"},
+		"model_server":     {Type: contract.ServerTypeModel, Name: "policy_model"},
 	}
 	if got := a.Refs(); !reflect.DeepEqual(got, wantRefs) {
 		t.Errorf("refs %v", got)

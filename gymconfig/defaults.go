@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gymlens/gymlens/contract"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -187,7 +188,7 @@ func (d *Dict) defaults(lookupEnv func(string) (string, bool), rnd *rand.Rand) (
 			assigned = append(assigned, in.Name)
 		}
 		ports = append(ports, port)
-		if in.Type == serverTypes[2] { // responses_api_agents
+		if in.Type == contract.ServerTypeAgent {
 			if _, ok := in.Block[KeySkipVerification]; !ok && hasSkip && skip != nil {
 				if err := d.Set(append(in.path(), KeySkipVerification), skip); err != nil {
 					return nil, err

@@ -2,7 +2,6 @@ package gymconfig
 
 import (
 	"github.com/gymlens/gymlens/contract"
-	"github.com/gymlens/gymlens/protocol"
 )
 
 // Environment variables of the launch contract.
@@ -88,14 +87,3 @@ var launcherKeys = map[string]bool{
 // prometheus exporter listens). An implementation's config is the block
 // minus these and minus its reference-valued keys (see Instance.ImplConfig).
 func IsLauncherKey(key string) bool { return launcherKeys[key] }
-
-var serverTypes = []string{protocol.ServerTypeResources, protocol.ServerTypeModel, protocol.ServerTypeAgent}
-
-func isServerType(s string) bool {
-	for _, t := range serverTypes {
-		if s == t {
-			return true
-		}
-	}
-	return false
-}

@@ -394,7 +394,7 @@ func specOf(inst gymconfig.Instance, dir string) (ServerSpec, error) {
 // type is a near miss of a server type (resource_server for
 // resources_servers): upstream would silently not start it.
 func typoedTypes(gc *gymconfig.Config) error {
-	types := registry.Types()
+	types := contract.ServerTypes()
 	var errs []error
 	keys := make([]string, 0, len(gc.Root))
 	for k := range gc.Root {

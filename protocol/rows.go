@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 // Members a dataset row and its results carry besides the task fields.
@@ -24,13 +26,6 @@ const (
 	KeyNoPersist = "_ng_no_persist"
 )
 
-// Server types of a NeMo Gym fleet.
-const (
-	ServerTypeResources = "resources_servers"
-	ServerTypeAgent     = "responses_api_agents"
-	ServerTypeModel     = "responses_api_models"
-)
-
 // ServerRef names a server of the fleet: {"type": ..., "name": ...}.
 type ServerRef struct {
 	Type string `json:"type" yaml:"type"`
@@ -38,7 +33,7 @@ type ServerRef struct {
 }
 
 // AgentRef returns the reference to an agent server instance.
-func AgentRef(name string) *ServerRef { return &ServerRef{Type: ServerTypeAgent, Name: name} }
+func AgentRef(name string) *ServerRef { return &ServerRef{Type: contract.ServerTypeAgent, Name: name} }
 
 // RunRequest is one dataset row, the body of an agent's POST /run:
 // responses_create_params, the collector's bookkeeping members, and the

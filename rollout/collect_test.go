@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
@@ -165,7 +166,7 @@ func TestCollectAll(t *testing.T) {
 		}
 		if get[float64](t, l, protocol.KeyReward) != float64(task%2) ||
 			get[string](t, l, "expected_answer") != get[string](t, rows[task].Fields, "expected_answer") ||
-			get[protocol.ServerRef](t, l, protocol.KeyAgentRef) != (protocol.ServerRef{Type: protocol.ServerTypeAgent, Name: agentName}) {
+			get[protocol.ServerRef](t, l, protocol.KeyAgentRef) != (protocol.ServerRef{Type: contract.ServerTypeAgent, Name: agentName}) {
 			t.Fatalf("line of task %d: wrong members", task)
 		}
 		var params protocol.ResponseCreateParams
@@ -348,7 +349,7 @@ func TestCollectPreprocessing(t *testing.T) {
 		input := get[string](t, get[protocol.Fields](t, l, protocol.KeyParams), "input")
 		ref := get[protocol.ServerRef](t, l, protocol.KeyAgentRef)
 		switch {
-		case input == "d" && ref != protocol.ServerRef{Type: protocol.ServerTypeAgent, Name: agentName}:
+		case input == "d" && ref != protocol.ServerRef{Type: contract.ServerTypeAgent, Name: agentName}:
 			t.Fatalf("default agent_ref %+v", ref)
 		case input != "d" && ref != protocol.ServerRef{Name: agentName}:
 			t.Fatalf("row agent_ref changed to %+v", ref)

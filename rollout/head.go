@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
-	"github.com/gymlens/gymlens/protocol"
 )
 
 // PathHeadConfig is the head server's route that answers the fleet's
@@ -91,7 +91,7 @@ func HeadAgents(ctx context.Context, client *http.Client, headURL string, lookup
 	}
 	agents := map[string]string{}
 	for _, inst := range instances {
-		if inst.Type != protocol.ServerTypeAgent {
+		if inst.Type != contract.ServerTypeAgent {
 			continue
 		}
 		u, err := fleet.URL(inst.Name)

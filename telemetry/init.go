@@ -96,9 +96,7 @@ func Init(opts InitOptions) (h *lens.Handle, err error) {
 }
 
 func setup(opts InitOptions) (*lens.Handle, *gym.Instruments, error) {
-	switch opts.ServerType {
-	case "", contract.ServerTypeResources, contract.ServerTypeAgent, contract.ServerTypeModel, contract.ServerTypeOrchestrator:
-	default:
+	if !contract.IsRole(opts.ServerType) {
 		return nil, nil, fmt.Errorf("telemetry: unknown server type %q", opts.ServerType)
 	}
 	cfg, err := lens.LoadConfig(lens.LoadOptions{Groups: GroupSet()})

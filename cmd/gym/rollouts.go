@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/protocol"
@@ -154,7 +155,7 @@ func headAgents(ctx context.Context, headURL string, rows []protocol.RunRequest,
 	}
 	known := slices.Sorted(maps.Keys(agents))
 	if len(known) == 0 {
-		return nil, fmt.Errorf("head server %s: its config has no agent (no %s instance)", headURL, protocol.ServerTypeAgent)
+		return nil, fmt.Errorf("head server %s: its config has no agent (no %s instance)", headURL, contract.ServerTypeAgent)
 	}
 	if limit > 0 && limit < len(rows) {
 		rows = rows[:limit]

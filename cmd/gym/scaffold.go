@@ -17,8 +17,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/servers/registry"
 )
 
@@ -68,7 +68,7 @@ type scaffoldPlan struct {
 func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gym env scaffold", flag.ContinueOnError)
 	impl := fs.String("impl", "", "built-in implementation ("+implList()+"), or with --binary the directory name of yours (required)")
-	serverType := fs.String("type", "", "server type: "+strings.Join(registry.Types(), ", ")+" (default: the built-in's; required with --binary)")
+	serverType := fs.String("type", "", "server type: "+strings.Join(contract.ServerTypes(), ", ")+" (default: the built-in's; required with --binary)")
 	name := fs.String("name", "", "instance name: the config's top-level key (default: the implementation)")
 	out := fs.String("out", ".", "root directory; the server goes to <out>/<type>/<impl>/")
 	binary := fs.String("binary", "", "your environment program, run with no arguments under the launch contract (default: this gym binary, run as `gym serve`)")
@@ -162,10 +162,10 @@ func planScaffold(r scaffoldRequest) (*scaffoldPlan, error) {
 		r.serverType = builtin.Type
 	} else {
 		if r.serverType == "" {
-			return nil, fmt.Errorf("--type is required with --binary (one of %s)", strings.Join(registry.Types(), ", "))
+			return nil, fmt.Errorf("--type is required with --binary (one of %s)", strings.Join(contract.ServerTypes(), ", "))
 		}
-		if !slices.Contains(registry.Types(), r.serverType) {
-			return nil, fmt.Errorf("--type %q is not a server type (want one of %s)", r.serverType, strings.Join(registry.Types(), ", "))
+		if !contract.IsServerType(r.serverType) {
+			return nil, fmt.Errorf("--type %q is not a server type (want one of %s)", r.serverType, strings.Join(contract.ServerTypes(), ", "))
 		}
 	}
 	if r.name == "" {
@@ -177,11 +177,11 @@ func planScaffold(r scaffoldRequest) (*scaffoldPlan, error) {
 	if gymconfig.IsReserved(r.name) {
 		return nil, fmt.Errorf("--name %q is one of NeMo Gym's reserved top-level keys, not an instance name", r.name)
 	}
-	isResources := r.serverType == protocol.ServerTypeResources
-	isAgent := r.serverType == protocol.ServerTypeAgent
+	isResources := r.serverType == contract.ServerTypeResources
+	isAgent := r.serverType == contract.ServerTypeAgent
 	switch {
 	case !isResources && r.domainSet:
-		return nil, fmt.Errorf("--domain applies to %s only (upstream drops it from %s)", protocol.ServerTypeResources, r.serverType)
+		return nil, fmt.Errorf("--domain applies to %s only (upstream drops it from %s)", contract.ServerTypeResources, r.serverType)
 	case isResources && r.domain == "":
 		r.domain = defaultDomain
 	}
@@ -193,7 +193,7 @@ func planScaffold(r scaffoldRequest) (*scaffoldPlan, error) {
 		return nil, errors.New(msg)
 	}
 	if !isAgent && (r.resourcesServer != "" || r.modelServer != "") {
-		return nil, fmt.Errorf("--resources-server and --model-server apply to %s only", protocol.ServerTypeAgent)
+		return nil, fmt.Errorf("--resources-server and --model-server apply to %s only", contract.ServerTypeAgent)
 	}
 	if isAgent && r.binary == "" {
 		if r.resourcesServer == "" {
@@ -266,12 +266,12 @@ func planScaffold(r scaffoldRequest) (*scaffoldPlan, error) {
 func unknownImpl(serverType, impl string) error {
 	var known []string
 	if serverType != "" {
-		if !slices.Contains(registry.Types(), serverType) {
-			return fmt.Errorf("--type %q is not a server type (want one of %s)", serverType, strings.Join(registry.Types(), ", "))
+		if !contract.IsServerType(serverType) {
+			return fmt.Errorf("--type %q is not a server type (want one of %s)", serverType, strings.Join(contract.ServerTypes(), ", "))
 		}
 		known = registry.Names(serverType)
 	} else {
-		for _, t := range registry.Types() {
+		for _, t := range contract.ServerTypes() {
 			known = append(known, registry.Names(t)...)
 		}
 	}
@@ -359,7 +359,7 @@ func scaffoldConfig(r scaffoldRequest, builtin registry.Impl) ([]byte, error) {
 	}
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
 	add(block, "entrypoint", str(scaffoldEntrypoint))
-	if r.serverType == protocol.ServerTypeResources {
+	if r.serverType == contract.ServerTypeResources {
 		add(block, "domain", str(r.domain))
 	}
 	ref := func(field, typ, name string) {
@@ -371,8 +371,8 @@ func scaffoldConfig(r scaffoldRequest, builtin registry.Impl) ([]byte, error) {
 		add(m, "name", str(name))
 		add(block, field, m)
 	}
-	ref("resources_server", protocol.ServerTypeResources, r.resourcesServer)
-	ref("model_server", protocol.ServerTypeModel, r.modelServer)
+	ref("resources_server", contract.ServerTypeResources, r.resourcesServer)
+	ref("model_server", contract.ServerTypeModel, r.modelServer)
 	typeNode := &yaml.Node{Kind: yaml.MappingNode}
 	add(typeNode, r.impl, block)
 	inst := &yaml.Node{Kind: yaml.MappingNode}

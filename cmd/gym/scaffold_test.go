@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/internal/testenv"
@@ -75,7 +76,7 @@ func TestScaffoldWritesServerDir(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	dir := filepath.Join(root, protocol.ServerTypeResources, "string_match")
+	dir := filepath.Join(root, contract.ServerTypeResources, "string_match")
 	if got, want := scaffoldedFiles(t, dir), []string{"app.py", "configs/string_match.yaml", "requirements.txt"}; !slices.Equal(got, want) {
 		t.Fatalf("files %v, want %v", got, want)
 	}
@@ -95,7 +96,7 @@ func TestScaffoldWritesServerDir(t *testing.T) {
 	}
 
 	inst := loadInstance(t, config)
-	if inst.Name != "string_match" || inst.Type != protocol.ServerTypeResources || inst.Impl != "string_match" {
+	if inst.Name != "string_match" || inst.Type != contract.ServerTypeResources || inst.Impl != "string_match" {
 		t.Errorf("instance %s %s %s", inst.Name, inst.Type, inst.Impl)
 	}
 	if inst.Block["entrypoint"] != "app.py" || inst.Block["domain"] != "knowledge" || len(inst.ImplConfig()) != 0 {
@@ -126,11 +127,11 @@ func TestScaffoldAgentAndModel(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	config := filepath.Join(root, protocol.ServerTypeAgent, "simple_agent", "configs", "simple_agent.yaml")
+	config := filepath.Join(root, contract.ServerTypeAgent, "simple_agent", "configs", "simple_agent.yaml")
 	inst := loadInstance(t, config)
 	refs := inst.Refs()
-	if inst.Name != "sm_agent" || refs["resources_server"] != (gymconfig.Ref{Type: protocol.ServerTypeResources, Name: "string_match"}) ||
-		refs["model_server"] != (gymconfig.Ref{Type: protocol.ServerTypeModel, Name: "policy_model"}) {
+	if inst.Name != "sm_agent" || refs["resources_server"] != (gymconfig.Ref{Type: contract.ServerTypeResources, Name: "string_match"}) ||
+		refs["model_server"] != (gymconfig.Ref{Type: contract.ServerTypeModel, Name: "policy_model"}) {
 		t.Errorf("instance %s refs %v", inst.Name, refs)
 	}
 	if _, ok := inst.Block["domain"]; ok || len(inst.ImplConfig()) != 0 {
@@ -146,8 +147,8 @@ func TestScaffoldAgentAndModel(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	inst = loadInstance(t, filepath.Join(root, protocol.ServerTypeModel, "policy_model", "configs", "policy_model.yaml"))
-	if inst.Type != protocol.ServerTypeModel || len(inst.Refs()) != 0 {
+	inst = loadInstance(t, filepath.Join(root, contract.ServerTypeModel, "policy_model", "configs", "policy_model.yaml"))
+	if inst.Type != contract.ServerTypeModel || len(inst.Refs()) != 0 {
 		t.Errorf("model instance %+v", inst)
 	}
 }
@@ -158,12 +159,12 @@ func TestScaffoldUserBinary(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runGym(t, "env", "scaffold", "--binary", bin, "--type", protocol.ServerTypeResources, "--impl", "my-env",
+	code, out, errOut := runGym(t, "env", "scaffold", "--binary", bin, "--type", contract.ServerTypeResources, "--impl", "my-env",
 		"--name", "my_env", "--out", root)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	dir := filepath.Join(root, protocol.ServerTypeResources, "my-env")
+	dir := filepath.Join(root, contract.ServerTypeResources, "my-env")
 	if !strings.Contains(out, "app.py execs "+bin+" (set $GYMLENS_MY_ENV_BINARY to run another binary)") {
 		t.Errorf("stdout:\n%s", out)
 	}
@@ -189,7 +190,7 @@ func TestScaffoldUsageErrors(t *testing.T) {
 		{nil, "--impl is required"},
 		{[]string{"--impl", "string_mach"}, `no built-in implementation "string_mach" (known: `},
 		{[]string{"--impl", "string_mach"}, `did you mean "string_match"?`},
-		{[]string{"--impl", "string_match", "--type", protocol.ServerTypeAgent}, `no built-in implementation "string_match" of responses_api_agents (known: simple_agent)`},
+		{[]string{"--impl", "string_match", "--type", contract.ServerTypeAgent}, `no built-in implementation "string_match" of responses_api_agents (known: simple_agent)`},
 		{[]string{"--impl", "string_match", "--type", "resource_servers"}, `--type "resource_servers" is not a server type`},
 		{[]string{"--impl", "../x"}, `--impl "../x": want a directory name`},
 		{[]string{"--impl", "string_match", "--name", "head_server"}, `--name "head_server" is one of NeMo Gym's reserved top-level keys`},
@@ -199,8 +200,8 @@ func TestScaffoldUsageErrors(t *testing.T) {
 		{[]string{"--impl", "policy_model", "--domain", "math"}, "--domain applies to resources_servers only"},
 		{[]string{"--impl", "simple_agent"}, "--resources-server is required for simple_agent"},
 		{[]string{"--impl", "string_match", "--model-server", "m"}, "--resources-server and --model-server apply to responses_api_agents only"},
-		{[]string{"--impl", "mine", "--binary", notExec, "--type", protocol.ServerTypeResources}, "is not an executable file"},
-		{[]string{"--impl", "mine", "--binary", notExec + ".missing", "--type", protocol.ServerTypeResources}, "--binary: stat"},
+		{[]string{"--impl", "mine", "--binary", notExec, "--type", contract.ServerTypeResources}, "is not an executable file"},
+		{[]string{"--impl", "mine", "--binary", notExec + ".missing", "--type", contract.ServerTypeResources}, "--binary: stat"},
 		{[]string{"--impl", "mine", "--binary", notExec}, "--type is required with --binary"},
 		{[]string{"--impl", "string_match", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
@@ -223,7 +224,7 @@ func TestScaffoldRefusesToOverwrite(t *testing.T) {
 	if code, out, errOut := runGym(t, args...); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	dir := filepath.Join(root, protocol.ServerTypeResources, "mcqa")
+	dir := filepath.Join(root, contract.ServerTypeResources, "mcqa")
 	app := filepath.Join(dir, "app.py")
 	if err := os.WriteFile(app, []byte("# mine\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -324,7 +325,7 @@ func scaffoldFleet(t *testing.T, bin string, port int, dryRun bool) (dir string,
 	if err != nil {
 		t.Fatalf("gym env scaffold: %v\n%s", err, out)
 	}
-	dir = filepath.Join(root, protocol.ServerTypeResources, "string_match")
+	dir = filepath.Join(root, contract.ServerTypeResources, "string_match")
 	block, err := os.ReadFile(filepath.Join(dir, "configs", "string_match.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -458,11 +459,11 @@ func TestScaffoldedServerDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	if code, out, errOut := runGym(t, "env", "scaffold", "--binary", script, "--type", protocol.ServerTypeResources,
+	if code, out, errOut := runGym(t, "env", "scaffold", "--binary", script, "--type", contract.ServerTypeResources,
 		"--impl", "string_match", "--out", root); code != 0 {
 		t.Fatalf("scaffold --binary: exit %d\n%s%s", code, out, errOut)
 	}
-	child = launchAsUpstream(t, python, filepath.Join(root, protocol.ServerTypeResources, "string_match"), dict, "string_match")
+	child = launchAsUpstream(t, python, filepath.Join(root, contract.ServerTypeResources, "string_match"), dict, "string_match")
 	if err := child.wait(t); err != nil {
 		t.Fatalf("dry_run through --binary: %v, want exit 0; output:\n%s", err, child.out.String())
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/orchestrator"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/registry"
 	"github.com/gymlens/gymlens/telemetry"
@@ -176,7 +175,7 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 		return exitUsage
 	}
 	peers := registry.Peers{Instance: self.Name}
-	if self.Type == protocol.ServerTypeAgent {
+	if self.Type == contract.ServerTypeAgent {
 		// An agent's reference fields, and the config key that may give
 		// the same URL directly instead.
 		agentPeers := []struct{ ref, urlKey string }{
@@ -303,8 +302,10 @@ func serveOne(ctx context.Context, spec serveSpec, stdout, stderr io.Writer) int
 // implList names every built-in implementation, by server type.
 func implList() string {
 	var parts []string
-	for _, t := range registry.Types() {
-		parts = append(parts, t+": "+strings.Join(registry.Names(t), ", "))
+	for _, t := range contract.ServerTypes() {
+		if names := registry.Names(t); len(names) > 0 {
+			parts = append(parts, t+": "+strings.Join(names, ", "))
+		}
 	}
 	return strings.Join(parts, "; ")
 }

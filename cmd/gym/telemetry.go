@@ -93,7 +93,7 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 	fs.IntVar(&worldSize, "world-size", 0, "number of ranks `N` (default $WORLD_SIZE, else 1)")
 	fs.IntVar(&localRank, "local-rank", 0, "this process's rank on its node `N` (default $LOCAL_RANK, else 0)")
 	fs.StringVar(&f.serverName, "server-name", "", "server `name` in the fleet config, as given to telemetry.Init")
-	fs.StringVar(&f.serverType, "server-type", "", "server `type`: "+strings.Join(serverTypes[1:], ", "))
+	fs.StringVar(&f.serverType, "server-type", "", "server `type`: "+strings.Join(roleNames(), ", "))
 	fs.BoolVar(&f.fleet, "fleet", false, "answer for a process of a fleet started by gym run, with its defaults")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.Usage = func() {
@@ -132,16 +132,6 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 	}
 	rep.writeText(stdout)
 	return exitOK
-}
-
-// serverTypes are the values --server-type accepts; "" is a process outside
-// the fleet.
-var serverTypes = []string{
-	"",
-	contract.ServerTypeResources,
-	contract.ServerTypeAgent,
-	contract.ServerTypeModel,
-	contract.ServerTypeOrchestrator,
 }
 
 // checkReport is everything "gym telemetry check" prints. The text output
@@ -200,9 +190,9 @@ type settingReport struct {
 // touches nothing else.
 func check(f checkFlags) (*checkReport, []error) {
 	var errs []error
-	if !slices.Contains(serverTypes, f.serverType) {
+	if !contract.IsRole(f.serverType) {
 		errs = append(errs, fmt.Errorf("unknown server type %q (valid: %s)",
-			f.serverType, strings.Join(serverTypes[1:], ", ")))
+			f.serverType, strings.Join(roleNames(), ", ")))
 	}
 	env := checkEnv{base: os.LookupEnv}
 	var yamlCfg telemetry.Config
@@ -557,4 +547,10 @@ func hasJoined(err error) bool {
 		}
 	}
 	return false
+}
+
+// roleNames lists the values --server-type accepts besides "" (a process
+// outside the fleet): the server types and the orchestrator.
+func roleNames() []string {
+	return append(contract.ServerTypes(), contract.ServerTypeOrchestrator)
 }

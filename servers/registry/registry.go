@@ -12,14 +12,13 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/servers/model"
@@ -416,24 +415,24 @@ func entry[C any](typ, name string, defaults func() C, validate func(C) error,
 // impls lists every built-in implementation; the first of each type is
 // that type's default.
 var impls = []Impl{
-	entry(protocol.ServerTypeResources, resources.ServerName, resources.Defaults, resources.Config.Validate,
+	entry(contract.ServerTypeResources, resources.ServerName, resources.Defaults, resources.Config.Validate,
 		func(s *server.Server, c resources.Config, _ Peers) error { return resources.Register(s, c) }, resources.ServerOptions),
-	entry(protocol.ServerTypeResources, stringmatch.ServerName, stringmatch.Defaults, stringmatch.Config.Validate,
+	entry(contract.ServerTypeResources, stringmatch.ServerName, stringmatch.Defaults, stringmatch.Config.Validate,
 		func(s *server.Server, c stringmatch.Config, _ Peers) error { return stringmatch.Register(s, c) }, stringmatch.ServerOptions),
-	entry(protocol.ServerTypeResources, mcqa.ServerName, mcqa.Defaults, mcqa.Config.Validate,
+	entry(contract.ServerTypeResources, mcqa.ServerName, mcqa.Defaults, mcqa.Config.Validate,
 		func(s *server.Server, c mcqa.Config, _ Peers) error { return mcqa.Register(s, c) }, mcqa.ServerOptions),
-	entry(protocol.ServerTypeResources, equivalence.ServerName, equivalence.Defaults, equivalence.Config.Validate,
+	entry(contract.ServerTypeResources, equivalence.ServerName, equivalence.Defaults, equivalence.Config.Validate,
 		func(s *server.Server, c equivalence.Config, _ Peers) error { return equivalence.Register(s, c) }, equivalence.ServerOptions),
-	entry(protocol.ServerTypeResources, counter.ServerName, counter.Defaults, counter.Config.Validate,
+	entry(contract.ServerTypeResources, counter.ServerName, counter.Defaults, counter.Config.Validate,
 		func(s *server.Server, c counter.Config, _ Peers) error { return counter.Register(s, c) }, counter.ServerOptions),
-	entry(protocol.ServerTypeModel, model.ServerName, model.Defaults, model.Config.Validate,
+	entry(contract.ServerTypeModel, model.ServerName, model.Defaults, model.Config.Validate,
 		func(s *server.Server, c model.Config, p Peers) error {
 			if c.Name == "" {
 				c.Name = p.Instance
 			}
 			return model.Register(s, c)
 		}, model.ServerOptions),
-	entry(protocol.ServerTypeAgent, agent.ServerName, agent.Defaults, nil,
+	entry(contract.ServerTypeAgent, agent.ServerName, agent.Defaults, nil,
 		func(s *server.Server, c agent.Config, p Peers) error {
 			if p.ModelURL != "" {
 				c.ModelURL = p.ModelURL
@@ -484,17 +483,6 @@ func Names(typ string) []string {
 	for _, i := range impls {
 		if i.Type == typ {
 			out = append(out, i.Name)
-		}
-	}
-	return out
-}
-
-// Types returns the server types, in a fixed order.
-func Types() []string {
-	var out []string
-	for _, i := range impls {
-		if !slices.Contains(out, i.Type) {
-			out = append(out, i.Type)
 		}
 	}
 	return out
