@@ -9,7 +9,7 @@ import (
 )
 
 // The installed upstream is the release the lock pins.
-func TestInstalledVersions(t *testing.T) {
+func TestUpstreamInstalledVersions(t *testing.T) {
 	out := upstream.Run(t, time.Minute, `
 import importlib.metadata as md
 print(md.version("nemo-gym"), md.version("nemo-lens"), md.version("openai"))

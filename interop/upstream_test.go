@@ -1,0 +1,210 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gymlens/gymlens/internal/testenv"
+	"github.com/gymlens/gymlens/internal/upstream"
+)
+
+// launchBound bounds everything one upstream launcher does: Ray's start,
+// the servers' start-up, and its shutdown.
+const launchBound = 4 * time.Minute
+
+// cleanEnv is the test process's environment minus telemetry settings,
+// plus what keeps upstream's Ray on loopback and quiet, plus extra.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "NEMO_GYM_") || strings.HasPrefix(name, "NEMO_LENS_") ||
+			strings.HasPrefix(name, "OTEL_") || strings.HasPrefix(name, "RAY_") || name == "SLURM_JOB_ID" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0", "RAY_USAGE_STATS_ENABLED=0", "PYTHONDONTWRITEBYTECODE=1")
+	return append(env, extra...)
+}
+
+// venvDir prepares the uv_venv_dir upstream's launcher is pointed at: for
+// each <type>/<impl> it will start, a .venv that is upstream's own
+// installed venv (with skip_venv_if_present the launcher activates it and
+// installs nothing: uv cannot fetch an interpreter here).
+func venvDir(t *testing.T, dirs ...string) string {
+	t.Helper()
+	venv := filepath.Dir(filepath.Dir(upstream.Python(t)))
+	root := t.TempDir()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(venv, filepath.Join(root, d, ".venv")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// upstreamFleet is a fleet started by upstream's launcher (gym env start).
+type upstreamFleet struct {
+	proc *testenv.Proc
+	head string // http://127.0.0.1:PORT
+	log  *testenv.Buffer
+}
+
+// startUpstreamFleet runs upstream's `gym env start` in dir with the given
+// config files and search directories and waits until its head server
+// says the fleet is ready (GET /readyz 200, upstream 0.7's readiness).
+// The fleet is stopped when the test ends.
+func startUpstreamFleet(t *testing.T, dir string, headPort int, configs, searchDirs []string) *upstreamFleet {
+	t.Helper()
+	args := []string{"env", "start"}
+	for _, s := range searchDirs {
+		args = append(args, "--search-dir", s)
+	}
+	for _, c := range configs {
+		args = append(args, "--config", c)
+	}
+	cmd := exec.Command(upstream.Bin(t, "gym"), args...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	log := &testenv.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	f := &upstreamFleet{proc: testenv.Start(t, cmd, launchBound), head: fmt.Sprintf("http://127.0.0.1:%d", headPort), log: log}
+	t.Cleanup(func() { f.stop(t) })
+	ctx, cancel := context.WithTimeout(context.Background(), launchBound)
+	defer cancel()
+	c := &http.Client{Timeout: 5 * time.Second}
+	for {
+		res, err := c.Get(f.head + "/readyz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return f
+			}
+		}
+		select {
+		case <-f.proc.Done():
+			t.Fatalf("upstream's gym env start exited %d before the fleet was ready:\n%s", f.proc.ExitCode(), tailLines(log.String(), 60))
+		case <-ctx.Done():
+			t.Fatalf("upstream's fleet not ready after %s:\n%s", launchBound, tailLines(log.String(), 60))
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends the launcher as its docs say (SIGINT to its process group,
+// which stops its servers and Ray), then kills whatever of the group is
+// left after a bound.
+func (f *upstreamFleet) stop(t *testing.T) {
+	pid := f.proc.Cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGINT)
+	select {
+	case <-f.proc.Done():
+	case <-time.After(30 * time.Second):
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// collectUpstream runs upstream's collector (gym eval run --no-serve)
+// in dir against the fleet whose head server is headPort and returns the
+// output file's path. args are passed on (agent, repeats, ...); fleetLog,
+// when not nil, is shown with a failure.
+func collectUpstream(t *testing.T, dir string, headPort int, fleetLog fmt.Stringer, tasks string, args ...string) string {
+	t.Helper()
+	headCfg := filepath.Join(dir, "collect-head.yaml")
+	writeFile(t, headCfg, fmt.Sprintf("head_server: {host: 127.0.0.1, port: %d}\n", headPort))
+	out := filepath.Join(dir, "collected", "rollouts.jsonl")
+	all := append([]string{"eval", "run", "--no-serve", "--config", headCfg, "-i", tasks, "-o", out, "--no-health-check"}, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, upstream.Bin(t, "gym"), all...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv()
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Run(); err != nil {
+		fleet := ""
+		if fleetLog != nil {
+			fleet = "\nthe fleet's log:\n" + tailLines(fleetLog.String(), 30)
+		}
+		t.Fatalf("upstream's gym eval run: %v\n%s%s", err, tailLines(log.String(), 30), fleet)
+	}
+	return out
+}
+
+// readLines reads a JSONL file into one map per line.
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runGym runs gymlens's gym to completion and fails the test on an error.
+func runGym(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, gymBin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gym %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
