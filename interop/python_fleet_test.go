@@ -86,6 +86,32 @@ string_match_simple_agent:
 	if failed := readLines(t, filepath.Join(filepath.Dir(out), "rollouts_failures.jsonl")); len(failed) != 0 {
 		t.Fatalf("%d rollouts failed; first: %v", len(failed), failed[0])
 	}
+	sum, seen := checkAgainstUpstreamStringMatch(t, lines)
+
+	// Upstream's aggregation of the same run, through the relay, the agent
+	// and the gymlens resources server's /aggregate_metrics.
+	var agg []map[string]any
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(out), "rollouts_aggregate_metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &agg); err != nil || len(agg) != 1 {
+		t.Fatalf("aggregate metrics: %v, %d entries:\n%s", err, len(agg), raw)
+	}
+	km, _ := agg[0]["key_metrics"].(map[string]any)
+	if mean, ok := km["mean/reward"].(float64); !ok || math.Abs(mean-sum/float64(len(lines))) > 1e-9 {
+		t.Errorf("key_metrics mean/reward = %v, want %v", km["mean/reward"], sum/float64(len(lines)))
+	}
+	t.Logf("%d rollouts through upstream's launcher, agent, relay and collector; rewards %v; every reward equals upstream's string_match", len(lines), seen)
+}
+
+// checkAgainstUpstreamStringMatch scores every output line's episode with
+// upstream's own string_match verifier and fails the test where the line's
+// reward or extracted answer differs. It returns the rewards' sum and how
+// often each reward occurred; a run with only right or only wrong answers
+// fails, since it would prove little.
+func checkAgainstUpstreamStringMatch(t *testing.T, lines []map[string]any) (sum float64, seen map[float64]int) {
+	t.Helper()
 	var in bytes.Buffer
 	for _, l := range lines {
 		b, err := json.Marshal(l)
@@ -98,8 +124,7 @@ string_match_simple_agent:
 	if len(verdicts) != len(lines) {
 		t.Fatalf("upstream's verifier gave %d verdicts for %d lines", len(verdicts), len(lines))
 	}
-	var sum float64
-	seen := map[float64]int{}
+	seen = map[float64]int{}
 	for i, l := range lines {
 		var v struct {
 			Reward          float64 `json:"reward"`
@@ -121,21 +146,7 @@ string_match_simple_agent:
 		t.Errorf("rewards %v: want both right and wrong answers (correct_probability 0.6), or the comparison proves little", seen)
 	}
 
-	// Upstream's aggregation of the same run, through the relay, the agent
-	// and the gymlens resources server's /aggregate_metrics.
-	var agg []map[string]any
-	raw, err := os.ReadFile(filepath.Join(filepath.Dir(out), "rollouts_aggregate_metrics.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &agg); err != nil || len(agg) != 1 {
-		t.Fatalf("aggregate metrics: %v, %d entries:\n%s", err, len(agg), raw)
-	}
-	km, _ := agg[0]["key_metrics"].(map[string]any)
-	if mean, ok := km["mean/reward"].(float64); !ok || math.Abs(mean-sum/float64(len(lines))) > 1e-9 {
-		t.Errorf("key_metrics mean/reward = %v, want %v", km["mean/reward"], sum/float64(len(lines)))
-	}
-	t.Logf("%d rollouts through upstream's launcher, agent, relay and collector; rewards %v; every reward equals upstream's string_match", len(lines), seen)
+	return sum, seen
 }
 
 func deref(s *string) string {
