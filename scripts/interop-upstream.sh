@@ -15,7 +15,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 py=$(bash scripts/upstream.sh) || { echo "scripts/upstream.sh failed"; echo "0 passed, 1 failed"; exit 1; }
-export GYMLENS_UPSTREAM_PYTHON="$py" CI=true
+py6=$(bash scripts/upstream.sh --release 0.6.0) || { echo "scripts/upstream.sh --release 0.6.0 failed"; echo "0 passed, 1 failed"; exit 1; }
+export GYMLENS_UPSTREAM_PYTHON="$py" GYMLENS_UPSTREAM_TELEMETRY_PYTHON="$py6" CI=true
 run="${RUN:-^TestUpstream}"
 
 log=$(mktemp)

@@ -7,9 +7,15 @@
 # It prints what it provides; its last line is the absolute path of the
 # Python interpreter that has it (tests read it from GYMLENS_UPSTREAM_PYTHON).
 #
-#   scripts/upstream.sh            install or reuse, print the interpreter
-#   scripts/upstream.sh --relock   resolve the pins again from PyPI and
-#                                  rewrite the lock (then commit it)
+#   scripts/upstream.sh                      install or reuse nemo-gym 0.7.0
+#                                            (the wire reference), print the interpreter
+#   scripts/upstream.sh --release 0.6.0      the same for nemo-gym 0.6.0, the newest
+#                                            release whose telemetry package works with a
+#                                            released nemo-lens (the telemetry reference;
+#                                            tests read GYMLENS_UPSTREAM_TELEMETRY_PYTHON)
+#   scripts/upstream.sh [--release R] --relock
+#                                            resolve that release's pins again from PyPI
+#                                            and rewrite its lock (then commit it)
 #
 # Settings: GYMLENS_UPSTREAM_CACHE (default ~/.cache/gymlens/upstream),
 # GYMLENS_UPSTREAM_BASE_PYTHON (a CPython 3.13 to build the venv from;
@@ -20,9 +26,21 @@
 # --ignore-requires-python. Nothing of upstream's is edited.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-lock="$here/upstream/requirements.lock"
-# What the lock pins, resolved by --relock.
-roots=("nemo-gym[telemetry]==0.7.0" "nemo-lens[sdk]==0.1.0" "uv==0.13.10")
+release=0.7.0
+if [ "${1:-}" = "--release" ]; then
+  release=${2:?--release needs a version}
+  shift 2
+fi
+# Each release's lock, and what --relock resolves it from.
+case $release in
+  0.7.0)
+    lock="$here/upstream/requirements.lock"
+    roots=("nemo-gym[telemetry]==0.7.0" "nemo-lens[sdk]==0.1.0" "uv==0.13.10") ;;
+  0.6.0)
+    lock="$here/upstream/requirements-0.6.0.lock"
+    roots=("nemo-gym[telemetry]==0.6.0" "nemo-lens[sdk,fastapi,aiohttp]==0.1.0") ;;
+  *) echo "upstream.sh: no lock for nemo-gym $release (known: 0.7.0, 0.6.0)" >&2; exit 2 ;;
+esac
 
 say() { printf '%s\n' "$*" >&2; }
 die() { say "upstream.sh: $*"; exit 1; }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -20,28 +19,34 @@ import (
 // with upstream installed; scripts/upstream.sh prints that path last.
 const EnvPython = "GYMLENS_UPSTREAM_PYTHON"
 
-// LockFile is the lock scripts/upstream.sh installs from, relative to the
-// module root. The cache directory of an install is keyed by its hash.
+// EnvTelemetryPython names the variable that points the tests at an
+// interpreter with nemo-gym 0.6.0 installed (scripts/upstream.sh --release
+// 0.6.0): no later release exports telemetry with a released nemo-lens, so
+// 0.6.0's telemetry functions are the reference for what upstream emits.
+const EnvTelemetryPython = "GYMLENS_UPSTREAM_TELEMETRY_PYTHON"
+
+// LockFile is the lock scripts/upstream.sh installs nemo-gym 0.7.0 from,
+// relative to the module root. The cache directory of an install is keyed
+// by its lock's hash.
 const LockFile = "scripts/upstream/requirements.lock"
 
-var (
-	findOnce sync.Once
-	found    string
-	findErr  error
-)
+// TelemetryLockFile is the lock of nemo-gym 0.6.0 (see EnvTelemetryPython).
+const TelemetryLockFile = "scripts/upstream/requirements-0.6.0.lock"
 
-// Find returns the interpreter that has upstream installed: $EnvPython when
-// set, else the venv scripts/upstream.sh left in its cache for the current
-// lock. The error says how to install it.
-func Find() (string, error) {
-	findOnce.Do(func() { found, findErr = find() })
-	return found, findErr
+// Find returns the interpreter that has nemo-gym 0.7.0 installed: $EnvPython
+// when set, else the venv scripts/upstream.sh left in its cache for the
+// current lock. The error says how to install it.
+func Find() (string, error) { return find(EnvPython, LockFile, "scripts/upstream.sh") }
+
+// FindTelemetry is Find for nemo-gym 0.6.0 (EnvTelemetryPython).
+func FindTelemetry() (string, error) {
+	return find(EnvTelemetryPython, TelemetryLockFile, "scripts/upstream.sh --release 0.6.0")
 }
 
-func find() (string, error) {
-	if p := os.Getenv(EnvPython); p != "" {
+func find(envVar, lockFile, install string) (string, error) {
+	if p := os.Getenv(envVar); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvPython, p, err)
+			return "", fmt.Errorf("%s=%s: %w", envVar, p, err)
 		}
 		return p, nil
 	}
@@ -49,7 +54,7 @@ func find() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lock, err := os.ReadFile(filepath.Join(root, LockFile))
+	lock, err := os.ReadFile(filepath.Join(root, lockFile))
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +73,7 @@ func find() (string, error) {
 	}
 	venv := filepath.Join(cache, hex.EncodeToString(sum[:])[:16], "venv")
 	if _, err := os.Stat(filepath.Join(venv, ".gymlens-complete")); err != nil {
-		return "", errors.New("upstream NeMo Gym is not installed: run scripts/upstream.sh")
+		return "", fmt.Errorf("upstream NeMo Gym is not installed: run %s", install)
 	}
 	return filepath.Join(venv, "bin", "python"), nil
 }
@@ -92,11 +97,22 @@ func ModuleRoot() (string, error) {
 	}
 }
 
-// Python returns the interpreter that has upstream installed, or skips the
-// test (fails it under CI=true) when there is none.
+// Python returns the interpreter that has nemo-gym 0.7.0 installed, or
+// skips the test (fails it under CI=true) when there is none.
 func Python(t testing.TB) string {
 	t.Helper()
-	p, err := Find()
+	return need(t, Find)
+}
+
+// TelemetryPython is Python for nemo-gym 0.6.0 (EnvTelemetryPython).
+func TelemetryPython(t testing.TB) string {
+	t.Helper()
+	return need(t, FindTelemetry)
+}
+
+func need(t testing.TB, find func() (string, error)) string {
+	t.Helper()
+	p, err := find()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v (CI=true: the interop tests must run)", err)
@@ -118,7 +134,12 @@ func Bin(t testing.TB, name string) string {
 // exit fails the test with the program's standard error.
 func Run(t testing.TB, timeout time.Duration, program string, stdin []byte, args ...string) []byte {
 	t.Helper()
-	py := Python(t)
+	return RunWith(t, Python(t), timeout, program, stdin, args...)
+}
+
+// RunWith is Run with the interpreter py (TelemetryPython's, say).
+func RunWith(t testing.TB, py string, timeout time.Duration, program string, stdin []byte, args ...string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, append([]string{"-c", program}, args...)...)
