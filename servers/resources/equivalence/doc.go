@@ -12,6 +12,16 @@
 // the part texts and does the joining itself; JoinTexts and ScoreText are
 // there for callers that hold the texts differently.
 //
+// Upstream's verifier raises AttributeError, and its server answers
+// 500, when an output item of type "message" has content that is a
+// non-empty string or holds input parts (input_text, ...), which its
+// request model accepts: it asks every element of the content for its
+// type. A crash is not a verdict, so this package scores such a body,
+// the string or the input parts adding nothing to the answer, as every
+// part that is not output_text adds nothing. TestUpstreamAgreement
+// compares this package with upstream's code on thousands of generated
+// bodies and counts the ones it leaves out for that reason.
+//
 // # Normalisation
 //
 // Before any comparison both the answer and the task's expected_answer go

@@ -36,18 +36,58 @@
 //   - lenient_answer_colon reads the rest of the line after the first
 //     "answer:" (any case): one option letter, in either case, or the
 //     exact text of an option.
-//   - lenient_answer_colon_md reads every "Answer:" payload, Markdown
-//     emphasis allowed around the word and the colon, from the last one
-//     back: the payload's single character, its leading letter, or its
-//     last standalone capital, as long as the payload does not list two
-//     different options ("A or B"). Only the server configuration can
-//     select this mode; a task naming it is refused, as upstream refuses
-//     it.
+//   - lenient_answer_colon_md NFKC-normalises the answer and reads every
+//     "Answer:" payload (Markdown emphasis allowed around the word and
+//     the colon; to the end of the line) and, when template_metadata has
+//     a non-empty answer_prefix, every payload after that prefix (any
+//     case, NFKC-normalised, whitespace after it skipped; to the next
+//     newline). From the last payload back it takes the payload's single
+//     character, its leading letter, or its last standalone capital, as
+//     long as the payload does not list two different options ("A or
+//     B"). With an answer_prefix and no letter found, the
+//     strict_single_letter_boxed rule is tried last. Only the server
+//     configuration can select this mode; a task naming it is refused,
+//     as upstream refuses it.
 //
 // The server configuration's grading_mode, when set, overrides the
 // task's. The reward is 1 when the letter read equals the expected answer
 // (trimmed and upper-cased), else 0; a task without an expected answer
 // never earns a reward.
+//
+// # Where gymlens differs
+//
+// Upstream's verifier raises, and its server answers 500, on some bodies
+// its request model accepts. A crash is not a verdict, so this package
+// scores those bodies instead:
+//
+//   - an output item of type "message" whose content is a non-empty
+//     string, or a list of input parts (input_text, ...): upstream's
+//     output_text iterates it and fails (AttributeError). Here such
+//     content adds nothing to the answer text, as every part that is
+//     not output_text adds nothing;
+//   - lenient_answer_colon when some option object gives a letter that is
+//     an option a null text (data sets exported through Arrow pad every
+//     object with all letters): upstream fails comparing the null text
+//     (AttributeError). Here null texts are no options, as in the other
+//     modes;
+//   - a template_metadata.output_regex that is null, a number, a boolean,
+//     or a list holding something other than a string (TypeError), a
+//     pattern with two or more groups that matches (its matches are
+//     tuples: AttributeError), a pattern whose compilation raises
+//     something other than re.error (OverflowError for a repetition count
+//     of 2**32-1 or more, ValueError for (?a) with (?u)): here such a
+//     pattern yields no answer, like an invalid one, and the next
+//     pattern, or the grading mode, decides;
+//   - an answer_prefix that is not a string (TypeError): here it is
+//     ignored.
+//
+// TestUpstreamAgreement compares this package with upstream's code on
+// thousands of generated bodies and counts the ones it leaves out for
+// these reasons by exception type.
+//
+// Unicode data (case mappings, NFKC, character names) is Go's, version
+// 15.0, where Python 3.13 has 15.1; the two differ only on the
+// ideographs 15.1 added.
 //
 // # Python semantics
 //

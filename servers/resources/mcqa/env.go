@@ -11,21 +11,31 @@ import (
 )
 
 // row is a task as the verify request carries it: Task's members, with
-// upstream's defaults for those that are absent.
+// upstream's defaults for those that are absent. grading_mode is read
+// raw, so that an empty or null value is told from an absent one.
 type row struct {
 	Task
+	Mode json.RawMessage `json:"grading_mode"`
 }
 
 // Validate refuses a task grading mode upstream's Literal does not
-// allow, with pydantic's error at the member.
+// allow (null and "" included), with pydantic's error at the member, and
+// puts an allowed one in the task.
 func (r *row) Validate() error {
-	switch r.GradingMode {
-	case "", ModeStrictSingleLetterBoxed, ModeLenientBoxed, ModeLenientAnswerColon:
+	if r.Mode == nil {
+		r.GradingMode = DefaultGradingMode
 		return nil
 	}
-	input, _ := json.Marshal(r.GradingMode)
+	var mode string
+	if json.Unmarshal(r.Mode, &mode) == nil {
+		switch mode {
+		case ModeStrictSingleLetterBoxed, ModeLenientBoxed, ModeLenientAnswerColon:
+			r.GradingMode = mode
+			return nil
+		}
+	}
 	return &protocol.ValidationError{Detail: []protocol.FieldError{{Type: protocol.ErrLiteral,
-		Loc: []any{"grading_mode"}, Input: input,
+		Loc: []any{"grading_mode"}, Input: r.Mode,
 		Msg: "Input should be '" + ModeStrictSingleLetterBoxed + "', '" + ModeLenientBoxed + "' or '" + ModeLenientAnswerColon + "'"}}}
 }
 
@@ -42,13 +52,19 @@ func (r *row) Validate() error {
 // normalised value upstream reports.
 //
 // A row whose members have the wrong types, or whose grading_mode is not
-// one a task may name, is refused with 422; an output_regex upstream
-// cannot evaluate fails the verification with 500, as upstream's does.
+// one a task may name (null and "" included), is refused with 422, as
+// upstream refuses it. The rows on which upstream's verifier raises
+// (500) are scored: see the package documentation. Only an output_regex
+// beyond this port (ErrUnsupportedPattern) fails the verification with
+// 500.
 func New(cfg Config) (*environment.Environment, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	verify := func(_ context.Context, req *protocol.VerifyRequest, r row) (environment.Score, error) {
+		if raw, ok := req.Fields.Get("template_metadata"); ok {
+			r.Task.SetTemplateJSON(raw)
+		}
 		res, err := Score(cfg, r.Task, req.Response.OutputText())
 		if err != nil {
 			return environment.Score{}, err

@@ -108,6 +108,8 @@ func TestEnvRefusesWhatUpstreamRefuses(t *testing.T) {
 		{"markdown mode named by a task", map[string]any{"options": options, "grading_mode": "lenient_answer_colon_md"},
 			protocol.ErrLiteral, `["body","grading_mode"]`},
 		{"unknown mode", map[string]any{"grading_mode": "vibes"}, protocol.ErrLiteral, `["body","grading_mode"]`},
+		{"empty mode", map[string]any{"grading_mode": ""}, protocol.ErrLiteral, `["body","grading_mode"]`},
+		{"null mode", map[string]any{"grading_mode": nil}, protocol.ErrLiteral, `["body","grading_mode"]`},
 		{"options not a list", map[string]any{"options": "A, B"}, protocol.ErrList, `["body","options"]`},
 		{"expected answer not a string", map[string]any{"expected_answer": 1}, protocol.ErrString, `["body","expected_answer"]`},
 	} {
@@ -123,12 +125,13 @@ func TestEnvRefusesWhatUpstreamRefuses(t *testing.T) {
 			t.Errorf("%s: %d %s; want 422 %s at %s", c.name, status, raw, c.typ, c.loc)
 		}
 	}
-	// A regular expression upstream cannot evaluate fails the
-	// verification.
+	// Upstream raises (500) on an output_regex it cannot use as a
+	// pattern; here the pattern yields nothing and the mode decides.
 	row := envtest.Row("q", map[string]any{"options": options, "expected_answer": "A",
 		"template_metadata": map[string]any{"output_regex": 5}})
-	if status, raw := envtest.NewSession(t, base).Post("/verify", envtest.Verify(row, envtest.Answer(`\boxed{A}`))); status != http.StatusInternalServerError {
-		t.Errorf("output_regex 5: %d %s, want 500", status, raw)
+	status, raw := envtest.NewSession(t, base).Post("/verify", envtest.Verify(row, envtest.Answer(`\boxed{A}`)))
+	if m := envtest.Members(t, raw); status != http.StatusOK || string(m["reward"]) != "1" || string(m["extracted_answer"]) != `"A"` {
+		t.Errorf("output_regex 5: %d %s, want reward 1 for A", status, raw)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/dlclark/regexp2"
+	"golang.org/x/text/unicode/runenames"
 )
 
 // This file runs Python regular expressions on regexp2.
@@ -92,8 +93,8 @@ type pyRaisedError struct {
 func (e *pyRaisedError) Error() string { return "python " + e.exc + ": " + e.msg }
 
 // ErrUnsupportedPattern is wrapped by the error for a Python pattern that
-// Python accepts but this port cannot run: \N{...} named characters, and
-// repetition counts or lookbehind widths beyond regexp2's 32-bit limits.
+// Python accepts but this port cannot run: repetition counts or
+// lookbehind widths beyond regexp2's 32-bit limits.
 var ErrUnsupportedPattern = errors.New("mcqa: Python regular expression not supported by this port")
 
 // pyRegexp is a compiled Python pattern.
@@ -1258,13 +1259,88 @@ func (p *pyParser) hexEscape(esc string, n int) rune {
 	return rune(v)
 }
 
-func (p *pyParser) namedEscape() {
+// namedEscape reads the {name} of a \N escape and returns the character
+// it names, as Python's unicodedata.lookup finds it: a character name or
+// a name alias (LINE FEED) in any case, or an algorithmic Hangul syllable
+// or CJK unified ideograph name in upper case. A named sequence names no
+// single character and makes the pattern invalid, as in Python.
+func (p *pyParser) namedEscape() rune {
 	if !p.match("{") {
 		p.fail("missing {", 0)
 	}
 	name := p.getUntil("}", "character name")
-	panic(fmt.Errorf(`%w: \N{%s}`, ErrUnsupportedPattern, name))
+	r, ok := lookupCharName(name)
+	if !ok {
+		p.fail(fmt.Sprintf("undefined character name %q", name), len([]rune(name))+len(`\N{}`))
+	}
+	return r
 }
+
+// Hangul syllable composition (Unicode, chapter 3.12).
+const (
+	hangulBase  = 0xac00
+	hangulVowel = 21
+	hangulTail  = 28
+)
+
+var (
+	hangulLeads  = strings.Split("G GG N D DD R M B BB S SS  J JJ C K T P H", " ")
+	hangulVowels = strings.Split("A AE YA YAE EO E YEO YE O WA WAE OE YO U WEO WE WI YU EU YI I", " ")
+	hangulTails  = strings.Split(" G GG GS N NJ NH D L LG LM LB LS LT LP LH M B BS S SS NG J C K T P H", " ")
+)
+
+// lookupCharName finds the character whose Unicode name is name.
+func lookupCharName(name string) (rune, bool) {
+	if rest, ok := strings.CutPrefix(name, "HANGUL SYLLABLE "); ok {
+		for l, lead := range hangulLeads {
+			if !strings.HasPrefix(rest, lead) {
+				continue
+			}
+			for v, vowel := range hangulVowels {
+				if !strings.HasPrefix(rest[len(lead):], vowel) {
+					continue
+				}
+				for t, tail := range hangulTails {
+					if rest == lead+vowel+tail {
+						return rune(hangulBase + (l*hangulVowel+v)*hangulTail + t), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	if hex, ok := strings.CutPrefix(name, "CJK UNIFIED IDEOGRAPH-"); ok {
+		if (len(hex) != 4 && len(hex) != 5) || strings.ToUpper(hex) != hex {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(hex, 16, 32)
+		if err != nil || !strings.HasPrefix(runenames.Name(rune(v)), "<CJK Ideograph") {
+			return 0, false
+		}
+		return rune(v), true
+	}
+	upper := strings.ToUpper(name)
+	if upper == "" || strings.HasPrefix(upper, "<") {
+		return 0, false
+	}
+	if r, ok := charNameAliases[upper]; ok {
+		return r, true
+	}
+	r, ok := charNames()[upper]
+	return r, ok
+}
+
+// charNames indexes the characters by their names, built on first use
+// and never changed after.
+var charNames = sync.OnceValue(func() map[string]rune {
+	names := make(map[string]rune, 1<<16)
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if n := runenames.Name(r); n != "" && n[0] != '<' {
+			names[n] = r
+		}
+	}
+	return names
+})
 
 var pyEscapes = map[byte]rune{'a': '\a', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v', '\\': '\\'}
 
@@ -1292,7 +1368,7 @@ func (p *pyParser) classEscape(esc string) setItem {
 	case 'U':
 		return lit(p.hexEscape(esc, 8))
 	case 'N':
-		p.namedEscape()
+		return lit(p.namedEscape())
 	}
 	if c >= '0' && c <= '7' {
 		digits := esc[1:] + p.getWhile(2, "01234567")
@@ -1352,7 +1428,7 @@ func (p *pyParser) escape(ctx pyCtx, esc string) pyItem {
 	case 'U':
 		return p.literal(ctx, p.hexEscape(esc, 8))
 	case 'N':
-		p.namedEscape()
+		return p.literal(ctx, p.namedEscape())
 	case '0':
 		digits := "0" + p.getWhile(2, "01234567")
 		v, _ := strconv.ParseUint(digits, 8, 32)

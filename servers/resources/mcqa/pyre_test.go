@@ -147,7 +147,10 @@ func TestPythonRegexErrors(t *testing.T) {
 		{`a{4294967295}`, isRaised},
 		{`(?a)(?u)x`, isRaised},
 		// Beyond this port.
-		{`\N{DIGIT ONE}`, isUnsupported},
+		{`\N{NO SUCH CHARACTER}`, isPattern},
+		{`\N{KEYCAP NUMBER SIGN}`, isPattern}, // a named sequence
+		{`\N{hangul syllable ga}`, isPattern},
+		{`\N{DIGIT ONE`, isPattern},
 		{`a{3000000000}`, isUnsupported},
 	}
 	for _, c := range cases {
@@ -159,7 +162,8 @@ func TestPythonRegexErrors(t *testing.T) {
 
 	// Accepted by Python.
 	for _, p := range []string{`(?<=ab|cd)e`, `(?<=(a))\1`, `(a)(?<=\1)`, `(?(1)a|b)(c)`, `(?:^)*`, `(?=a)*`,
-		`(?x)(?i)a`, `(?ix)a b`, `(?#c)a`, `a(?#c)*`, `[]]`, `[^]]`, `[a-]`, `\-`, `(?!)`, `(?s:a.)b`} {
+		`(?x)(?i)a`, `(?ix)a b`, `\N{DIGIT ONE}`, `[\N{digit one}-\N{DIGIT NINE}]`,
+		`\N{HANGUL SYLLABLE GAG}`, `\N{line feed}`, `\N{CJK UNIFIED IDEOGRAPH-4E00}`, `(?#c)a`, `a(?#c)*`, `[]]`, `[^]]`, `[a-]`, `\-`, `(?!)`, `(?s:a.)b`} {
 		if _, err := pyCompile(p, 0); err != nil {
 			t.Errorf("pyCompile(%q): %v", p, err)
 		}

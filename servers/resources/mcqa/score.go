@@ -3,6 +3,7 @@ package mcqa
 import (
 	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
 
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -11,8 +12,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+	"golang.org/x/text/unicode/norm"
 )
 
 // ServerName is the name of the resources server in a fleet
@@ -50,16 +53,6 @@ const DefaultGradingMode = ModeStrictSingleLetterBoxed
 // with a validation error (HTTP 422).
 var ErrInvalidGradingMode = errors.New("mcqa: invalid grading mode")
 
-// ErrInvalidOutputRegex is wrapped by the error Score returns where
-// upstream's template_metadata.output_regex handling raises (and the
-// verify request fails with HTTP 500): an output_regex that is neither a
-// string nor a list (or object) of strings; a pattern with two or more
-// groups that matches the answer; a pattern on which Python's re.compile
-// raises something other than re.error (a repetition count of 2**32-1 or
-// more, the flags (?a) and (?u) together). A pattern that is merely
-// invalid is not an error: upstream skips it, and so does Score.
-var ErrInvalidOutputRegex = errors.New("mcqa: output_regex cannot be evaluated")
-
 // Config is the server configuration of mcqa: the keys of upstream's
 // MCQAResourcesServerConfig beyond those every resources server has
 // (host, port, entrypoint, domain, name, ...).
@@ -82,6 +75,17 @@ func (c Config) Validate() error {
 	return fmt.Errorf("%w: config grading_mode %q", ErrInvalidGradingMode, c.GradingMode)
 }
 
+// Option is one option of a question: its letter (the key of an options
+// object) and its text.
+type Option struct {
+	Letter string
+	Text   string
+}
+
+// Options is one options object: its letters and texts in the object's
+// order, null texts left out.
+type Options []Option
+
 // OptionList is a task's answer options: a list of objects that each map
 // an option letter to its text, normally one letter per object, as in
 // [{"A": "Karyotyping"}, {"B": "PCR"}].
@@ -90,10 +94,11 @@ func (c Config) Validate() error {
 // to (data sets exported through Arrow pad every object with all the
 // letters of the data set, most of them null). Decoding JSON into an
 // OptionList therefore drops null values: a letter is an option only
-// where some object gives it a text. Within one object, keys are visited
-// in sorted order (Go maps keep no order); this matters only when one
-// object holds two options whose texts are the same.
-type OptionList []map[string]string
+// where some object gives it a text. The keys of an object keep their
+// JSON order, which decides between two options of one object whose
+// texts are the same, as in Python's dicts; a key given twice keeps the
+// place of its first occurrence and the value of its last.
+type OptionList []Options
 
 // UnmarshalJSON decodes a JSON list of objects whose values are strings
 // or null, dropping the null values.
@@ -106,21 +111,87 @@ func (o *OptionList) UnmarshalJSON(data []byte) error {
 		*o = nil
 		return nil
 	}
+	var objects []json.RawMessage
+	if err := json.Unmarshal(data, &objects); err != nil {
+		return err
+	}
 	out := make(OptionList, len(raw))
 	for i, entry := range raw {
 		if entry == nil {
 			return fmt.Errorf("mcqa: options[%d] is null, not an object", i)
 		}
-		m := make(map[string]string, len(entry))
-		for k, v := range entry {
-			if v != nil {
-				m[k] = *v
+		keys, err := objectKeys(objects[i])
+		if err != nil {
+			return fmt.Errorf("mcqa: options[%d]: %w", i, err)
+		}
+		opts := make(Options, 0, len(entry))
+		for _, k := range keys {
+			if v := entry[k]; v != nil {
+				opts = append(opts, Option{Letter: k, Text: *v})
 			}
 		}
-		out[i] = m
+		out[i] = opts
 	}
 	*o = out
 	return nil
+}
+
+// MarshalJSON writes the list as JSON objects, each with its options in
+// order.
+func (o OptionList) MarshalJSON() ([]byte, error) {
+	if o == nil {
+		return []byte("null"), nil
+	}
+	b := []byte{'['}
+	for i, entry := range o {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j, opt := range entry {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			k, err := json.Marshal(opt.Letter)
+			if err != nil {
+				return nil, err
+			}
+			v, err := json.Marshal(opt.Text)
+			if err != nil {
+				return nil, err
+			}
+			b = append(append(append(b, k...), ':'), v...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// objectKeys lists the keys of a JSON object in order, each once, at the
+// place of its first occurrence.
+func objectKeys(obj []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var keys []string
+	seen := make(map[string]bool)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := tok.(string)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // Task holds the per-task fields of an mcqa data set row (upstream's
@@ -146,6 +217,32 @@ type Task struct {
 	// with. Its key "output_regex", a Python regular expression or a
 	// list of them, takes precedence over GradingMode when present.
 	TemplateMetadata map[string]any `json:"template_metadata"`
+
+	// regexOrder is the JSON order of the keys of an output_regex given
+	// as an object, when the task was read from JSON (SetTemplateJSON).
+	regexOrder []string
+}
+
+// SetTemplateJSON records what only the JSON text of template_metadata
+// tells: the order of the keys of an output_regex given as an object,
+// which upstream tries in that order. Without it they are tried in
+// sorted order. raw that is not such an object changes nothing.
+func (t *Task) SetTemplateJSON(raw []byte) {
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &meta) != nil {
+		return
+	}
+	spec, ok := meta["output_regex"]
+	if !ok {
+		return
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(spec, &obj) != nil || obj == nil {
+		return
+	}
+	if keys, err := objectKeys(spec); err == nil {
+		t.regexOrder = keys
+	}
 }
 
 // DefaultTask returns a Task holding upstream's defaults, to decode a row
@@ -189,9 +286,11 @@ func (r Result) Fields() map[string]any {
 // order, concatenated without a separator; reasoning, tool calls and
 // refusals contribute nothing. Score strips surrounding whitespace itself.
 //
-// The error is non-nil only where upstream fails the request rather than
-// scoring it: see ErrInvalidGradingMode, ErrInvalidOutputRegex and
-// ErrUnsupportedPattern.
+// The error is non-nil only for a grading mode outside the ones the
+// configuration or the task may name (ErrInvalidGradingMode), and for an
+// output_regex this port cannot run (ErrUnsupportedPattern). Where
+// upstream's verifier raises on a task its request model accepts, Score
+// scores instead; see the package documentation.
 func Score(cfg Config, task Task, outputText string) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -218,7 +317,7 @@ func Score(cfg Config, task Task, outputText string) (Result, error) {
 	var pred *string
 	if spec, ok := task.TemplateMetadata["output_regex"]; ok {
 		var err error
-		pred, err = customRegexes(text, spec, allowed, task.Options)
+		pred, err = customRegexes(text, spec, task.regexOrder, allowed, task.Options)
 		if err != nil {
 			return Result{}, err
 		}
@@ -235,7 +334,11 @@ func Score(cfg Config, task Task, outputText string) (Result, error) {
 		case ModeLenientAnswerColon:
 			pred = answerColon(text, task.Options, allowed)
 		case ModeLenientAnswerColonMD:
-			pred = answerColonMarkdown(text, allowed)
+			prefix := answerPrefix(task.TemplateMetadata)
+			pred = answerColonMarkdown(text, prefix, allowed)
+			if pred == nil && prefix != "" {
+				pred = strictBoxedLetter(text, allowed)
+			}
 		}
 	}
 	res.ExtractedAnswer = pred
@@ -250,23 +353,13 @@ func Score(cfg Config, task Task, outputText string) (Result, error) {
 func allowedLetters(options OptionList) map[string]bool {
 	letters := make(map[string]bool)
 	for _, entry := range options {
-		for k := range entry {
-			if r := []rune(k); len(r) == 1 && pyIsAlpha(r[0]) {
-				letters[pyUpper(k)] = true
+		for _, o := range entry {
+			if r := []rune(o.Letter); len(r) == 1 && pyIsAlpha(r[0]) {
+				letters[pyUpper(o.Letter)] = true
 			}
 		}
 	}
 	return letters
-}
-
-// sortedKeys returns the keys of one options object in a fixed order.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // pySpaceClass is the body of a Go regexp character class matching what
@@ -343,10 +436,10 @@ func normalizeForMatch(s string) string {
 	return strings.Join(pySplit(pyLower(s)), " ")
 }
 
-// normalizeExtracted turns a few non-Latin option letters into Latin ones
-// and strips whitespace.
+// normalizeExtracted NFKC-normalises s, turns a few non-Latin option
+// letters into Latin ones and strips whitespace.
 func normalizeExtracted(s string) string {
-	return pystr.Strip(extractedAnswerFolder.Replace(s))
+	return pystr.Strip(extractedAnswerFolder.Replace(norm.NFKC.String(s)))
 }
 
 func ptr(s string) *string { return &s }
@@ -385,9 +478,9 @@ func boxedOptionText(text string, options OptionList, allowed map[string]bool) *
 	type option struct{ letter, text string }
 	var opts []option
 	for _, entry := range options {
-		for _, k := range sortedKeys(entry) {
-			if pyLen(k) == 1 && allowed[pyUpper(k)] {
-				opts = append(opts, option{pyUpper(k), normalizeForMatch(entry[k])})
+		for _, o := range entry {
+			if pyLen(o.Letter) == 1 && allowed[pyUpper(o.Letter)] {
+				opts = append(opts, option{pyUpper(o.Letter), normalizeForMatch(o.Text)})
 			}
 		}
 	}
@@ -413,8 +506,8 @@ func boxedOptionText(text string, options OptionList, allowed map[string]bool) *
 // normalised text equals norm.
 func optionWithText(options OptionList, allowed map[string]bool, norm string) *string {
 	for _, entry := range options {
-		for _, k := range sortedKeys(entry) {
-			if up := pyUpper(k); allowed[up] && normalizeForMatch(entry[k]) == norm {
+		for _, o := range entry {
+			if up := pyUpper(o.Letter); allowed[up] && normalizeForMatch(o.Text) == norm {
 				return ptr(up)
 			}
 		}
@@ -438,12 +531,81 @@ func answerColon(text string, options OptionList, allowed map[string]bool) *stri
 	return optionWithText(options, allowed, normalizeForMatch(candidate))
 }
 
-// answerColonMarkdown tries the "Answer:" payloads from the last one
-// back, and returns the first single choice letter found.
-func answerColonMarkdown(text string, allowed map[string]bool) *string {
-	ms := answerColonPayload.FindAllStringSubmatch(text, -1)
-	for i := len(ms) - 1; i >= 0; i-- {
-		if letter := choiceFromPayload(ms[i][1], allowed); letter != nil {
+// answerPrefix is template_metadata.answer_prefix, "" when it is absent,
+// empty or not a string. Upstream raises on a prefix that is not a string
+// (other than an empty or null one); this port ignores it.
+func answerPrefix(meta map[string]any) string {
+	p, _ := meta["answer_prefix"].(string)
+	return p
+}
+
+// pyEscape is Python's re.escape: every character of re's special set
+// (and whitespace) gets a backslash.
+func pyEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("()[]{}?*+-|^$\\.&~# \t\n\r\v\f", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// answerPayloads collects the final-answer payloads of text once it is
+// NFKC-normalised: what follows each "Answer:" (Markdown emphasis
+// allowed around the word and the colon) to the end of its line, and,
+// when prefix is not empty, what follows each occurrence of the
+// normalised prefix (any case) and the whitespace after it, to the next
+// newline. They come in the order of their starts, an "Answer:" payload
+// before a prefix payload that starts at the same place.
+func answerPayloads(text, prefix string) []string {
+	text = norm.NFKC.String(text)
+	type payload struct {
+		start   int // in bytes of text
+		payload string
+	}
+	var found []payload
+	for _, m := range answerColonPayload.FindAllStringSubmatchIndex(text, -1) {
+		found = append(found, payload{m[0], text[m[2]:m[3]]})
+	}
+	if prefix != "" {
+		re, err := pyCompileCached(pyEscape(norm.NFKC.String(prefix))+`\s*`, pyIgnoreCase)
+		if err == nil {
+			runes := []rune(text)
+			offsets := make([]int, len(runes)+1) // rune index -> byte offset
+			for i, n := 0, 0; i < len(runes); i++ {
+				offsets[i] = n
+				n += utf8.RuneLen(runes[i])
+				offsets[i+1] = n
+			}
+			_ = re.findAll(runes, func(m *regexp2.Match) bool {
+				start, end := offsets[m.Index], offsets[m.Index+m.Length]
+				lineEnd := strings.IndexByte(text[end:], '\n')
+				if lineEnd < 0 {
+					lineEnd = len(text)
+				} else {
+					lineEnd += end
+				}
+				found = append(found, payload{start, text[end:lineEnd]})
+				return true
+			})
+		}
+	}
+	slices.SortStableFunc(found, func(a, b payload) int { return cmp.Compare(a.start, b.start) })
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = f.payload
+	}
+	return out
+}
+
+// answerColonMarkdown tries the answer payloads (answerPayloads) from the
+// last one back, and returns the first single choice letter found.
+func answerColonMarkdown(text, prefix string, allowed map[string]bool) *string {
+	payloads := answerPayloads(text, prefix)
+	for i := len(payloads) - 1; i >= 0; i-- {
+		if letter := choiceFromPayload(payloads[i], allowed); letter != nil {
 			return letter
 		}
 	}
@@ -503,8 +665,10 @@ func listsSeveralChoices(text []rune, allowed map[string]bool) bool {
 }
 
 // customRegexes applies template_metadata.output_regex: one pattern, or a
-// list of them tried in order until one yields an answer.
-func customRegexes(text string, spec any, allowed map[string]bool, options OptionList) (*string, error) {
+// list of them tried in order until one yields an answer. Upstream
+// raises on a value it cannot use as a pattern (null, a number, a list
+// entry that is not a string); this port skips it.
+func customRegexes(text string, spec any, order []string, allowed map[string]bool, options OptionList) (*string, error) {
 	var patterns []any
 	switch v := spec.(type) {
 	case string:
@@ -512,18 +676,20 @@ func customRegexes(text string, spec any, allowed map[string]bool, options Optio
 	case []any:
 		patterns = v
 	case map[string]any:
-		// Python iterates a dict's keys (in insertion order, which a Go
-		// map does not keep: sorted order here).
-		for _, k := range slices.Sorted(maps.Keys(v)) {
+		// Python iterates a dict's keys in insertion order: the JSON
+		// order when it is known, else sorted order.
+		keys := order
+		if len(keys) != len(v) {
+			keys = slices.Sorted(maps.Keys(v))
+		}
+		for _, k := range keys {
 			patterns = append(patterns, k)
 		}
-	default:
-		return nil, fmt.Errorf("%w: output_regex is %s, not a string or a list", ErrInvalidOutputRegex, jsonKind(spec))
 	}
-	for i, p := range patterns {
+	for _, p := range patterns {
 		s, ok := p.(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: output_regex[%d] is %s, not a string", ErrInvalidOutputRegex, i, jsonKind(p))
+			continue
 		}
 		pred, err := customRegex(text, s, allowed, options)
 		if err != nil || pred != nil {
@@ -531,24 +697,6 @@ func customRegexes(text string, spec any, allowed map[string]bool, options Optio
 		}
 	}
 	return nil, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64, json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("a %T", v)
 }
 
 // customRegex applies one output_regex pattern, case-insensitively: the
@@ -559,11 +707,10 @@ func customRegex(text, pattern string, allowed map[string]bool, options OptionLi
 	if err != nil {
 		var pe *pyPatternError
 		var raised *pyRaisedError
-		switch {
-		case errors.As(err, &pe):
-			return nil, nil // upstream catches re.error
-		case errors.As(err, &raised):
-			return nil, fmt.Errorf("%w: %q: %v", ErrInvalidOutputRegex, pattern, err)
+		if errors.As(err, &pe) || errors.As(err, &raised) {
+			// Upstream catches re.error; it raises the other exceptions
+			// of re.compile, and this port skips the pattern instead.
+			return nil, nil
 		}
 		return nil, err
 	}
@@ -584,7 +731,9 @@ func customRegex(text, pattern string, allowed map[string]bool, options OptionLi
 	case 1:
 		s = last.GroupByNumber(1).String()
 	default:
-		return nil, fmt.Errorf("%w: %q has %d groups, so its matches are tuples", ErrInvalidOutputRegex, pattern, re.groups)
+		// Upstream's matches are tuples then, and it raises; this port
+		// takes nothing from the pattern.
+		return nil, nil
 	}
 	captured := pyUpper(normalizeExtracted(pystr.Strip(s)))
 	if r := []rune(captured); len(r) == 1 && pyIsAlpha(r[0]) {

@@ -12,10 +12,10 @@ import (
 
 // genetics is a four-option question used throughout.
 var genetics = OptionList{
-	{"A": "Karyotyping"},
-	{"B": "Polymerase Chain Reaction"},
-	{"C": "Southern blotting"},
-	{"D": "Microarray analysis"},
+	{{"A", "Karyotyping"}},
+	{{"B", "Polymerase Chain Reaction"}},
+	{{"C", "Southern blotting"}},
+	{{"D", "Microarray analysis"}},
 }
 
 func strp(s string) *string { return &s }
@@ -97,12 +97,12 @@ func TestStrictSingleLetterBoxed(t *testing.T) {
 		{"expected answer is normalised", Config{},
 			Task{Options: genetics, ExpectedAnswer: strp(" b\n")}, `\boxed{B}`, "B", 1},
 		{"lowercase option key", Config{},
-			Task{Options: OptionList{{"a": "x"}, {"b": "y"}}, ExpectedAnswer: strp("B")}, `\boxed{B}`, "B", 1},
+			Task{Options: OptionList{{{"a", "x"}}, {{"b", "y"}}}, ExpectedAnswer: strp("B")}, `\boxed{B}`, "B", 1},
 		{"no expected answer", Config{}, Task{Options: genetics}, `\boxed{B}`, "B", 0},
 		{"empty expected answer", Config{}, Task{Options: genetics, ExpectedAnswer: strp(" ")}, `\boxed{B}`, "B", 0},
 		{"no options", Config{}, Task{ExpectedAnswer: strp("B")}, `\boxed{B}`, "", 0},
 		{"multi-character keys are not options", Config{},
-			Task{Options: OptionList{{"B1": "x"}, {"A": "y"}}, ExpectedAnswer: strp("B")}, `\boxed{B}`, "", 0},
+			Task{Options: OptionList{{{"B1", "x"}}, {{"A", "y"}}}, ExpectedAnswer: strp("B")}, `\boxed{B}`, "", 0},
 		{"explicit default mode", Config{}, task(ModeStrictSingleLetterBoxed), `\boxed{B}`, "B", 1},
 	})
 }
@@ -110,7 +110,7 @@ func TestStrictSingleLetterBoxed(t *testing.T) {
 func TestLenientBoxed(t *testing.T) {
 	lenient := task(ModeLenientBoxed)
 	pcr := Task{
-		Options:        OptionList{{"A": "PCR"}, {"B": "RT-PCR"}, {"C": "Sequencing"}},
+		Options:        OptionList{{{"A", "PCR"}}, {{"B", "RT-PCR"}}, {{"C", "Sequencing"}}},
 		ExpectedAnswer: strp("B"),
 		GradingMode:    ModeLenientBoxed,
 	}
@@ -172,6 +172,30 @@ func TestLenientAnswerColonMarkdown(t *testing.T) {
 		{"letter not an option", md, base, "Answer: E", "", 0},
 		{"word only", md, base, "Answer: Karyotyping", "", 0},
 		{"no payload", md, base, `\boxed{B}`, "", 0},
+		{"full-width colon after NFKC", md, base, "Answer： B", "B", 1},
+		{"full-width keyword after NFKC", md, base, "Ａｎｓｗｅｒ: B", "B", 1},
+		{"ligature in the payload", md, base, "Answer: ﬁne, B", "B", 1},
+	})
+	withPrefix := func(prefix any) Task {
+		tk := task("")
+		tk.TemplateMetadata = map[string]any{"answer_prefix": prefix}
+		return tk
+	}
+	runScoreCases(t, []scoreCase{
+		{"prefix payload", md, withPrefix("Réponse :"), "Réponse : B", "B", 1},
+		{"prefix in any case", md, withPrefix("Réponse :"), "RÉPONSE :   b", "B", 1},
+		{"prefix with regex characters", md, withPrefix("(final)*"), "(FINAL)* C\nmore", "C", 0},
+		{"prefix payload runs to the newline", md, withPrefix("Choice"), "Choice A\nB", "A", 0},
+		{"later payload wins", md, withPrefix("Choice:"), "Answer: A\nChoice: B", "B", 1},
+		{"Answer payload before a prefix payload at the same place", md, withPrefix("Answer:"), "Answer: B",
+			"B", 1},
+		{"prefix normalised", md, withPrefix("Ｃｈｏｉｃｅ"), "Choice D", "D", 0},
+		{"boxed fallback with a prefix", md, withPrefix("Choice:"), `nothing here \boxed{B}`, "B", 1},
+		{"no boxed fallback without a prefix", md, withPrefix(""), `nothing here \boxed{B}`, "", 0},
+		// Upstream raises on a prefix that is not a string; it is ignored
+		// here.
+		{"prefix not a string", md, withPrefix(5.0), `Answer: B`, "B", 1},
+		{"prefix not a string, no boxed fallback", md, withPrefix(true), `\boxed{B}`, "", 0},
 	})
 }
 
@@ -207,6 +231,16 @@ func TestOutputRegex(t *testing.T) {
 		{"no output_regex key", Config{}, Task{Options: genetics, ExpectedAnswer: strp("B"),
 			TemplateMetadata: map[string]any{"template_id": "t1"}}, `\boxed{B}`, "B", 1},
 		{"empty answer", Config{}, withRegex(`(.*)`), "   ", "", 0},
+		{"named character", Config{}, withRegex(`\N{latin capital letter b}`), "B", "B", 1},
+		{"undefined character name is invalid", Config{}, withRegex(`\N{NO SUCH CHARACTER}`), `\boxed{B}`, "B", 1},
+		// Upstream raises on these (500); they are scored, the pattern
+		// taken for one that yields nothing.
+		{"null output_regex", Config{}, withRegex(nil), `\boxed{B}`, "B", 1},
+		{"numeric output_regex", Config{}, withRegex(3.0), `\boxed{B}`, "B", 1},
+		{"non-string list entry", Config{}, withRegex([]any{`nomatch`, 3.0, `(B)`}), "B", "B", 1},
+		{"two groups that match", Config{}, withRegex(`(B)(\))`), `B) \boxed{A}`, "A", 0},
+		{"repetition count too large for Python", Config{}, withRegex(`a{4294967295}`), `\boxed{B}`, "B", 1},
+		{"ASCII and Unicode flags", Config{}, withRegex(`(?a)(?u)x`), `\boxed{B}`, "B", 1},
 	})
 }
 
@@ -227,13 +261,7 @@ func TestScoreErrors(t *testing.T) {
 		{"unknown task mode", Config{}, task("fuzzy"), "x", ErrInvalidGradingMode},
 		{"markdown mode in a task", Config{}, task(ModeLenientAnswerColonMD), "Answer: B", ErrInvalidGradingMode},
 		{"markdown mode in a task, empty answer", Config{}, task(ModeLenientAnswerColonMD), "", ErrInvalidGradingMode},
-		{"null output_regex", Config{}, withRegex(nil), "x", ErrInvalidOutputRegex},
-		{"numeric output_regex", Config{}, withRegex(3.0), "x", ErrInvalidOutputRegex},
-		{"non-string list entry", Config{}, withRegex([]any{`nomatch`, 3.0}), "x", ErrInvalidOutputRegex},
-		{"two groups that match", Config{}, withRegex(`(B)(\))`), "B)", ErrInvalidOutputRegex},
-		{"repetition count too large for Python", Config{}, withRegex(`a{4294967295}`), "x", ErrInvalidOutputRegex},
-		{"ASCII and Unicode flags", Config{}, withRegex(`(?a)(?u)x`), "x", ErrInvalidOutputRegex},
-		{"named character", Config{}, withRegex(`\N{LATIN CAPITAL LETTER B}`), "B", ErrUnsupportedPattern},
+		{"repetition count too large for the port", Config{}, withRegex(`a{3000000000}`), "b", ErrUnsupportedPattern},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -300,6 +328,46 @@ func TestResultFields(t *testing.T) {
 	}
 }
 
+func TestOptionOrder(t *testing.T) {
+	// Within one object the JSON order decides between equal texts, and a
+	// repeated key keeps its first place with its last value.
+	for raw, want := range map[string]string{
+		`[{"B": "Lyon", "A": "Lyon"}]`:              "B",
+		`[{"A": "Lyon", "B": "Lyon"}]`:              "A",
+		`[{"B": "Lyon", "A": "Lyon", "B": "Nice"}]`: "A",
+		`[{"B": "Lyon", "A": "Lyon", "B": null}]`:   "A",
+	} {
+		var opts OptionList
+		if err := json.Unmarshal([]byte(raw), &opts); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Score(Config{}, Task{Options: opts, GradingMode: ModeLenientAnswerColon}, "Answer: lyon")
+		if err != nil || res.ExtractedAnswer == nil || *res.ExtractedAnswer != want {
+			t.Errorf("%s: extracted %v (%v), want %s", raw, res.ExtractedAnswer, err, want)
+		}
+	}
+	var opts OptionList
+	raw := `[{"B":"Lyon","A":"x"},{},{"C":"\u00e9"}]`
+	if err := json.Unmarshal([]byte(raw), &opts); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := json.Marshal(opts); err != nil || string(b) != `[{"B":"Lyon","A":"x"},{},{"C":"é"}]` {
+		t.Errorf("round trip: %s %v", b, err)
+	}
+	// An output_regex object's keys are tried in JSON order.
+	tk := Task{Options: genetics, TemplateMetadata: map[string]any{"output_regex": map[string]any{`(B)`: 1.0, `(A)`: 2.0}}}
+	for raw, want := range map[string]string{
+		`{"output_regex": {"(B)": 1, "(A)": 2}}`: "B",
+		`{"output_regex": {"(A)": 1, "(B)": 2}}`: "A",
+	} {
+		tk.SetTemplateJSON([]byte(raw))
+		res, err := Score(Config{}, tk, "A B")
+		if err != nil || res.ExtractedAnswer == nil || *res.ExtractedAnswer != want {
+			t.Errorf("%s: extracted %v (%v), want %s", raw, res.ExtractedAnswer, err, want)
+		}
+	}
+}
+
 func TestTaskJSON(t *testing.T) {
 	row := `{
 		"responses_create_params": {"input": [{"role": "user", "content": "..."}]},
@@ -315,7 +383,7 @@ func TestTaskJSON(t *testing.T) {
 	if tk.GradingMode != DefaultGradingMode || *tk.UUID != "q-1" || *tk.ExpectedAnswer != "B" {
 		t.Errorf("decoded %+v", tk)
 	}
-	wantOpts := OptionList{{"A": "Karyotyping"}, {"B": "PCR"}, {}}
+	wantOpts := OptionList{{{"A", "Karyotyping"}}, {{"B", "PCR"}}, {}}
 	if !reflect.DeepEqual(tk.Options, wantOpts) {
 		t.Errorf("options = %#v, want %#v", tk.Options, wantOpts)
 	}
@@ -381,9 +449,9 @@ func TestPythonStringRules(t *testing.T) {
 	}{
 		{"separator characters are whitespace", Task{Options: genetics, GradingMode: ModeLenientAnswerColon},
 			"Answer:\x1cB\x1f", "B"},
-		{"sharp s upper-cases to SS", Task{Options: OptionList{{"ß": "x"}}, ExpectedAnswer: strp("ss"),
+		{"sharp s upper-cases to SS", Task{Options: OptionList{{{"ß", "x"}}}, ExpectedAnswer: strp("ss"),
 			GradingMode: ModeLenientAnswerColon}, "Answer: ß", "SS"},
-		{"final sigma", Task{Options: OptionList{{"A": "ΟΔΟΣ"}, {"B": "ΟΔΟΙ"}}, GradingMode: ModeLenientAnswerColon},
+		{"final sigma", Task{Options: OptionList{{{"A", "ΟΔΟΣ"}}, {{"B", "ΟΔΟΙ"}}}, GradingMode: ModeLenientAnswerColon},
 			"Answer: \u03bf\u03b4\u03bf\u03c2", "A"},
 	}
 	for _, c := range cases {
