@@ -18,7 +18,7 @@
 // request model accepts: it asks every element of the content for its
 // type. A crash is not a verdict, so this package scores such a body,
 // the string or the input parts adding nothing to the answer, as every
-// part that is not output_text adds nothing. TestUpstreamAgreement
+// part that is not output_text adds nothing. TestUpstreamEquivalenceRuleAgreement
 // compares this package with upstream's code on thousands of generated
 // bodies and counts the ones it leaves out for that reason.
 //

@@ -11,10 +11,10 @@ import (
 	"github.com/gymlens/gymlens/servers/resources/internal/pystr/difftest"
 )
 
-// diffCases is how many generated bodies TestUpstreamAgreement scores.
+// diffCases is how many generated bodies TestUpstreamEquivalenceRuleAgreement scores.
 const diffCases = 6000
 
-// TestUpstreamAgreement scores generated verify bodies with upstream's
+// TestUpstreamEquivalenceRuleAgreement scores generated verify bodies with upstream's
 // equivalence_rule verifier (in one Python process) and with this
 // package's servers over HTTP, one per grading_rule, and requires the
 // same reward and equivalence_score for every body, or both refusing it.

@@ -81,7 +81,7 @@
 //   - an answer_prefix that is not a string (TypeError): here it is
 //     ignored.
 //
-// TestUpstreamAgreement compares this package with upstream's code on
+// TestUpstreamMCQAAgreement compares this package with upstream's code on
 // thousands of generated bodies and counts the ones it leaves out for
 // these reasons by exception type.
 //

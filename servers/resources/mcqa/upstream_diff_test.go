@@ -9,7 +9,7 @@ import (
 	"github.com/gymlens/gymlens/servers/resources/mcqa"
 )
 
-// diffCases is how many generated bodies TestUpstreamAgreement scores.
+// diffCases is how many generated bodies TestUpstreamMCQAAgreement scores.
 const diffCases = 7500
 
 // upstreamCrashes are the exceptions upstream's verifier raises on
@@ -17,7 +17,7 @@ const diffCases = 7500
 // instead (see the package documentation, "Where gymlens differs").
 var upstreamCrashes = []string{"AttributeError", "TypeError", "OverflowError", "ValueError", "RecursionError"}
 
-// TestUpstreamAgreement scores generated verify bodies with upstream's
+// TestUpstreamMCQAAgreement scores generated verify bodies with upstream's
 // mcqa verifier (in one Python process) and with this package's servers
 // over HTTP, one server per configured grading_mode, and requires the
 // same reward, expected_answer and extracted_answer for every body, or

@@ -42,7 +42,7 @@
 // differ, so that scores agree with the upstream server: whitespace is
 // Python's Unicode whitespace, lowercasing is Python's full lowercasing
 // (final sigma included), number parsing is that of Python's float(), and
-// lengths are counted in code points. TestUpstreamAgreement holds this
+// lengths are counted in code points. TestUpstreamStringMatchAgreement holds this
 // package to upstream's code: thousands of generated bodies, scored by
 // both, must get the same reward and extracted answer.
 package stringmatch

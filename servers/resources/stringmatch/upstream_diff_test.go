@@ -11,10 +11,10 @@ import (
 	"github.com/gymlens/gymlens/servers/resources/stringmatch"
 )
 
-// diffCases is how many generated bodies TestUpstreamAgreement scores.
+// diffCases is how many generated bodies TestUpstreamStringMatchAgreement scores.
 const diffCases = 6000
 
-// TestUpstreamAgreement scores generated verify bodies with upstream's
+// TestUpstreamStringMatchAgreement scores generated verify bodies with upstream's
 // string_match verifier (in one Python process) and with this package's
 // server over HTTP, and requires the same reward and extracted answer for
 // every body, or both refusing it.
