@@ -41,6 +41,19 @@ var wantAgent = map[string]any{
 	"mean/output_tokens": 5.0, "max/output_tokens": 6.0, "min/output_tokens": 4.0, "median/output_tokens": 5.0, "std/output_tokens": sqrt2,
 	"mean/total_tokens": 15.0, "max/total_tokens": 16.0, "min/total_tokens": 14.0, "median/total_tokens": 15.0, "std/total_tokens": sqrt2,
 	"mean/score2": 3.0, "max/score2": 3.0, "min/score2": 3.0, "median/score2": 3.0,
+	"num_repeats": 2.0,
+}
+
+// withoutAcrossRepeats drops the *_across_repeats/* members, which
+// TestAggregateAgreesWithUpstream checks against upstream itself.
+func withoutAcrossRepeats(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if !strings.Contains(k, "_across_repeats/") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 var wantKey = map[string]any{
@@ -101,7 +114,7 @@ func TestAggregateMetricsAgainstAHandComputedTable(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.AgentMetrics, wantAgent) {
+	if !reflect.DeepEqual(withoutAcrossRepeats(got.AgentMetrics), wantAgent) {
 		t.Errorf("agent_metrics:\n got %v\nwant %v", got.AgentMetrics, wantAgent)
 	}
 	if !reflect.DeepEqual(got.KeyMetrics, wantKey) {
@@ -127,14 +140,21 @@ func TestAggregateMetricsEdgeCases(t *testing.T) {
 	base, _ := start(t, exactEnv(&calls))
 	for _, c := range []struct{ name, body, agent string }{
 		{"empty", `{"verify_responses":[]}`, `{}`},
-		{"absent list", `{}`, `{}`},
 		// One response: no std is defined, so each member gets 0.
 		{"one response", `{"verify_responses":[{"reward":1,"ok":true}]}`,
-			`{"mean/reward":1,"max/reward":1,"min/reward":1,"median/reward":1,"std/reward":0,"mean/ok":1,"max/ok":1,"min/ok":1,"median/ok":1,"std/ok":0}`},
+			`{"mean/reward":1,"max/reward":1,"min/reward":1,"median/reward":1,"std/reward":0,"mean/ok":1,"max/ok":1,"min/ok":1,"median/ok":1,"std/ok":0,"num_repeats":1}`},
 		// Without indexes every response counts as task 0, rollout 0;
 		// strings, objects, nulls and the indexes are not metrics.
 		{"no indexes", `{"verify_responses":[{"reward":1,"s":"x","o":{"a":1},"n":null},{"reward":0,"_ng_task_index":0}]}`,
-			`{"mean/reward":0.5,"max/reward":1,"min/reward":0,"median/reward":0.5,"std/reward":` + f(sqrtHalf) + `}`},
+			`{"mean/reward":0.5,"max/reward":1,"min/reward":0,"median/reward":0.5,"std/reward":` + f(sqrtHalf) + `,"num_repeats":1}`},
+		// A masked rollout leaves the quality metrics (not 1/3 but 1/2)
+		// and is counted in coverage; num_repeats counts it.
+		{"masked", `{"verify_responses":[{"_ng_task_index":0,"reward":1},{"_ng_task_index":1,"reward":0},` +
+			`{"_ng_task_index":2,"_ng_rollout_index":3,"reward":0,"mask_sample":true}]}`,
+			`{"mean/reward":0.5,"max/reward":1,"min/reward":0,"median/reward":0.5,"std/reward":` + f(sqrtHalf) + `,"num_repeats":2,` +
+				`"coverage/measured_rollouts":2,"coverage/masked_rollouts":1,"coverage/measured_tasks":2,"coverage/fully_masked_tasks":1}`},
+		{"all masked", `{"verify_responses":[{"reward":1,"mask_sample":true}]}`,
+			`{"coverage/measured_rollouts":0,"coverage/masked_rollouts":1,"coverage/measured_tasks":0,"coverage/fully_masked_tasks":1}`},
 	} {
 		status, raw := servertest.PostRaw(t, base+"/aggregate_metrics", c.body)
 		if status != http.StatusOK {
@@ -145,7 +165,7 @@ func TestAggregateMetricsEdgeCases(t *testing.T) {
 		if !sameJSON(m["agent_metrics"], []byte(c.agent)) {
 			t.Errorf("%s: agent_metrics %s, want %s", c.name, m["agent_metrics"], c.agent)
 		}
-		if c.name == "empty" && string(raw) != `{"group_level_metrics":[],"agent_metrics":{},"key_metrics":{}}`+"\n" {
+		if c.name == "empty" && string(raw) != `{"group_level_metrics":[],"agent_metrics":{},"key_metrics":{},"perf_summary":null,"repeat_level_metrics":[]}`+"\n" {
 			t.Errorf("empty: %q", raw)
 		}
 	}
@@ -198,7 +218,39 @@ func TestAggregateMetricsFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := environment.AggregateMetrics(req.VerifyResponses)
-	if !reflect.DeepEqual(got.AgentMetrics, wantAgent) || len(got.GroupLevelMetrics) != 2 {
+	raw, _ := json.Marshal(got.AgentMetrics)
+	var agent map[string]any
+	_ = json.Unmarshal(raw, &agent)
+	if !reflect.DeepEqual(withoutAcrossRepeats(agent), wantAgent) || len(got.GroupLevelMetrics) != 2 {
 		t.Errorf("AggregateMetrics: %v, %d groups", got.AgentMetrics, len(got.GroupLevelMetrics))
+	}
+}
+
+// The hook sees the scored responses only, and is not called when every
+// response is masked; the coverage members stay among the key metrics.
+func TestMetricsHookSkipsMasked(t *testing.T) {
+	var calls atomic.Int64
+	var seen int
+	env := exactEnv(&calls, environment.Metrics(func(tasks [][]protocol.Fields) map[string]any {
+		for _, g := range tasks {
+			seen += len(g)
+		}
+		return map[string]any{"pass@1": 1.0}
+	}))
+	base, _ := start(t, env)
+	status, raw := servertest.PostRaw(t, base+"/aggregate_metrics",
+		`{"verify_responses":[{"reward":1},{"_ng_task_index":1,"reward":0,"mask_sample":true}]}`)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, raw)
+	}
+	var key map[string]any
+	_ = json.Unmarshal(members(t, raw)["key_metrics"], &key)
+	if seen != 1 || key["coverage/masked_rollouts"] != 1.0 || key["mean/reward"] != 1.0 {
+		t.Errorf("hook saw %d responses; key metrics %v", seen, key)
+	}
+	seen = 0
+	status, raw = servertest.PostRaw(t, base+"/aggregate_metrics", `{"verify_responses":[{"reward":1,"mask_sample":true}]}`)
+	if status != http.StatusOK || seen != 0 {
+		t.Errorf("every response masked: %d %s, hook saw %d", status, raw, seen)
 	}
 }

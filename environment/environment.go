@@ -100,11 +100,12 @@ func ReverifyMode(mode string) Option {
 }
 
 // Metrics adds fn's metrics to the agent_metrics of POST
-// /aggregate_metrics, after the baseline statistics (see
-// AggregateMetrics); key_metrics then holds every mean/* entry of the
-// merged set. fn gets the verify responses grouped by task
+// /aggregate_metrics, after the baseline statistics (see AggregateMetrics);
+// key_metrics then holds every mean/* entry of the merged set. fn gets
+// the scored verify responses (masked ones are left out) grouped by task
 // (_ng_task_index, ascending; a response without one counts as task 0),
-// each group in the order the responses came.
+// each group in the order the responses came; it is not called when
+// every response is masked.
 func Metrics(fn func(tasks [][]protocol.Fields) map[string]any) Option {
 	return func(e *Environment) { e.metrics = fn }
 }
@@ -197,14 +198,7 @@ func (e *Environment) seedSession(ctx context.Context, req protocol.SeedSessionR
 	return protocol.SeedSessionResponse{}, nil
 }
 
-// aggregateMetrics answers POST /aggregate_metrics.
+// aggregateMetrics answers POST /aggregate_metrics (see AggregateMetrics).
 func (e *Environment) aggregateMetrics(_ context.Context, req protocol.AggregateMetricsRequest) (protocol.AggregateMetricsResponse, error) {
-	resp := AggregateMetrics(req.VerifyResponses)
-	if e.metrics != nil && len(req.VerifyResponses) > 0 {
-		for k, v := range e.metrics(groupByTask(req.VerifyResponses)) {
-			resp.AgentMetrics[k] = v
-		}
-		resp.KeyMetrics = keyMetrics(resp.AgentMetrics)
-	}
-	return resp, nil
+	return aggregate(req.VerifyResponses, e.metrics), nil
 }

@@ -470,16 +470,20 @@ func (l *loader) addMetric(p *Process, instance, writer string, m *telfile.Metri
 // rolloutJSON is the part of a rollouts.jsonl or failures line the
 // report reads: upstream's members and the collector's own. The names
 // repeat the rollout package's (KeyBookkeeping, rollout.Bookkeeping,
-// rollout.KeyFailureError) rather than importing it, so reading a run
-// never pulls in OpenTelemetry; a test keeps them in step.
+// rollout.KeyFailureMessage) rather than importing it, so reading a run
+// never pulls in OpenTelemetry; a test keeps them in step. A failure's
+// message is upstream's _ng_failure_message (the collector writes it,
+// as upstream's does), else _ng_failure_error (what collectors before
+// it wrote), else a judge's _ng_failure_judge_error.
 type rolloutJSON struct {
-	TaskIndex    *int            `json:"_ng_task_index"`
-	RolloutIndex *int            `json:"_ng_rollout_index"`
-	Reward       *float64        `json:"reward"`
-	FailureClass json.RawMessage `json:"_ng_failure_class"`
-	FailureError json.RawMessage `json:"_ng_failure_error"`
-	JudgeError   json.RawMessage `json:"_ng_failure_judge_error"`
-	Book         *bookkeeping    `json:"_gymlens"`
+	TaskIndex      *int            `json:"_ng_task_index"`
+	RolloutIndex   *int            `json:"_ng_rollout_index"`
+	Reward         *float64        `json:"reward"`
+	FailureClass   json.RawMessage `json:"_ng_failure_class"`
+	FailureMessage json.RawMessage `json:"_ng_failure_message"`
+	FailureError   json.RawMessage `json:"_ng_failure_error"`
+	JudgeError     json.RawMessage `json:"_ng_failure_judge_error"`
+	Book           *bookkeeping    `json:"_gymlens"`
 }
 
 // bookkeeping is the part of rollout.Bookkeeping the report reads.
@@ -511,7 +515,7 @@ func (r *rolloutJSON) rollout(file string, line int) Rollout {
 	ro.FailureClass = jsonText(r.FailureClass)
 	failed := file == contract.RunFailuresFile || ro.FailureClass != ""
 	if failed {
-		ro.Error = cmp.Or(jsonText(r.FailureError), jsonText(r.JudgeError))
+		ro.Error = cmp.Or(jsonText(r.FailureMessage), jsonText(r.FailureError), jsonText(r.JudgeError))
 		if ro.Error == "" {
 			ro.Error = "failure class " + cmp.Or(ro.FailureClass, "not given")
 		}

@@ -11,72 +11,137 @@ import (
 	"github.com/gymlens/gymlens/protocol"
 )
 
-// AgentMetrics is one entry of the aggregate metrics file: what an
-// agent's /aggregate_metrics answered for its successful results.
+// AgentMetrics is one entry of the aggregate metrics file: what the
+// /aggregate_metrics of the environment server that ran a group of
+// rollouts (or of their agent, when they were sent to it directly)
+// answered for its successful results, in upstream's shape.
 type AgentMetrics struct {
-	// AgentRef names the agent: {"name": ...}.
+	// AgentRef names the agent: {"name": ...}; when several groups have
+	// one agent (two environment servers front it), each is named by its
+	// environment server instead, as upstream labels them.
 	AgentRef struct {
 		Name string `json:"name"`
 	} `json:"agent_ref"`
+	// EnvironmentServer is the environment server the rollouts ran
+	// through; "" (left out) for rollouts sent to their agent directly.
+	EnvironmentServer string `json:"_ng_environment_server,omitempty"`
 	// AgentMetrics holds the statistics of every numeric member
 	// ("mean/reward", "max/reward", ...); KeyMetrics the headline ones.
 	AgentMetrics map[string]any `json:"agent_metrics"`
 	KeyMetrics   map[string]any `json:"key_metrics"`
-	// GroupLevelMetrics are the per-group statistics, as the agent sent
-	// them.
-	GroupLevelMetrics []json.RawMessage `json:"group_level_metrics"`
+	// GroupLevelMetrics are the per-task statistics, RepeatLevelMetrics
+	// the per-repeat ones, as the server sent them.
+	GroupLevelMetrics  []json.RawMessage `json:"group_level_metrics"`
+	RepeatLevelMetrics []json.RawMessage `json:"repeat_level_metrics"`
+	// PerfSummary is the efficiency summary of the rollouts' ng_perf
+	// records; left out when the server sent none.
+	PerfSummary map[string]any `json:"perf_summary,omitempty"`
 }
 
-// heavyKeys are the members of a result that /aggregate_metrics is not
-// sent: the episode, the prompt, observability payloads, and the
-// collector's own record.
-var heavyKeys = map[string]bool{
-	protocol.KeyResponse: true, protocol.KeyParams: true,
-	"ng_agent_observations": true, "ng_model_call_capture": true, "ng_trajectory": true,
-	KeyBookkeeping: true,
+// stripped reports the members of a result that /aggregate_metrics is
+// not sent, as upstream strips them: the episode (but see metricsEntry),
+// the prompt and the observability payloads.
+func stripped(key string) bool {
+	switch key {
+	case protocol.KeyResponse, protocol.KeyParams, "ng_agent_observations", "ng_model_call_capture", "ng_trajectory":
+		return true
+	}
+	return false
 }
 
 // metricsEntry returns result as /aggregate_metrics takes it: without
-// the heavy members, but with the response's usage kept as
-// {"response": {"usage": ...}}.
+// the stripped members, but with the response's usage and
+// incomplete_details kept (when not null) as {"response": {...}}.
 func metricsEntry(result protocol.Fields) protocol.Fields {
 	out := make(protocol.Fields, 0, len(result))
 	for _, m := range result {
-		if !heavyKeys[m.Key] {
+		if !stripped(m.Key) {
 			out = append(out, m)
 		}
 	}
 	if raw, ok := result.Get(protocol.KeyResponse); ok {
 		var resp struct {
-			Usage json.RawMessage `json:"usage"`
+			Usage             json.RawMessage `json:"usage"`
+			IncompleteDetails json.RawMessage `json:"incomplete_details"`
 		}
-		if json.Unmarshal(raw, &resp) == nil && truthy(resp.Usage) {
-			out.SetRaw(protocol.KeyResponse, append(append([]byte(`{"usage":`), resp.Usage...), '}'))
+		if json.Unmarshal(raw, &resp) == nil {
+			var kept protocol.Fields
+			if len(resp.Usage) > 0 && !isNull(resp.Usage) {
+				kept.SetRaw("usage", resp.Usage)
+			}
+			if len(resp.IncompleteDetails) > 0 && !isNull(resp.IncompleteDetails) {
+				kept.SetRaw("incomplete_details", resp.IncompleteDetails)
+			}
+			if len(kept) > 0 {
+				b, _ := kept.MarshalJSON()
+				out.SetRaw(protocol.KeyResponse, b)
+			}
 		}
 	}
 	return out
 }
 
-// aggregate sends each agent the results it produced that the output
-// holds (this run's and, on resume, the earlier ones), in agent name
-// order, and writes the answers to path. Agents with no successful
-// result, or with no URL in Options.Agents, are left out; with no entry
-// at all no file is written. The first failed call is returned, and
-// nothing is written then.
+// priorResult is a result an earlier run wrote to the output, with what
+// routes it to its group.
+type priorResult struct {
+	server, agent string
+	entry         protocol.Fields
+}
+
+// routePrior groups the results of earlier runs by target key: a result
+// stamped with an environment server under that server (which must be
+// in the fleet), else under its agent's current target. A result whose
+// agent the options cannot reach is left out.
+func routePrior(r *router, prior []priorResult) (map[string][]protocol.Fields, error) {
+	out := map[string][]protocol.Fields{}
+	for _, p := range prior {
+		var t *target
+		var err error
+		if p.server != "" {
+			if t, err = r.forServer(p.server, p.agent); err != nil {
+				return nil, fmt.Errorf("rollout: the output holds results of environment server %q, which is not in the fleet; "+
+					"aggregate them with the fleet that produced them", p.server)
+			}
+		} else if t, err = r.forAgent(p.agent); err != nil {
+			continue
+		}
+		out[t.key] = append(out[t.key], p.entry)
+	}
+	return out, nil
+}
+
+// aggregate sends each target (environment server, or agent called
+// directly) the results it produced that the output holds (this run's
+// and, on resume, the earlier ones), in target name order, and writes
+// the answers to path. Targets with no successful result are left out;
+// with no entry at all no file is written. The first failed call is
+// returned, and nothing is written then.
 func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics, error) {
+	keys := sortedKeys(c.entries)
+	agentOf := map[string]string{}
+	for _, key := range keys {
+		if t := c.router.made[key]; t != nil && len(c.entries[key]) > 0 {
+			agentOf[key] = t.agent
+		}
+	}
+	labels := labelRuns(agentOf)
 	var out []AgentMetrics
-	for _, name := range sortedKeys(c.entries) {
-		urls, ok := c.urls[name]
-		entries := c.entries[name]
-		if !ok || len(entries) == 0 {
+	for _, key := range keys {
+		t, entries := c.router.made[key], c.entries[key]
+		if t == nil || len(entries) == 0 {
 			continue
 		}
 		var resp protocol.AggregateMetricsResponse
-		if err := c.client.PostJSON(ctx, urls.aggregate, protocol.AggregateMetricsRequest{VerifyResponses: entries}, &resp); err != nil {
-			return nil, fmt.Errorf("rollout: aggregate metrics of agent %s: %w", name, err)
+		if err := c.client.PostJSON(ctx, t.aggregate, protocol.AggregateMetricsRequest{VerifyResponses: entries}, &resp); err != nil {
+			what := "agent " + key
+			if t.server != "" {
+				what = "environment server " + key
+			}
+			return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
 		}
-		m := AgentMetrics{AgentMetrics: resp.AgentMetrics, KeyMetrics: resp.KeyMetrics, GroupLevelMetrics: resp.GroupLevelMetrics}
-		m.AgentRef.Name = name
+		m := AgentMetrics{EnvironmentServer: t.server, AgentMetrics: resp.AgentMetrics, KeyMetrics: resp.KeyMetrics,
+			GroupLevelMetrics: resp.GroupLevelMetrics, RepeatLevelMetrics: resp.RepeatLevelMetrics, PerfSummary: resp.PerfSummary}
+		m.AgentRef.Name = labels[key]
 		if m.AgentMetrics == nil {
 			m.AgentMetrics = map[string]any{}
 		}
@@ -85,6 +150,9 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 		}
 		if m.GroupLevelMetrics == nil {
 			m.GroupLevelMetrics = []json.RawMessage{}
+		}
+		if m.RepeatLevelMetrics == nil {
+			m.RepeatLevelMetrics = []json.RawMessage{}
 		}
 		out = append(out, m)
 	}
@@ -99,6 +167,41 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 		return nil, fmt.Errorf("rollout: aggregate metrics: %w", err)
 	}
 	return out, nil
+}
+
+// labelRuns names each group (by key) after its agent when that agent
+// has no other group, else after the key, and falls back to the key
+// while a name still repeats, as upstream's label_runs does.
+func labelRuns(agentOf map[string]string) map[string]string {
+	keysOf := map[string]int{}
+	for _, agent := range agentOf {
+		if agent != "" {
+			keysOf[agent]++
+		}
+	}
+	labels := map[string]string{}
+	for key, agent := range agentOf {
+		labels[key] = key
+		if agent != "" && keysOf[agent] == 1 {
+			labels[key] = agent
+		}
+	}
+	for {
+		count := map[string]int{}
+		for _, l := range labels {
+			count[l]++
+		}
+		changed := false
+		for key, l := range labels {
+			if count[l] > 1 && l != key {
+				labels[key] = key
+				changed = true
+			}
+		}
+		if !changed {
+			return labels
+		}
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,18 +55,57 @@ const EnvMaxAttempts = "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS"
 // agents it does not name.
 const DefaultRepeatsKey = "_default"
 
-// Members the collector writes into its output lines besides upstream's.
+// Members of the lines the collector writes (upstream's names).
 const (
+	// KeyEnvironmentServer names the environment server that ran a
+	// rollout, and KeyResultType that server's implementation (such as
+	// legacy_agent); a line of a rollout that was sent straight to its
+	// agent has neither. A row may carry KeyEnvironmentServer to be
+	// routed to that server.
+	KeyEnvironmentServer = "_ng_environment_server"
+	KeyResultType        = "_ng_result_type"
+	// KeyTaskSource names the instance whose dataset a row came from; a
+	// row without agent_ref is routed by it (Options.TaskSources). The
+	// line keeps it, as it keeps KeySkillsRef.
+	KeyTaskSource = "task_source"
+	KeySkillsRef  = "skills_ref"
+	// KeyFailureType, KeyFailureMessage, KeyFailureHTTPStatus and
+	// KeyFailureResponseBody describe a /run call that came back without
+	// a result, in a line of class FailureAgentRunError or
+	// FailureAgentRequestFailed: the error's kind (named as upstream's
+	// client names its exceptions: ClientResponseError,
+	// ClientConnectorError, ServerDisconnectedError, TimeoutError,
+	// JSONDecodeError, ...), its message, the HTTP status (null when no
+	// answer came) and the answer's body (its first 2000 characters, with
+	// "…" when cut; null when empty).
+	KeyFailureType         = "_ng_failure_type"
+	KeyFailureMessage      = "_ng_failure_message"
+	KeyFailureHTTPStatus   = "_ng_failure_http_status"
+	KeyFailureResponseBody = "_ng_failure_response_body"
+	// FailureAgentRunError is the _ng_failure_class of a rollout whose
+	// last /run call was answered with a status (any but a gateway's 429,
+	// 502, 503 or 504): the rollout ran and broke.
+	FailureAgentRunError = "agent_run_error"
+	// FailureAgentRequestFailed is the _ng_failure_class of a rollout
+	// whose last /run call got no answer, or a gateway status: nothing
+	// says it ran.
+	FailureAgentRequestFailed = "agent_request_failed"
 	// KeyBookkeeping holds the collector's own record of a rollout (a
-	// Bookkeeping) in every line it writes, succeeded or failed.
+	// Bookkeeping) in every line it writes, succeeded or failed. It is
+	// gymlens's alone: the report reads the rollout's trace id and
+	// duration there. Upstream's aggregation skips members whose names
+	// begin with "_", so it is never a metric.
 	KeyBookkeeping = "_gymlens"
-	// KeyFailureError is the message of a failure line the collector
-	// wrote itself (FailureRolloutError).
-	KeyFailureError = "_ng_failure_error"
-	// FailureRolloutError is the _ng_failure_class of a rollout whose
-	// /run call failed on every attempt: a transport error or a status
-	// outside 2xx, or a body that is not a JSON object.
-	FailureRolloutError = "rollout_error"
+)
+
+// Names of an earlier collector.
+const (
+	// Deprecated: failure lines carry KeyFailureMessage; the report still
+	// reads this member of older runs.
+	KeyFailureError = KeyFailureMessage
+	// Deprecated: the classes are FailureAgentRunError and
+	// FailureAgentRequestFailed, as upstream's.
+	FailureRolloutError = FailureAgentRunError
 )
 
 // Span name and attribute of a collection run.
@@ -100,10 +142,29 @@ type Bookkeeping struct {
 type Options struct {
 	// Agents maps agent instance names to base URLs, such as
 	// "simple_agent" to "http://127.0.0.1:1234"; a row's agent_ref.name
-	// picks the agent, whose /run and /aggregate_metrics are called.
+	// picks the agent. Its rollouts go to the environment server of
+	// Environments that names it, as NeMo Gym 0.7's collector sends them;
+	// an agent no environment server names has its own /run and
+	// /aggregate_metrics called, and a log line says so.
 	Agents map[string]string
-	// DefaultAgent names the agent of rows without an agent_ref (which is
-	// then set on them); "" makes such a row an error.
+	// Environments are the fleet's environment servers by instance name
+	// (Fleet.Environments); nil, or one naming no agent of the rows,
+	// sends the rows straight to their agents. Two environment servers
+	// naming one agent are an error, as upstream cannot choose between
+	// them. A row carrying _ng_environment_server goes to that server.
+	Environments map[string]EnvironmentServer
+	// TaskSources resolves the task_source of rows without agent_ref to
+	// their agent (Fleet.TaskSources); the row's agent_ref is then set to
+	// {"name": agent}.
+	TaskSources map[string]TaskSource
+	// AgentOverride, when set, is the agent of every row (upstream's
+	// +agent_name, agent_map._default): a row's own agent_ref is replaced
+	// by {"name": AgentOverride}, and one warning lists the agents it
+	// replaced.
+	AgentOverride string
+	// DefaultAgent names the agent of rows with neither agent_ref nor
+	// task_source (which is then set on them); "" makes such a row an
+	// error.
 	DefaultAgent string
 	// NumRepeats is how many rollouts each row gets (upstream's
 	// num_repeats); 0 means 1.
@@ -157,14 +218,26 @@ type Options struct {
 	// whole (a server hung or gone, an upstream refusing every call): once
 	// FailureWindow rollouts have finished, whenever MaxFailureRate or
 	// more of the last FailureWindow failed on every attempt (a line of
-	// class FailureRolloutError; an agent's own _ng_failure_class answer
-	// is a result, not a failed call), the run stops as with Stop and
+	// class FailureAgentRunError or FailureAgentRequestFailed; an agent's
+	// own _ng_failure_class answer is a result, not a failed call), the
+	// run stops as with Stop and
 	// Collect returns an error wrapping ErrFailureRate. FailureWindow 0
 	// means DefaultFailureWindow, a negative one turns the guard off;
 	// MaxFailureRate 0 means DefaultMaxFailureRate, otherwise it must be
 	// in (0, 1].
 	FailureWindow  int
 	MaxFailureRate float64
+	// Log receives the warnings and notes of a run (an agent override
+	// that re-routed rows, agents called without an environment server);
+	// nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o.Log != nil {
+		return o.Log
+	}
+	return slog.Default()
 }
 
 // ErrStopped is returned by Collect when Options.Stop ended the run before
@@ -220,7 +293,7 @@ type Summary struct {
 	// recorded (failed and discarded ones included), in completion
 	// order. See Percentile.
 	DurationsMS []float64
-	// Metrics are the agents' aggregate metrics, as written to the
+	// Metrics are the servers' aggregate metrics, as written to the
 	// aggregate metrics file; nil when there were none.
 	Metrics []AgentMetrics
 }
@@ -274,20 +347,22 @@ func CollectFile(ctx context.Context, inputPath string, opts Options) (Summary, 
 	return Collect(ctx, rows, opts)
 }
 
-// Collect runs the rollouts of rows against the agents of opts.Agents and
-// records each as it finishes: a completed rollout as one line of
-// opts.Output, a failed one as a line of the failures file.
+// Collect runs the rollouts of rows against the fleet of opts (each
+// through the environment server that fronts its agent, see the package
+// documentation) and records each as it finishes: a completed rollout as
+// one line of opts.Output, a failed one as a line of the failures file.
 //
 // Rows are expanded first, as upstream's collector does: identical rows
 // (the same JSON encoding, where upstream compares raw lines) share one
 // _ng_task_index, numbered 0, 1, ... in order of first appearance (a
 // row's own index is kept); each row is repeated back to back with
-// _ng_rollout_index 0, 1, ... (continuing across identical rows), and a
-// row without agent_ref gets Options.DefaultAgent's.
-// The expanded rows go to the materialized inputs file. A /run call that
-// fails is retried with _ng_attempt_index 1, 2, ... up to MaxAttempts
-// calls. When every rollout has ended, each agent's /aggregate_metrics
-// gets the run's successful results (see AggregateMetricsPath).
+// _ng_rollout_index 0, 1, ... (continuing across identical rows), and
+// its agent is resolved (agent override, agent_ref, task_source,
+// Options.DefaultAgent). The expanded rows go to the materialized inputs
+// file. A /run call that fails is retried with _ng_attempt_index 1, 2,
+// ... up to MaxAttempts calls. When every rollout has ended, each
+// environment server's (or directly called agent's) /aggregate_metrics
+// gets the successful results it ran (see AggregateMetricsPath).
 //
 // The error is for the run as a whole. Bad options or rows come back
 // before anything is touched (wrapping ErrInvalidInput); an unreadable output, a failed write (the
@@ -347,7 +422,7 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 		if last, failed := files.lastAttempt[k]; failed {
 			first = max(first, last+1)
 		}
-		todo = append(todo, pending{row: row, agent: p.agents[i], first: first})
+		todo = append(todo, pending{row: row, target: p.targets[i], first: first})
 	}
 	sum.Skipped = len(p.rows) - len(todo)
 	sum.DurationsMS = make([]float64, 0, len(todo))
@@ -356,7 +431,7 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	defer cancel(nil)
 	c := &collector{
 		client:      client,
-		urls:        p.urls,
+		router:      p.router,
 		maxAttempts: p.maxAttempts,
 		clock:       clk,
 		stop:        opts.Stop,
@@ -368,7 +443,10 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 		abort:       make(chan struct{}),
 	}
 	if !opts.DisableAggregation {
-		c.entries = files.prior
+		if c.entries, err = routePrior(p.router, files.prior); err != nil {
+			_ = files.close()
+			return sum, invalidInput{err}
+		}
 	}
 	c.callCtx = runCtx
 	if c.job.IsValid() {
@@ -458,19 +536,19 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-// pending is a rollout to run: its row, its agent, and the attempt index
-// of its first call (past the attempts an earlier run recorded as
+// pending is a rollout to run: its row, its target, and the attempt
+// index of its first call (past the attempts an earlier run recorded as
 // failed).
 type pending struct {
-	row   protocol.RunRequest
-	agent string
-	first int
+	row    protocol.RunRequest
+	target *target
+	first  int
 }
 
 // collector is the state the rollouts of one run share.
 type collector struct {
 	client      *server.Client
-	urls        map[string]agentURLs
+	router      *router
 	maxAttempts int
 	clock       clock
 	stop        <-chan struct{}
@@ -491,8 +569,8 @@ type collector struct {
 	sum      *Summary
 	guard    *failureGuard // nil when off
 	writeErr error
-	// entries are the successful results to aggregate, by agent name, as
-	// /aggregate_metrics takes them; nil when aggregation is off.
+	// entries are the successful results to aggregate, by target key,
+	// as /aggregate_metrics takes them; nil when aggregation is off.
 	entries map[string][]protocol.Fields
 
 	recorded, failed atomic.Int64 // for the progress output
@@ -504,8 +582,9 @@ type collector struct {
 // is left for the next run.
 func (c *collector) run(ctx context.Context, job pending) {
 	row := job.row
-	runURL := c.urls[job.agent].run
+	runURL := job.target.run
 	var lastErr error
+	var lastReply server.Reply
 	var meta Bookkeeping
 	for n := range c.maxAttempts {
 		if idx := job.first + n; idx > 0 {
@@ -524,20 +603,20 @@ func (c *collector) run(ctx context.Context, job pending) {
 			return
 		}
 		if err == nil && result == nil {
-			err = errors.New("agent answered /run with null")
+			err = errNullResult
 		}
 		meta = Bookkeeping{TraceID: traceIDOf(reply.Header, reply.Span), RolloutID: id,
 			DurationMS: float64(elapsed) / float64(time.Millisecond), AttemptedAt: start.UTC(), Attempts: n + 1}
 		if err == nil {
-			c.record(row, job.agent, result, meta)
+			c.record(row, job.target, result, meta)
 			return
 		}
-		lastErr = err
+		lastErr, lastReply = err, reply
 		if c.halted() {
 			break
 		}
 	}
-	c.fail(row, lastErr, meta)
+	c.fail(row, job.target, failureOf(lastErr, lastReply, runURL), lastErr, meta)
 }
 
 // halted reports whether the run is ending early: Options.Stop was closed
@@ -556,24 +635,40 @@ func (c *collector) finished(failed bool, err error) {
 	}
 }
 
+// stamp adds the collector's members to a line of row's rollout, as
+// upstream's collector adds them (rollout_collection.py): the indexes,
+// agent_ref, task_source and skills_ref of the row, its attempt index
+// and explicit rollout id, the environment server that ran it and that
+// server's implementation; then the collector's own record.
+func stamp(line *protocol.Fields, row protocol.RunRequest, t *target, meta Bookkeeping) {
+	_ = line.Set(protocol.KeyTaskIndex, *row.TaskIndex)
+	_ = line.Set(protocol.KeyRolloutIndex, *row.RolloutIndex)
+	if row.AgentRef != nil {
+		_ = line.Set(protocol.KeyAgentRef, row.AgentRef)
+	}
+	for _, k := range []string{protocol.KeyAgentRef, KeyTaskSource, KeySkillsRef} {
+		if raw, ok := row.Fields.Get(k); ok { // as the row has it
+			line.SetRaw(k, raw)
+		}
+	}
+	if row.AttemptIndex != nil {
+		_ = line.Set(protocol.KeyAttemptIndex, *row.AttemptIndex)
+	}
+	if row.RolloutID != "" {
+		_ = line.Set(protocol.KeyRolloutID, row.RolloutID)
+	}
+	if t.server != "" {
+		_ = line.Set(KeyEnvironmentServer, t.server)
+		_ = line.Set(KeyResultType, t.resultType)
+	}
+	_ = line.Set(KeyBookkeeping, meta)
+}
+
 // record writes the /run result of row with the collector's members added:
 // to the output, to the failures file when it carries _ng_failure_class,
 // or nowhere when it carries a truthy _ng_no_persist.
-func (c *collector) record(row protocol.RunRequest, agent string, result protocol.Fields, meta Bookkeeping) {
-	_ = result.Set(protocol.KeyTaskIndex, *row.TaskIndex)
-	_ = result.Set(protocol.KeyRolloutIndex, *row.RolloutIndex)
-	if row.AgentRef != nil {
-		_ = result.Set(protocol.KeyAgentRef, row.AgentRef)
-	} else if raw, ok := row.Fields.Get(protocol.KeyAgentRef); ok { // another shape, kept as it came
-		result.SetRaw(protocol.KeyAgentRef, raw)
-	}
-	if row.AttemptIndex != nil {
-		_ = result.Set(protocol.KeyAttemptIndex, *row.AttemptIndex)
-	}
-	if row.RolloutID != "" {
-		_ = result.Set(protocol.KeyRolloutID, row.RolloutID)
-	}
-	_ = result.Set(KeyBookkeeping, meta)
+func (c *collector) record(row protocol.RunRequest, t *target, result protocol.Fields, meta Bookkeeping) {
+	stamp(&result, row, t, meta)
 
 	raw, _ := result.Get(protocol.KeyNoPersist)
 	noPersist := truthy(raw)
@@ -610,7 +705,7 @@ func (c *collector) record(row protocol.RunRequest, agent string, result protoco
 				c.sum.Rewarded++
 			}
 			if entry != nil {
-				c.entries[agent] = append(c.entries[agent], entry)
+				c.entries[t.key] = append(c.entries[t.key], entry)
 			}
 			c.finished(false, nil)
 		}
@@ -618,22 +713,9 @@ func (c *collector) record(row protocol.RunRequest, agent string, result protoco
 }
 
 // fail writes the failure line of a rollout whose every attempt failed:
-// the row of the last attempt, the failure class and message, and the
-// collector's members.
-func (c *collector) fail(row protocol.RunRequest, err error, meta Bookkeeping) {
-	b, encErr := row.MarshalJSON()
-	var line protocol.Fields
-	if encErr == nil {
-		encErr = line.UnmarshalJSON(b)
-	}
-	if encErr != nil { // cannot happen: the row was checked and encoded before
-		line = nil
-		_ = line.Set(protocol.KeyTaskIndex, *row.TaskIndex)
-		_ = line.Set(protocol.KeyRolloutIndex, *row.RolloutIndex)
-	}
-	_ = line.Set(protocol.KeyFailureClass, FailureRolloutError)
-	_ = line.Set(KeyFailureError, err.Error())
-	_ = line.Set(KeyBookkeeping, meta)
+// what failureOf says of the last call, with the collector's members.
+func (c *collector) fail(row protocol.RunRequest, t *target, line protocol.Fields, err error, meta Bookkeeping) {
+	stamp(&line, row, t, meta)
 	out, _ := line.MarshalJSON()
 	out = append(out, '\n')
 
@@ -645,6 +727,102 @@ func (c *collector) fail(row protocol.RunRequest, err error, meta Bookkeeping) {
 		c.failed.Add(1)
 		c.finished(true, err)
 	}
+}
+
+// gatewayStatus reports the statuses something in front of a server
+// answers with; a rollout answered with one may never have run.
+func gatewayStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// maxFailureBody is how much of a failed call's answer a failure line
+// keeps, in characters.
+const maxFailureBody = 2000
+
+// failureOf describes a /run call that came back without a result as
+// upstream's collector records one with route_failures_to_sidecar: the
+// class (FailureAgentRunError when a status other than a gateway's came
+// back, FailureAgentRequestFailed otherwise), the error's kind and
+// message, the status and the body.
+func failureOf(err error, reply server.Reply, runURL string) protocol.Fields {
+	status := server.StatusOf(err)
+	if status == 0 {
+		status = reply.Status // a 2xx whose body was not a result
+	}
+	var se *server.StatusError
+	var body []byte
+	kind, msg := "ClientError", err.Error()
+	switch {
+	case errors.As(err, &se):
+		kind, body = "ClientResponseError", se.Raw
+		// aiohttp's words for it, then what the peer said.
+		msg = fmt.Sprintf("%d, message='%s', url='%s': %s", se.Status, http.StatusText(se.Status), runURL, se.Body)
+	case errors.Is(err, errNullResult):
+		kind = "TypeError"
+	case status != 0:
+		kind = "JSONDecodeError" // an answer came, its body did not decode
+	case errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
+		kind = "TimeoutError"
+	case errors.Is(err, syscall.ECONNREFUSED) || isDial(err):
+		kind = "ClientConnectorError"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		kind = "ServerDisconnectedError"
+	}
+	class := FailureAgentRequestFailed
+	if status != 0 && !gatewayStatus(status) {
+		class = FailureAgentRunError
+	}
+	var line protocol.Fields
+	_ = line.Set(protocol.KeyFailureClass, class)
+	_ = line.Set(KeyFailureType, kind)
+	_ = line.Set(KeyFailureMessage, msg)
+	if status != 0 {
+		_ = line.Set(KeyFailureHTTPStatus, status)
+	} else {
+		line.SetRaw(KeyFailureHTTPStatus, json.RawMessage("null"))
+	}
+	if text := truncatedBody(body); text != "" {
+		_ = line.Set(KeyFailureResponseBody, text)
+	} else {
+		line.SetRaw(KeyFailureResponseBody, json.RawMessage("null"))
+	}
+	return line
+}
+
+// errNullResult is the error of a /run answered with JSON null.
+var errNullResult = errors.New("agent answered /run with null")
+
+// truncatedBody is the start of a failed call's body as a failure line
+// keeps it: its first maxFailureBody characters, "…" added when there
+// was more.
+func truncatedBody(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	text := strings.ToValidUTF8(string(body), "\uFFFD")
+	if r := []rune(text); len(r) > maxFailureBody {
+		text = string(r[:maxFailureBody])
+	}
+	if len(body) > maxFailureBody {
+		text += "…"
+	}
+	return text
+}
+
+// isNetTimeout reports a network error that says it timed out.
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isDial reports a failure to connect.
+func isDial(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // write appends line to f with a single Write; the first write error

@@ -224,7 +224,9 @@ func TestCollectAll(t *testing.T) {
 		t.Fatalf("aggregate requests %+v", aggs)
 	}
 	for _, e := range aggs[0].VerifyResponses {
-		if got := keysOf(e); !slices.Equal(got, []string{"_ng_rollout_index", "_ng_task_index", "agent_ref", "expected_answer", "extracted_answer", "response", "reward", "task_id"}) {
+		// Upstream strips only the prompt, the episode and observability
+		// payloads: the collector's members go along.
+		if got := keysOf(e); !slices.Equal(got, []string{"_gymlens", "_ng_rollout_index", "_ng_task_index", "agent_ref", "expected_answer", "extracted_answer", "response", "reward", "task_id"}) {
 			t.Fatalf("aggregate entry members %v", got)
 		}
 		if got := string(must(e.Get(protocol.KeyResponse))); got != `{"usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":0},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":19}}` {
@@ -251,7 +253,8 @@ func TestCollectAll(t *testing.T) {
       {
         "group": "all"
       }
-    ]
+    ],
+    "repeat_level_metrics": []
   }
 ]
 `
@@ -431,7 +434,7 @@ func TestCollectRejectsBadInput(t *testing.T) {
 		envMax string
 	}{
 		"no output":         {good, rollout.Options{Agents: map[string]string{agentName: url}}, "Output", ""},
-		"no agents":         {good, rollout.Options{}, `agent "simple_agent" of rows 1, 2 has no URL`, ""},
+		"no agents":         {good, rollout.Options{}, `agent "simple_agent" of rows 1, 2 is not in the fleet`, ""},
 		"empty url":         {good, rollout.Options{Agents: map[string]string{agentName: ""}}, "want http://host:port", ""},
 		"no scheme":         {good, rollout.Options{Agents: map[string]string{agentName: "127.0.0.1:80"}}, `URL "127.0.0.1:80"`, ""},
 		"query":             {good, rollout.Options{Agents: map[string]string{agentName: url + "/?x=1"}}, "want http", ""},
@@ -530,17 +533,22 @@ func TestCollectRetries(t *testing.T) {
 		t.Fatalf("%d failure lines", len(fails))
 	}
 	f := fails[0]
-	if got := keysOf(f); !slices.Equal(got, []string{"_gymlens", "_ng_attempt_index", "_ng_failure_class", "_ng_failure_error",
-		"_ng_rollout_index", "_ng_task_index", "agent_ref", "expected_answer", "responses_create_params", "task_id"}) {
+	// Upstream's sidecar row of a /run that came back without a result
+	// (route_failures_to_sidecar): the failure, and the collector's
+	// members; not the row.
+	if got := keysOf(f); !slices.Equal(got, []string{"_gymlens", "_ng_attempt_index", "_ng_failure_class", "_ng_failure_http_status",
+		"_ng_failure_message", "_ng_failure_response_body", "_ng_failure_type", "_ng_rollout_index", "_ng_task_index", "agent_ref"}) {
 		t.Fatalf("failure line members %v", got)
 	}
 	m := get[rollout.Bookkeeping](t, f, rollout.KeyBookkeeping)
-	msg := get[string](t, f, rollout.KeyFailureError)
+	msg := get[string](t, f, rollout.KeyFailureMessage)
 	if get[int](t, f, protocol.KeyTaskIndex) != 1 || get[int](t, f, protocol.KeyAttemptIndex) != 2 ||
-		get[string](t, f, protocol.KeyFailureClass) != rollout.FailureRolloutError ||
-		!strings.Contains(msg, "500") || !strings.Contains(msg, "verify exploded") ||
+		get[string](t, f, protocol.KeyFailureClass) != rollout.FailureAgentRunError ||
+		get[string](t, f, rollout.KeyFailureType) != "ClientResponseError" || get[int](t, f, rollout.KeyFailureHTTPStatus) != 500 ||
+		!strings.Contains(get[string](t, f, rollout.KeyFailureResponseBody), "verify exploded") ||
+		!strings.HasPrefix(msg, "500, message='Internal Server Error', url='http://") || !strings.Contains(msg, "verify exploded") ||
 		m.Attempts != 3 || m.RolloutID != "1-0-a2" || m.DurationMS <= 0 || m.AttemptedAt.IsZero() {
-		t.Fatalf("failure line: %s %+v", msg, m)
+		t.Fatalf("failure line: %s %+v", f, m)
 	}
 	// Only the successes are aggregated.
 	if aggs := agent.Aggregates(); len(aggs) != 1 || len(aggs[0].VerifyResponses) != 7 {
@@ -851,8 +859,11 @@ func TestCollectAgentGoesAway(t *testing.T) {
 		t.Fatalf("%d failure lines", len(fails))
 	}
 	for _, f := range fails {
-		if msg := get[string](t, f, rollout.KeyFailureError); !strings.Contains(msg, "refused") {
-			t.Fatalf("failure %q, want a refused connection", msg)
+		if msg := get[string](t, f, rollout.KeyFailureMessage); !strings.Contains(msg, "refused") ||
+			get[string](t, f, protocol.KeyFailureClass) != rollout.FailureAgentRequestFailed ||
+			get[string](t, f, rollout.KeyFailureType) != "ClientConnectorError" ||
+			string(must(f.Get(rollout.KeyFailureHTTPStatus))) != "null" {
+			t.Fatalf("failure %s, want a refused connection", f)
 		}
 	}
 	if _, err := os.Stat(rollout.AggregateMetricsPath(out)); !errors.Is(err, os.ErrNotExist) {

@@ -1,39 +1,88 @@
 // Package rollout collects rollouts in NeMo Gym's formats: it expands a
-// dataset into rollouts, sends each to its agent's POST /run, and appends
+// dataset into rollouts, sends each to the environment server that fronts
+// its agent (POST /run), as NeMo Gym 0.7's collector does, and appends
 // one JSON line per finished rollout to an output file, with upstream's
 // sidecar files next to it.
 //
-//	rows ──► expand (task index, a a b b repeats, agent_ref) ──► <stem>_materialized_inputs.jsonl
+//	rows ──► expand (task index, a a b b repeats, agent) ──► <stem>_materialized_inputs.jsonl
 //	              │
-//	              └─► skip what the output completed ──► limiter (N) ──► POST {agent}/run (retried)
+//	              └─► skip what the output completed ──► limiter (N) ──► POST {environment server}/run (retried)
 //	                                                            │
 //	     output.jsonl ◄── completed, one Write per line ◄───────┤ (completion order)
 //	     <stem>_failures.jsonl ◄── failed, _ng_failure_class ◄──┘
-//	     <stem>_aggregate_metrics.json ◄── POST {agent}/aggregate_metrics at the end
+//	     <stem>_aggregate_metrics.json ◄── POST {environment server}/aggregate_metrics at the end
+//
+// # Routing
+//
+// A row's agent is, first to last: Options.AgentOverride (upstream's
+// --agent / agent_map._default, which replaces every row's agent_ref with
+// {"name": agent} and warns once, listing what it replaced); its
+// agent_ref.name; the agent its task_source resolves to
+// (Options.TaskSources, upstream's resolve_dataset_agent: the dataset's
+// agent pin, the declaring agent, the one agent whose resources_server is
+// the declaring resources server), stamped as {"name": agent}; and
+// Options.DefaultAgent for rows with neither. A row carrying
+// _ng_environment_server goes to that server (upstream's legacy routing).
+//
+// The rollout then goes to the one environment server of
+// Options.Environments that names its agent (in agent_server or any
+// {type: responses_api_agents} field: gymconfig.EnvironmentAgents); two
+// such servers are an error, as upstream's
+// AmbiguousEnvironmentServerError. An agent no environment server names
+// (an older config, or --agent-url pointing at the agent) has its own
+// /run called, and one log line per agent says so; upstream would refuse
+// it (AgentWithoutEnvironmentServerError). HeadFleet and FleetFromConfig
+// read all three maps from the config a head server serves.
 //
 // # Lines
 //
-// An output line is the agent's /run answer with every member it sent,
-// plus _ng_task_index, _ng_rollout_index and agent_ref of the row (and
-// _ng_attempt_index and _ng_rollout_id when the row has them), plus the
-// collector's own member KeyBookkeeping ("_gymlens", a Bookkeeping): the
-// rollout's trace id (the one the agent reported in a traceresponse
-// header, else the collector's CLIENT span's, so a call that timed out
-// still names its trace), the rollout id,
-// the collector's wall clock of the last call, when that call was made and
-// how many calls the rollout took.
+// An output line is the /run answer with every member it sent, plus, as
+// upstream's collector adds them: _ng_task_index, _ng_rollout_index,
+// agent_ref, task_source and skills_ref of the row (each when it has
+// one), _ng_attempt_index and _ng_rollout_id when the row has them, and
+// _ng_environment_server (the server that ran it) and _ng_result_type
+// (that server's implementation, such as legacy_agent) unless the agent
+// was called directly. Last comes the collector's own member
+// KeyBookkeeping ("_gymlens", a Bookkeeping), which upstream does not
+// write and the report reads: the rollout's trace id (the one the agent
+// reported in a traceresponse header, else the collector's CLIENT span's,
+// so a call that timed out still names its trace), the rollout id, the
+// collector's wall clock of the last call, when that call was made and
+// how many calls the rollout took. Upstream's aggregation skips members
+// whose names begin with "_", so it is never a metric.
 //
 // A /run call that fails (no answer, a status outside 2xx, a body that is
 // not a JSON object) is not a rollout: it is retried with
 // _ng_attempt_index 1, 2, ... until MaxAttempts calls were made, and then
-// the failures file gets the row of the last attempt plus
-// "_ng_failure_class":"rollout_error", "_ng_failure_error" (the last
-// error) and "_gymlens". An answer that carries a non-null
-// _ng_failure_class itself goes to the failures file, with the same
-// members added as an output line, and is not retried; one with a truthy
-// _ng_no_persist is written nowhere (that check comes first). Upstream aborts the whole collection on a non-2xx /run;
-// this collector records the failure and carries on, and Collect's error
-// then wraps ErrFailedRollouts.
+// the failures file gets upstream's sidecar row for it (as upstream's
+// collector writes one with route_failures_to_sidecar): _ng_failure_class
+// "agent_run_error" when the server answered with a status other than a
+// gateway's (429, 502, 503, 504), so the rollout ran and broke, else
+// "agent_request_failed"; _ng_failure_type, _ng_failure_message,
+// _ng_failure_http_status and _ng_failure_response_body; then the
+// collector's members as on an output line (not the row itself). An
+// answer that carries a non-null _ng_failure_class itself goes to the
+// failures file, with the same members added as an output line, and is
+// not retried; one with a truthy _ng_no_persist is written nowhere (that
+// check comes first). Upstream aborts the whole collection on a non-2xx
+// /run unless route_failures_to_sidecar is set; this collector records
+// the failure and carries on, and Collect's error then wraps
+// ErrFailedRollouts.
+//
+// # Aggregate metrics
+//
+// When every rollout has ended, each environment server (or agent called
+// directly) gets the successful results it ran (this run's and, on
+// resume, the earlier ones, grouped by the _ng_environment_server on
+// their lines) at POST /aggregate_metrics, stripped as upstream strips
+// them: without response (but its usage and incomplete_details),
+// responses_create_params, ng_agent_observations, ng_model_call_capture
+// and ng_trajectory. The aggregate metrics file holds one AgentMetrics
+// per server, in name order: agent_ref {name} (the agent, or the server
+// when two servers front one agent, as upstream's label_runs names
+// them), _ng_environment_server, agent_metrics, key_metrics,
+// group_level_metrics, repeat_level_metrics and, when the server sent
+// one, perf_summary.
 //
 // # Stopping and starting again
 //

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,6 +51,13 @@ mcqa_agent:
       judge_key: ${judge_api_key}
       resources_server: {type: resources_servers, name: string_match}
       model_server: {type: responses_api_models, name: policy_model}
+string_match_environment_server:
+  environment_servers:
+    legacy_agent:
+      entrypoint: app.py
+      host: 127.0.0.1
+      port: 17700
+      agent_server: {type: responses_api_agents, name: string_match_simple_agent}
 `
 
 // startHead serves body (with status) on GET /global_config_dict_yaml
@@ -77,7 +85,7 @@ func jsonString(s string) string {
 
 func noEnv(string) (string, bool) { return "", false }
 
-func TestHeadAgents(t *testing.T) {
+func TestHeadFleet(t *testing.T) {
 	// The whole config needs variables the collector does not have.
 	d, err := gymconfig.Parse([]byte(headFleet))
 	if err != nil {
@@ -87,13 +95,29 @@ func TestHeadAgents(t *testing.T) {
 		t.Fatal("headFleet resolves as a whole; the test needs values only a lazy reading skips")
 	}
 	url, c := startHead(t, http.StatusOK, jsonString(headFleet))
-	got, err := rollout.HeadAgents(context.Background(), c, url+"/", noEnv)
+	got, err := rollout.HeadFleet(context.Background(), c, url+"/", noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"string_match_simple_agent": "http://127.0.0.1:17654", "mcqa_agent": "http://127.0.0.2:17655"}
-	if !maps.Equal(got, want) {
-		t.Errorf("agents %v, want %v", got, want)
+	if !maps.Equal(got.Agents, want) {
+		t.Errorf("agents %v, want %v", got.Agents, want)
+	}
+	wantEnv := map[string]rollout.EnvironmentServer{"string_match_environment_server": {
+		URL: "http://127.0.0.1:17700", Impl: "legacy_agent", Agents: []string{"string_match_simple_agent"}}}
+	if !reflect.DeepEqual(got.Environments, wantEnv) {
+		t.Errorf("environment servers %v, want %v", got.Environments, wantEnv)
+	}
+	// Two agents reference string_match, so its rows cannot be routed by
+	// task_source alone; each agent routes its own.
+	if ts := got.TaskSources["string_match"]; ts.Agent != "" || !strings.Contains(ts.Err, "2 agents reference this resources server (mcqa_agent, string_match_simple_agent)") {
+		t.Errorf("task_source string_match: %+v", ts)
+	}
+	if ts := got.TaskSources["mcqa_agent"]; ts.Agent != "mcqa_agent" {
+		t.Errorf("task_source mcqa_agent: %+v", ts)
+	}
+	if ts := got.TaskSources["policy_model"]; ts.Agent != "" || !strings.Contains(ts.Err, "not an agent or resources server") {
+		t.Errorf("task_source policy_model: %+v", ts)
 	}
 
 	// ${oc.env:...} is resolved with the collector's environment.
@@ -103,13 +127,71 @@ func TestHeadAgents(t *testing.T) {
 		}
 		return "", false
 	}
-	got, err = rollout.HeadAgents(context.Background(), c, url, env)
-	if err != nil || got["mcqa_agent"] != "http://127.0.0.3:17655" {
-		t.Errorf("agents %v, %v", got, err)
+	got, err = rollout.HeadFleet(context.Background(), c, url, env)
+	if err != nil || got.Agents["mcqa_agent"] != "http://127.0.0.3:17655" {
+		t.Errorf("agents %v, %v", got.Agents, err)
 	}
 }
 
-func TestHeadAgentsErrors(t *testing.T) {
+// Task sources resolve as upstream's resolve_dataset_agent: a dataset's
+// agent pin, the declaring agent, the one agent naming the resources
+// server; anything else says why.
+func TestFleetTaskSources(t *testing.T) {
+	const cfg = `
+rs_one:
+  resources_servers:
+    x: {host: 127.0.0.1, port: 1, domain: other}
+rs_pinned:
+  resources_servers:
+    x:
+      host: 127.0.0.1
+      port: 2
+      datasets: [{name: a, agent: agent_b}, {name: b, agent: agent_b}]
+rs_bad_pin:
+  resources_servers:
+    x: {host: 127.0.0.1, port: 3, datasets: [{name: a, agent: agent_a}]}
+rs_two_pins:
+  resources_servers:
+    x: {host: 127.0.0.1, port: 4, datasets: [{name: a, agent: agent_a}, {name: b, agent: agent_b}]}
+rs_orphan:
+  resources_servers:
+    x: {host: 127.0.0.1, port: 5}
+agent_a:
+  responses_api_agents:
+    simple_agent: {host: 127.0.0.1, port: 6, resources_server: {type: resources_servers, name: rs_one}}
+agent_b:
+  responses_api_agents:
+    simple_agent: {host: 127.0.0.1, port: 7, resources_server: {type: resources_servers, name: rs_pinned}}
+agent_c:
+  responses_api_agents:
+    simple_agent: {host: 127.0.0.1, port: 8, resources_server: {type: resources_servers, name: rs_bad_pin},
+      datasets: [{name: c, agent: agent_a}]}
+`
+	f, err := rollout.FleetFromConfig([]byte(cfg), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"rs_one": "agent_a", "rs_pinned": "agent_b", "agent_a": "agent_a", "agent_b": "agent_b",
+		"rs_bad_pin":  `pins agent "agent_a", but no agent of that name references resources server "rs_bad_pin" (agents referencing it: agent_c)`,
+		"rs_two_pins": "its datasets pin conflicting agents (agent_a, agent_b)",
+		"rs_orphan":   `no agent in the running config references resources server "rs_orphan"`,
+		"agent_c":     `dataset declared by agent "agent_c" pins agent "agent_a"`,
+	} {
+		ts, ok := f.TaskSources[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: no task source", name)
+		case ts.Agent != "" && ts.Agent != want, ts.Agent == "" && !strings.Contains(ts.Err, want):
+			t.Errorf("%s: %+v, want %s", name, ts, want)
+		}
+	}
+	if len(f.Environments) != 0 {
+		t.Errorf("environment servers %v in a config without any", f.Environments)
+	}
+}
+
+func TestHeadFleetErrors(t *testing.T) {
 	closed := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -146,9 +228,9 @@ func TestHeadAgentsErrors(t *testing.T) {
 		if c.url != "" {
 			url = c.url
 		}
-		got, err := rollout.HeadAgents(context.Background(), client, url, noEnv)
+		got, err := rollout.HeadFleet(context.Background(), client, url, noEnv)
 		if err == nil {
-			t.Errorf("%s: agents %v, want an error", name, got)
+			t.Errorf("%s: fleet %v, want an error", name, got)
 			continue
 		}
 		for _, w := range c.want {

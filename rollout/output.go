@@ -23,14 +23,15 @@ func FailuresPath(output string) string { return sibling(output, "_failures.json
 
 // MaterializedInputsPath returns the materialized inputs file of output:
 // <stem>_materialized_inputs.jsonl, the rows of the run as they were
-// expanded (task and rollout indexes, agent_ref), one per rollout.
+// expanded (task and rollout indexes, agent_ref, resolved from
+// task_source or replaced by an agent override), one per rollout.
 func MaterializedInputsPath(output string) string {
 	return sibling(output, "_materialized_inputs.jsonl")
 }
 
 // AggregateMetricsPath returns the aggregate metrics file of output:
 // <stem>_aggregate_metrics.json, a JSON list with one AgentMetrics per
-// agent.
+// environment server (or agent called directly).
 func AggregateMetricsPath(output string) string { return sibling(output, "_aggregate_metrics.json") }
 
 // sibling returns the file beside path named after path's stem (its
@@ -55,9 +56,9 @@ type outputs struct {
 	// lastAttempt holds, for each rollout the failures file records, the
 	// highest attempt index recorded.
 	lastAttempt map[key]int
-	// prior are the output's results as /aggregate_metrics takes them,
-	// by agent name (empty unless asked for).
-	prior map[string][]protocol.Fields
+	// prior are the output's results as /aggregate_metrics takes them
+	// (nil unless asked for).
+	prior []priorResult
 	// repaired counts the bytes of cut last lines removed.
 	repaired int64
 }
@@ -76,7 +77,7 @@ func (o *outputs) close() error {
 // Without resume both files are emptied. An output that is not a regular
 // file (a pipe, /dev/stdout) is only written to.
 func openOutputs(path string, resume, aggregate bool) (_ *outputs, err error) {
-	o := &outputs{done: map[key]struct{}{}, lastAttempt: map[key]int{}, prior: map[string][]protocol.Fields{}}
+	o := &outputs{done: map[key]struct{}{}, lastAttempt: map[key]int{}}
 	o.out, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, contract.RunFilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: open output: %w", err)
@@ -181,8 +182,10 @@ func (o *outputs) addDone(line []byte, aggregate bool) error {
 	var ref struct {
 		Name string `json:"name"`
 	}
-	if ok, err := result.Decode(protocol.KeyAgentRef, &ref); ok && err == nil && ref.Name != "" {
-		o.prior[ref.Name] = append(o.prior[ref.Name], metricsEntry(result))
+	_, _ = result.Decode(protocol.KeyAgentRef, &ref)
+	server, _, _ := stringField(result, KeyEnvironmentServer)
+	if ref.Name != "" || server != "" {
+		o.prior = append(o.prior, priorResult{server: server, agent: ref.Name, entry: metricsEntry(result)})
 	}
 	return nil
 }

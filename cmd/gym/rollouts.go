@@ -44,10 +44,10 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&input, "i", "", "short for --input")
 	fs.StringVar(&output, "output", "", "rollouts JSONL; (task, rollout) pairs already in it are skipped (required)")
 	fs.StringVar(&output, "o", "", "short for --output")
-	agentURL := fs.String("agent-url", "", "base URL of the agent server (this or --head is required)")
-	headURL := fs.String("head", "", "base URL of a NeMo Gym head server (http://host:11000): every agent of its config, by instance name, instead of --agent-url")
+	agentURL := fs.String("agent-url", "", "base URL of the agent server, called directly (this or --head is required)")
+	headURL := fs.String("head", "", "base URL of a NeMo Gym head server (http://host:11000): its config's environment servers and agents, instead of --agent-url")
 	var agentName string
-	fs.StringVar(&agentName, "agent", "simple_agent", "agent name the URL serves, and the agent of rows without agent_ref")
+	fs.StringVar(&agentName, "agent", "simple_agent", "agent name the URL serves and the agent of rows with neither agent_ref nor task_source; given explicitly, the agent of every row (as NeMo Gym 0.7's --agent)")
 	fs.StringVar(&agentName, "a", "simple_agent", "short for --agent")
 	concurrency := fs.Int("concurrency", 8, "rollouts in flight at once")
 	repeats := fs.Int("num-repeats", 1, "rollouts per task")
@@ -62,10 +62,14 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			"written to <stem>_failures.jsonl; the command then exits 1. An existing\n"+
 			"output is continued with --resume (only what is not done yet runs) and\n"+
 			"never overwritten without it.\n\n"+
-			"With --head the agents come from a running fleet's head server (NeMo Gym's\n"+
-			"or gym env start's): GET /global_config_dict_yaml, and each\n"+
-			"responses_api_agents instance is http://host:port of its block. A row's\n"+
-			"agent_ref.name picks the agent, --agent names the agent of rows without one.\n\nFlags:\n")
+			"With --head the fleet comes from a running fleet's head server (NeMo Gym's\n"+
+			"or gym env start's): GET /global_config_dict_yaml. A row's agent_ref.name\n"+
+			"picks the agent (a row without one: its task_source, resolved as NeMo Gym\n"+
+			"resolves it), and the row goes to the environment server that names that\n"+
+			"agent, whose answers carry _ng_environment_server and _ng_result_type; an\n"+
+			"agent no environment server names is called directly (a log line says so).\n"+
+			"--agent given explicitly replaces every row's agent_ref, with a warning, as\n"+
+			"NeMo Gym 0.7's --agent does; --agent-url calls that one agent directly.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
@@ -98,21 +102,26 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
 		return exitUsage
 	}
-	agents := map[string]string{agentName: *agentURL}
+	agentSet := false
+	fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" || f.Name == "a" })
+	fleet := rollout.Fleet{Agents: map[string]string{agentName: *agentURL}}
 	if *headURL != "" {
-		agentSet := false
-		fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" || f.Name == "a" })
-		if agents, err = headAgents(ctx, *headURL, rows, *limit, agentName, agentSet); err != nil {
+		if fleet, err = headFleet(ctx, *headURL, rows, *limit, agentName, agentSet); err != nil {
 			fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
 			return exitUsage
 		}
+	}
+	override, fallback := "", agentName
+	if agentSet {
+		override, fallback = agentName, ""
 	}
 	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "collector"}); err != nil {
 		fmt.Fprintf(stderr, "gym rollouts collect: telemetry is off: %v\n", err)
 	}
 	defer func() { _ = shutdownTelemetry() }()
 	sum, err := rollout.Collect(ctx, rows, rollout.Options{
-		Output: output, Resume: *resume, Agents: agents, DefaultAgent: agentName,
+		Output: output, Resume: *resume, Agents: fleet.Agents, Environments: fleet.Environments,
+		TaskSources: fleet.TaskSources, AgentOverride: override, DefaultAgent: fallback,
 		NumRepeats: *repeats, Limit: *limit, Concurrency: *concurrency, DisableAggregation: *noAggregate,
 		Progress: stderr, ProgressTTY: isTerminal(stderr),
 	})
@@ -142,20 +151,21 @@ func printCollectSummary(w io.Writer, output string, sum rollout.Summary) {
 		sum.Skipped, output, sum.Remaining(), sum.Total, sum.Rewarded, rollout.Percentile(d, 50), rollout.Percentile(d, 95))
 }
 
-// headAgents finds the agents of a running fleet through its head server
-// and checks that every agent the rows need (the first limit rows, 0 for
-// all; rows without agent_ref need defaultAgent) is one of them, as is
-// defaultAgent when it was given explicitly.
-func headAgents(ctx context.Context, headURL string, rows []protocol.RunRequest, limit int, defaultAgent string, explicit bool) (map[string]string, error) {
+// headFleet reads a running fleet through its head server and checks
+// that every agent the rows name (the first limit rows, 0 for all; rows
+// with neither agent_ref nor task_source take defaultAgent) is one of
+// its agents, as is defaultAgent when it was given explicitly (it then
+// routes every row).
+func headFleet(ctx context.Context, headURL string, rows []protocol.RunRequest, limit int, defaultAgent string, explicit bool) (rollout.Fleet, error) {
 	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	defer client.CloseIdleConnections()
-	agents, err := rollout.HeadAgents(ctx, client, headURL, os.LookupEnv)
+	fleet, err := rollout.HeadFleet(ctx, client, headURL, os.LookupEnv)
 	if err != nil {
-		return nil, err
+		return fleet, err
 	}
-	known := slices.Sorted(maps.Keys(agents))
+	known := slices.Sorted(maps.Keys(fleet.Agents))
 	if len(known) == 0 {
-		return nil, fmt.Errorf("head server %s: its config has no agent (no %s instance)", headURL, contract.ServerTypeAgent)
+		return fleet, fmt.Errorf("head server %s: its config has no agent (no %s instance)", headURL, contract.ServerTypeAgent)
 	}
 	if limit > 0 && limit < len(rows) {
 		rows = rows[:limit]
@@ -166,11 +176,17 @@ func headAgents(ctx context.Context, headURL string, rows []protocol.RunRequest,
 		needed[defaultAgent], order = nil, []string{defaultAgent}
 	}
 	for i := range rows {
+		if explicit {
+			break // every row goes to defaultAgent
+		}
 		name, present, err := dataset.AgentName(&rows[i])
 		if err != nil {
 			continue // the collector reports it, naming the row
 		}
 		if !present {
+			if rows[i].Fields.Has(rollout.KeyTaskSource) {
+				continue // resolved by the collector
+			}
 			name = defaultAgent
 		}
 		if name == "" {
@@ -182,7 +198,7 @@ func headAgents(ctx context.Context, headURL string, rows []protocol.RunRequest,
 		needed[name] = append(needed[name], i+1)
 	}
 	for _, name := range order {
-		if _, ok := agents[name]; ok {
+		if _, ok := fleet.Agents[name]; ok {
 			continue
 		}
 		var what []string
@@ -200,11 +216,11 @@ func headAgents(ctx context.Context, headURL string, rows []protocol.RunRequest,
 			msg += fmt.Sprintf("; did you mean %q?", n)
 		}
 		if !explicit && name == defaultAgent {
-			msg += "; rows without agent_ref take --agent (default " + defaultAgent + ")"
+			msg += "; rows with neither agent_ref nor task_source take --agent (default " + defaultAgent + ")"
 		}
-		return nil, errors.New(msg)
+		return fleet, errors.New(msg)
 	}
-	return agents, nil
+	return fleet, nil
 }
 
 // lineList shows row numbers compactly: the first five, then a count.

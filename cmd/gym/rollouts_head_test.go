@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,7 @@ func TestCollectHeadUsageErrors(t *testing.T) {
 	closed := "http://" + l.Addr().String()
 	l.Close()
 	fleet := headJSON(fleetDict(1, 2, 3, ""))
-	tasks := writeTasks(t, arithmeticRow,
+	tasks := writeTasks(t, `{"responses_create_params": {"input": "y"}, "agent_ref": {"name": "math_simple_agent"}}`,
 		`{"responses_create_params": {"input": "x"}, "agent_ref": {"type": "responses_api_agents", "name": "math_simpel_agent"}}`)
 	for name, c := range map[string]struct {
 		args []string
@@ -69,14 +70,16 @@ func TestCollectHeadUsageErrors(t *testing.T) {
 			"gym rollouts collect: head server " + closed + ": GET /global_config_dict_yaml: "},
 		"raw YAML": {[]string{"--head", serveHead(t, fleetDict(1, 2, 3, ""))},
 			"/global_config_dict_yaml did not answer a JSON string (NeMo Gym's head API sends the config YAML as one)"},
-		"unknown agent": {[]string{"--head", serveHead(t, fleet), "--agent", "math_simple_agent"},
+		// Without --agent, each row's agent_ref routes it.
+		"unknown agent": {[]string{"--head", serveHead(t, fleet)},
 			`is not in the config of head server`},
-		"unknown agent names it": {[]string{"--head", serveHead(t, fleet), "--agent", "math_simple_agent"},
+		"unknown agent names it": {[]string{"--head", serveHead(t, fleet)},
 			`agent "math_simpel_agent" (row 2) is not in the config of head server http://127.0.0.1:`},
-		"unknown agent lists the known": {[]string{"--head", serveHead(t, fleet), "--agent", "math_simple_agent"},
+		"unknown agent lists the known": {[]string{"--head", serveHead(t, fleet)},
 			`(its agents: math_simple_agent); did you mean "math_simple_agent"?`},
-		"unknown default agent": {[]string{"--head", serveHead(t, fleet), "--agent", "nope"},
-			`agent "nope" (--agent, row 1) is not in the config of head server`},
+		// --agent routes every row (NeMo Gym 0.7's -a), so only it is checked.
+		"unknown override agent": {[]string{"--head", serveHead(t, fleet), "--agent", "nope"},
+			`agent "nope" (--agent) is not in the config of head server`},
 		"no agents": {[]string{"--head", serveHead(t, headJSON("m:\n  resources_servers:\n    string_match: {host: 127.0.0.1, port: 1}\n"))},
 			"its config has no agent (no responses_api_agents instance)"},
 	} {
@@ -177,5 +180,69 @@ func TestCollectSummaryCountsWhatRan(t *testing.T) {
 	want := "rollouts: 4 completed, 6 failed, 0 skipped (already in " + out + "), 0 not run, of 10; 4 rewarded;"
 	if code != 1 || !strings.HasPrefix(stdout, want) {
 		t.Errorf("exit %d, stdout %q; want exit 1 and %q\nstderr:\n%s", code, stdout, want, stderr)
+	}
+}
+
+// TestCollectThroughARelay runs a real fleet whose agent sits behind a
+// legacy_agent environment server, as NeMo Gym 0.7 fleets are, and
+// collects with only the head server's address: every rollout goes
+// through the relay, and the lines and aggregate metrics name it.
+func TestCollectThroughARelay(t *testing.T) {
+	testenv.ClearTelemetry(t)
+	rp, mp, ap, ep := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
+	relay := fmt.Sprintf("math_environment_server:\n  environment_servers:\n    legacy_agent:\n"+
+		"      host: 127.0.0.1\n      port: %d\n      agent_server: {type: responses_api_agents, name: math_simple_agent}\n", ep)
+	dict := fleetDict(rp, mp, ap, relay)
+	procs := map[int]*launched{
+		rp: launch(t, dict, "math", "MODEL_P=1"),
+		mp: launch(t, dict, "policy_model", "MODEL_P=1"),
+		ap: launch(t, dict, "math_simple_agent", "MODEL_P=1"),
+		ep: launch(t, dict, "math_environment_server", "MODEL_P=1"),
+	}
+	for port, p := range procs {
+		p.waitServing(t, port)
+	}
+	testenv.Unset(t, "MODEL_P")
+	head := serveHead(t, headJSON(dict))
+	named := `{"responses_create_params": {"input": [{"role": "user", "content": "What is 2 + 3?"}]}, "expected_answer": "5",` +
+		` "agent_ref": {"type": "responses_api_agents", "name": "math_simple_agent"}}`
+	other := strings.NewReplacer("2 + 3", "3 + 4", `"5"`, `"7"`).Replace(named)
+	out := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	code, stdout, stderr := runGym(t, "rollouts", "collect", "--head", head, "-i", writeTasks(t, named, other), "-o", out, "--num-repeats", "2")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s\nrelay stderr:\n%s", code, stdout, stderr, procs[ep].Stderr)
+	}
+	if strings.Contains(stderr, "calling the agent's /run directly") {
+		t.Errorf("the agent was called directly:\n%s", stderr)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	for i, l := range lines {
+		var line struct {
+			Reward     float64 `json:"reward"`
+			Server     string  `json:"_ng_environment_server"`
+			ResultType string  `json:"_ng_result_type"`
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line.Reward != 1 || line.Server != "math_environment_server" || line.ResultType != "legacy_agent" {
+			t.Errorf("line %d: %v %s", i+1, err, l)
+		}
+	}
+	if len(lines) != 4 {
+		t.Errorf("%d lines, want 4", len(lines))
+	}
+	var metrics []struct {
+		Ref struct {
+			Name string `json:"name"`
+		} `json:"agent_ref"`
+		Server  string         `json:"_ng_environment_server"`
+		Metrics map[string]any `json:"agent_metrics"`
+	}
+	raw, err = os.ReadFile(strings.TrimSuffix(out, ".jsonl") + "_aggregate_metrics.json")
+	if err != nil || json.Unmarshal(raw, &metrics) != nil || len(metrics) != 1 || metrics[0].Ref.Name != "math_simple_agent" ||
+		metrics[0].Server != "math_environment_server" || metrics[0].Metrics["mean/reward"] != 1.0 || metrics[0].Metrics["num_repeats"] != 2.0 {
+		t.Errorf("aggregate metrics: %v\n%s", err, raw)
 	}
 }
