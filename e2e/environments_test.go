@@ -14,6 +14,7 @@ import (
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/rollout"
 )
 
 // envFleet is a fleet whose resources server is the environment impl and
@@ -247,8 +248,9 @@ func TestCollectAgainstDeadAgent(t *testing.T) {
 	}
 	for _, f := range fails {
 		gl, _ := f["_gymlens"].(map[string]any)
-		msg, _ := f["_ng_failure_error"].(string)
-		if f["_ng_failure_class"] != "rollout_error" || f["_ng_attempt_index"] != 2.0 || gl["attempts"] != 3.0 ||
+		msg, _ := f["_ng_failure_message"].(string)
+		// No agent ever answered: upstream's agent_request_failed.
+		if f["_ng_failure_class"] != rollout.FailureAgentRequestFailed || f["_ng_attempt_index"] != 2.0 || gl["attempts"] != 3.0 ||
 			!strings.Contains(msg, "connection refused") {
 			t.Errorf("failure line: class %v, attempt %v, attempts %v, error %q", f["_ng_failure_class"], f["_ng_attempt_index"], gl["attempts"], msg)
 		}

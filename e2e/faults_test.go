@@ -304,8 +304,8 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	}
 	failed, inFlight := len(failedLines), 0
 	for _, r := range failedLines {
-		if r.FailureClass != rollout.FailureRolloutError {
-			t.Errorf("failed rollout %s has _ng_failure_class %q, want %q", r.TaskID, r.FailureClass, rollout.FailureRolloutError)
+		if r.FailureClass != rollout.FailureAgentRunError {
+			t.Errorf("failed rollout %s has _ng_failure_class %q, want %q", r.TaskID, r.FailureClass, rollout.FailureAgentRunError)
 		}
 		// The agent answers /run with 500 naming the model call.
 		if !strings.Contains(r.FailureError, "model call: ") {

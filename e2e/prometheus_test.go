@@ -116,6 +116,7 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	rollouts := filepath.Join(fl.runDir, contract.RunRolloutsFile)
 	promCollect(t, fl.agentURL, filepath.Join(dir, "a.jsonl"), rollouts, batchA)
 	afterA := time.Now()
+	truthA := promReadTruth(t, rollouts)
 
 	prom := startPrometheus(t, promBin, filepath.Join(promDir, "prometheus.yml"), filepath.Join(dir, "tsdb"))
 	prom.waitScraped(t, afterA, 4, 25*time.Second)
@@ -240,7 +241,7 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	// The recording rules, loaded from the generated config, evaluate over
 	// the real series. Batch B had no failing verification, so the 5 m rate
 	// is 1 where the cumulative fraction above is not.
-	truthB := truth.only(batchB)
+	truthB := truth.minus(truthA)
 	for _, rule := range prom.rules(t) {
 		if rule.Health != "ok" {
 			t.Errorf("rule %s: health %q, error %q", rule.Name, rule.Health, rule.LastError)
@@ -423,12 +424,11 @@ func promCollect(t *testing.T, agentURL, input, output string, rows []protocol.R
 type promTruth struct {
 	lines, ok              int
 	verifyOK, verifyFailed int
-	byTask                 map[string]string // task_id -> failure error ("" for a completed rollout)
 }
 
 func promReadTruth(t *testing.T, path string) promTruth {
 	t.Helper()
-	tr := promTruth{byTask: map[string]string{}}
+	var tr promTruth
 	for _, file := range []string{path, rollout.FailuresPath(path)} {
 		b, err := os.ReadFile(file)
 		if os.IsNotExist(err) {
@@ -442,13 +442,11 @@ func promReadTruth(t *testing.T, path string) promTruth {
 				continue
 			}
 			var r struct {
-				TaskID string `json:"task_id"`
-				Error  string `json:"_ng_failure_error"`
+				Error string `json:"_ng_failure_message"`
 			}
 			if err := json.Unmarshal([]byte(l), &r); err != nil {
 				t.Fatalf("%s: %v: %q", file, err, l)
 			}
-			tr.byTask[r.TaskID] = r.Error
 			tr.add(r.Error, file != path)
 		}
 	}
@@ -470,15 +468,13 @@ func (tr *promTruth) add(errText string, failed bool) {
 	}
 }
 
-func (tr promTruth) only(rows []protocol.RunRequest) promTruth {
-	var sub promTruth
-	for _, row := range rows {
-		var id string
-		_, _ = row.Fields.Decode("task_id", &id)
-		e, ok := tr.byTask[id]
-		sub.add(e, ok && e != "")
+// minus is what happened since earlier was read: the rollouts of a later
+// batch collected into the same files.
+func (tr promTruth) minus(earlier promTruth) promTruth {
+	return promTruth{
+		lines: tr.lines - earlier.lines, ok: tr.ok - earlier.ok,
+		verifyOK: tr.verifyOK - earlier.verifyOK, verifyFailed: tr.verifyFailed - earlier.verifyFailed,
 	}
-	return sub
 }
 
 // promWaitGauge polls a process's /metrics until the gauge is want.

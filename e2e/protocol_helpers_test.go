@@ -61,7 +61,7 @@ type rolloutLine struct {
 	TaskID string `json:"task_id"`
 	// FailureClass and FailureError are set on a failure line only.
 	FailureClass string `json:"_ng_failure_class"`
-	FailureError string `json:"_ng_failure_error"`
+	FailureError string `json:"_ng_failure_message"`
 	// Meta is the collector's record of the rollout.
 	Meta *rollout.Bookkeeping `json:"_gymlens"`
 }

@@ -314,8 +314,9 @@ type Rollout struct {
 	// FailureClass is the _ng_failure_class of a failed rollout.
 	FailureClass string
 	// Error says why the rollout failed (the failure line's
-	// _ng_failure_error, else its _ng_failure_judge_error, else its
-	// class); empty for a completed rollout.
+	// _ng_failure_message, else the _ng_failure_error of older runs, else
+	// its _ng_failure_judge_error, else its class); empty for a completed
+	// rollout.
 	Error string
 	// DurationMS is the collector's wall clock for the rollout's last
 	// /run call.

@@ -30,7 +30,7 @@ func TestRolloutLineMatchesTheCollector(t *testing.T) {
 		rollout.KeyBookkeeping: rollout.Bookkeeping{TraceID: "t1", RolloutID: "4-2-a1", DurationMS: 1.5,
 			AttemptedAt: time.Unix(1, 0).UTC(), Attempts: 2},
 		"_ng_task_index": 4, "_ng_rollout_index": 2,
-		"_ng_failure_class": rollout.FailureRolloutError, rollout.KeyFailureError: "boom",
+		"_ng_failure_class": rollout.FailureAgentRunError, rollout.KeyFailureMessage: "boom",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestRolloutLineMatchesTheCollector(t *testing.T) {
 	}
 	ro := r.rollout(contract.RunFailuresFile, 1)
 	if ro.TraceID != "t1" || ro.RolloutID != "4-2-a1" || ro.DurationMS != 1.5 || ro.Error != "boom" ||
-		ro.FailureClass != rollout.FailureRolloutError || ro.TaskID != "4" || ro.RolloutIndex != 2 {
+		ro.FailureClass != rollout.FailureAgentRunError || ro.TaskID != "4" || ro.RolloutIndex != 2 {
 		t.Errorf("read back %+v", ro)
 	}
 }

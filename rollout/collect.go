@@ -99,15 +99,6 @@ const (
 )
 
 // Names of an earlier collector.
-const (
-	// Deprecated: failure lines carry KeyFailureMessage; the report still
-	// reads this member of older runs.
-	KeyFailureError = KeyFailureMessage
-	// Deprecated: the classes are FailureAgentRunError and
-	// FailureAgentRequestFailed, as upstream's.
-	FailureRolloutError = FailureAgentRunError
-)
-
 // Span name and attribute of a collection run.
 const (
 	spanJob      = contract.SpanJob

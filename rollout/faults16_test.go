@@ -162,7 +162,7 @@ func TestCollectTimedOutRolloutKeepsItsIDs(t *testing.T) {
 		t.Fatalf("%d failure lines", len(fails))
 	}
 	m := get[rollout.Bookkeeping](t, fails[0], rollout.KeyBookkeeping)
-	msg := get[string](t, fails[0], rollout.KeyFailureError)
+	msg := get[string](t, fails[0], rollout.KeyFailureMessage)
 	t.Logf("timed-out rollout: %+v (%s)", m, msg)
 	if m.RolloutID != "1-0" {
 		t.Errorf("timed-out rollout id %q, want 1-0", m.RolloutID)

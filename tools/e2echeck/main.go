@@ -109,7 +109,7 @@ func (r *rolloutRecord) UnmarshalJSON(b []byte) error {
 			RolloutID string `json:"rollout_id"`
 			TraceID   string `json:"trace_id"`
 		} `json:"_gymlens"`
-		FailureError string `json:"_ng_failure_error"`
+		FailureError string `json:"_ng_failure_message"`
 		Response     struct {
 			Output []struct {
 				Type    string `json:"type"`
