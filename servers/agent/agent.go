@@ -45,10 +45,18 @@ type Config struct {
 	// ResourcesURL is the resources server's base URL: /seed_session,
 	// /verify, /aggregate_metrics and one route per tool.
 	ResourcesURL string `json:"resources_url" yaml:"resources_url"`
-	// MaxSteps bounds the model calls of an episode; nil (and 0, which
-	// upstream also treats as unset) leaves an episode unbounded, so a
-	// model that never answers with an assistant message loops forever.
+	// MaxSteps bounds the model calls of an episode, tested after a
+	// turn's function calls ran (a turn without any ends the episode
+	// anyway); nil (and 0, which upstream also treats as unset) leaves an
+	// episode unbounded, so a model that calls a tool on every turn loops
+	// forever.
 	MaxSteps *int `json:"max_steps" yaml:"max_steps"`
+	// ExecuteTools is upstream's execute_tools: nil or true executes the
+	// model's function calls. Upstream supports false only for agent
+	// sessions, which this agent does not serve: with false, /run and
+	// /v1/responses answer 500 with upstream's messages, as upstream's
+	// do outside a session.
+	ExecuteTools *bool `json:"execute_tools" yaml:"execute_tools"`
 	// SkipVerification answers /run without calling /verify: the row,
 	// the episode as "response", reward SkipVerificationReward and
 	// "verification_skipped": true. /aggregate_metrics is then answered
@@ -102,6 +110,10 @@ func (c Config) Validate() error {
 func (c Config) bounded(step int) bool {
 	return c.MaxSteps != nil && *c.MaxSteps != 0 && step >= *c.MaxSteps
 }
+
+// executesTools reports whether episodes execute function calls
+// (ExecuteTools unset or true).
+func (c Config) executesTools() bool { return c.ExecuteTools == nil || *c.ExecuteTools }
 
 // ServerOptions returns the server options the agent needs for the
 // instance: its session cookie, simple_agent___<instance>. Build the

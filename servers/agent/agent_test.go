@@ -72,9 +72,11 @@ func TestRunSeedModelToolModelVerify(t *testing.T) {
 	}
 	sameJSON(t, "verify cookies", verify.Cookies, map[string]string{"res": "tool1", "mdl": "m2", "simple_agent___test": own})
 
-	// The answer is the verify answer, every member kept.
+	// The answer is the verify answer, every member kept, with the
+	// members upstream's verify-response model defaults.
 	wantAnswer := clone(wantVerify)
 	wantAnswer["reward"], wantAnswer["checked_by"] = 1, "fake"
+	wantAnswer["mask_sample"], wantAnswer["failure_kind"], wantAnswer["failure_reason"] = false, nil, nil
 	sameJSON(t, "/run answer", got, wantAnswer)
 	var setOwn string
 	for _, c := range (&http.Response{Header: ans.header}).Cookies() {
@@ -122,10 +124,10 @@ func items(t *testing.T, got map[string]any) []map[string]any {
 	return out
 }
 
-// TestToolAnswersAndCookieReplacement: a tool route's answer of any
-// status is the output, and every tool answer's cookies replace the
-// resources cookies the next call (and verify) sends.
-func TestToolAnswersAndCookieReplacement(t *testing.T) {
+// TestToolAnswersAndCookies: a tool route's answer of any status is the
+// output, and every tool answer's cookie replaces the resources cookie of
+// the same name that the next call (and verify) sends.
+func TestToolAnswersAndCookies(t *testing.T) {
 	f := newFixture(t, script(
 		response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`), functionCall("c2", "no_such_tool", `{}`)),
 		response("r2", functionCall("c3", "explode", `{"n": [1, 2]}`)),
@@ -176,19 +178,32 @@ func TestBadArgumentsMakeAnErrorOutput(t *testing.T) {
 	if c := f.log.to("resources", "/get_weather")[0].Cookies["res"]; c != "seed" {
 		t.Errorf("the call after a bad one sent res=%q, want the seed's", c)
 	}
+	// Upstream's output: the repr of Python's JSONDecodeError, its
+	// position in code points.
 	out := outputs(t, got)
-	if len(out) != 2 || !strings.HasPrefix(out[0], `{"error": "Invalid tool call arguments: `) {
-		t.Fatalf("outputs %q", out)
-	}
-	var e map[string]string
-	if err := json.Unmarshal([]byte(out[0]), &e); err != nil || len(e) != 1 || !strings.HasPrefix(e["error"], "Invalid tool call arguments: ") {
-		t.Errorf("error output %q is not {\"error\": ...}: %v", out[0], err)
+	want := `{"error": "Invalid tool call arguments: JSONDecodeError('Expecting value: line 1 column 10 (char 9)')"}`
+	if len(out) != 2 || out[0] != want {
+		t.Fatalf("outputs %q, want %q first", out, want)
 	}
 	// The model saw the error output as the call's output.
 	second := object(t, f.log.to("model", "/v1/responses")[1].Body)
 	in := second["input"].([]any)
 	if last := in[len(in)-1].(map[string]any); last["call_id"] != "c1" || last["output"] != out[0] {
 		t.Errorf("second model call's last input item %v", last)
+	}
+}
+
+// TestArgumentsOnlyPythonReads: arguments with NaN or Infinity, which
+// Python's json.loads reads and encoding/json does not, are a call, as
+// upstream makes it, with the arguments as they came.
+func TestArgumentsOnlyPythonReads(t *testing.T) {
+	args := `{"city": "SF", "t": [NaN, -Infinity, Infinity]}`
+	f := newFixture(t, script(response("r1", call("c1", "get_weather", args)), response("r2", message("m", "done"))),
+		resourcesOptions{}, agent.Config{})
+	f.run(t, weatherRow)
+	calls := f.log.to("resources", "/get_weather")
+	if len(calls) != 1 || string(calls[0].Body) != args {
+		t.Fatalf("tool calls %q: want one with the body %s", f.log.sequence(), args)
 	}
 }
 
@@ -211,42 +226,135 @@ func TestMaxStepsBoundsTheEpisode(t *testing.T) {
 	}
 }
 
-// TestReasoningOnlyTurnsLoop: a turn with neither a function call nor an
-// assistant message loops again, until an answer or max_steps.
-func TestReasoningOnlyTurnsLoop(t *testing.T) {
-	t.Run("until max_steps", func(t *testing.T) {
-		steps := 4
-		f := newFixture(t, script(response("r", reasoning("rs"))), resourcesOptions{}, agent.Config{MaxSteps: &steps})
-		got, _ := f.run(t, minimalRow)
-		if n := f.log.count("model", "/v1/responses"); n != 4 {
-			t.Errorf("%d model calls, want 4", n)
+// TestCookiesMerge: each tool answer's cookies are merged into the
+// resources cookies, as upstream 0.7.0 merges them: a cookie set by the
+// seed or by an earlier tool call and not set again is still sent on
+// the later calls and on verify.
+func TestCookiesMerge(t *testing.T) {
+	f := newFixture(t, script(
+		response("r1", functionCall("c1", "remember", `{"name":"a","value":"1"}`)),
+		response("r2", functionCall("c2", "remember", `{"name":"b","value":"2"}`)),
+		response("r3", message("m", "done")),
+	), resourcesOptions{seedCookie: &http.Cookie{Name: "lease", Value: "L7", Path: "/"}}, agent.Config{})
+	f.run(t, weatherRow)
+	want := []string{"resources /seed_session", "model /v1/responses", "resources /remember", "model /v1/responses",
+		"resources /remember", "model /v1/responses", "resources /verify"}
+	if seq := f.log.sequence(); !slices.Equal(seq, want) {
+		t.Fatalf("calls %q, want %q", seq, want)
+	}
+	calls := f.log.to("resources", "/remember")
+	sameJSON(t, "first tool call cookies", calls[0].Cookies, map[string]string{"res": "seed", "lease": "L7"})
+	sameJSON(t, "second tool call cookies", calls[1].Cookies, map[string]string{"res": "tool1", "lease": "L7", "a": "1"})
+	verify := f.log.to("resources", "/verify")[0].Cookies
+	own := verify["simple_agent___test"]
+	if !sessionID.MatchString(own) {
+		t.Errorf("verify cookies %v: no agent session cookie", verify)
+	}
+	sameJSON(t, "verify cookies", verify, map[string]string{"res": "tool2", "lease": "L7", "a": "1", "b": "2",
+		"mdl": "m3", "simple_agent___test": own})
+
+	// /v1/responses merges into the caller's cookies, and answers with
+	// the merged ones.
+	f = newFixture(t, script(
+		response("r1", functionCall("c1", "remember", `{"name":"a","value":"1"}`)),
+		response("r2", functionCall("c2", "remember", `{"name":"b","value":"2"}`)),
+		response("r3", message("m", "done")),
+	), resourcesOptions{}, agent.Config{})
+	a := post(t, f.agentURL+"/v1/responses", `{"input":"hi"}`, &http.Cookie{Name: "lease", Value: "outside"})
+	if a.status != http.StatusOK {
+		t.Fatalf("/v1/responses: %d %s", a.status, a.body)
+	}
+	set := map[string]string{}
+	for _, c := range (&http.Response{Header: a.header}).Cookies() {
+		if c.Name != "simple_agent___test" {
+			set[c.Name] = c.Value
 		}
-		if n := len(items(t, got)); n != 4 {
-			t.Errorf("%d output items, want 4 reasoning items", n)
+	}
+	sameJSON(t, "/v1/responses cookies", set, map[string]string{"lease": "outside", "res": "tool2", "a": "1", "b": "2", "mdl": "m3"})
+	calls = f.log.to("resources", "/remember")
+	sameJSON(t, "second tool call cookies", calls[1].Cookies, map[string]string{"lease": "outside", "res": "tool1", "a": "1"})
+}
+
+// TestTurnWithoutAnswerEndsEpisode: a turn with neither a function call
+// nor an assistant message ends the episode at once, as upstream 0.7.0
+// ends it: the episode's response is incomplete, with the termination
+// reason (incomplete_reasoning for output without either, empty_output
+// for none) and upstream's message in its metadata; nothing else is
+// called before verify.
+func TestTurnWithoutAnswerEndsEpisode(t *testing.T) {
+	userEcho := `{"type":"message","role":"user","content":"echo"}`
+	for _, c := range []struct {
+		name     string
+		turns    []string
+		calls    int    // model calls
+		items    int    // output items of the episode
+		reason   string // "" for an episode that answered
+		metadata map[string]any
+	}{
+		{name: "reasoning only", turns: []string{response("r1", reasoning("a")), response("r2", message("m", "late"))},
+			calls: 1, items: 1, reason: agent.TerminationIncompleteReasoning},
+		{name: "empty output", turns: []string{response("r1"), response("r2", message("m", "late"))},
+			calls: 1, items: 0, reason: agent.TerminationEmptyOutput},
+		{name: "user message only", turns: []string{response("r1", userEcho)},
+			calls: 1, items: 1, reason: agent.TerminationIncompleteReasoning},
+		{name: "reasoning after a tool call", turns: []string{
+			response("r1", reasoning("a"), functionCall("c1", "get_weather", `{"city":"SF"}`)),
+			response("r2", reasoning("b")), response("r3", message("m", "late"))},
+			calls: 2, items: 4, reason: agent.TerminationIncompleteReasoning},
+		{name: "metadata kept", turns: []string{withMember(response("r1", reasoning("a")), "metadata", `{"trace":"t-1"}`)},
+			calls: 1, items: 1, reason: agent.TerminationIncompleteReasoning, metadata: map[string]any{"trace": "t-1"}},
+		{name: "reasoning and an answer", turns: []string{response("r1", reasoning("a"), message("m", "hello"))},
+			calls: 1, items: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			steps := 5
+			f := newFixture(t, script(c.turns...), resourcesOptions{}, agent.Config{MaxSteps: &steps})
+			got, _ := f.run(t, weatherRow)
+			if n := f.log.count("model", "/v1/responses"); n != c.calls {
+				t.Errorf("%d model calls, want %d", n, c.calls)
+			}
+			if n := len(items(t, got)); n != c.items {
+				t.Errorf("%d output items, want %d", n, c.items)
+			}
+			if seq := f.log.sequence(); seq[len(seq)-1] != "resources /verify" {
+				t.Errorf("calls %q: verify is not last", seq)
+			}
+			// Verify got the episode as the answer carries it.
+			sent := object(t, f.log.to("resources", "/verify")[0].Body)["response"].(map[string]any)
+			resp := got["response"].(map[string]any)
+			sameJSON(t, "verified episode", sent, resp)
+			if c.reason == "" {
+				if resp["status"] != "completed" || resp["metadata"] != nil {
+					t.Errorf("status %v metadata %v, want completed and none", resp["status"], resp["metadata"])
+				}
+				return
+			}
+			md := map[string]any{"ng_termination_reason": c.reason, "ng_termination_message": agent.TerminationMessage}
+			for k, v := range c.metadata {
+				md[k] = v
+			}
+			if resp["status"] != "incomplete" {
+				t.Errorf("status %v, want incomplete", resp["status"])
+			}
+			sameJSON(t, "metadata", resp["metadata"], md)
+			if resp["incomplete_details"] != nil {
+				t.Errorf("incomplete_details %v, want none (the model reported no truncation)", resp["incomplete_details"])
+			}
+		})
+	}
+	t.Run("over /v1/responses", func(t *testing.T) {
+		f := newFixture(t, script(response("r1", reasoning("a"))), resourcesOptions{}, agent.Config{})
+		a := post(t, f.agentURL+"/v1/responses", `{"input":"hi"}`)
+		if a.status != http.StatusOK {
+			t.Fatalf("/v1/responses: %d %s", a.status, a.body)
 		}
-	})
-	t.Run("until an answer", func(t *testing.T) {
-		f := newFixture(t, script(response("r1", reasoning("a")), response("r2", reasoning("b")),
-			response("r3", reasoning("c"), message("m", "hello"))), resourcesOptions{}, agent.Config{})
-		got, _ := f.run(t, minimalRow)
-		if n := f.log.count("model", "/v1/responses"); n != 3 {
-			t.Errorf("%d model calls, want 3", n)
+		resp := object(t, a.body)
+		md, _ := resp["metadata"].(map[string]any)
+		if resp["status"] != "incomplete" || md["ng_termination_reason"] != agent.TerminationIncompleteReasoning {
+			t.Errorf("answer %s: want incomplete, incomplete_reasoning", a.body)
 		}
-		if n := len(items(t, got)); n != 4 {
-			t.Errorf("%d output items, want 4", n)
-		}
-		// The third call carries both earlier reasoning items.
-		third := object(t, f.log.to("model", "/v1/responses")[2].Body)
-		if in := third["input"].([]any); len(in) != 3 {
-			t.Errorf("third model call input has %d items, want 3", len(in))
-		}
-	})
-	t.Run("max_steps 0 is unbounded", func(t *testing.T) {
-		zero := 0
-		f := newFixture(t, script(response("r1", reasoning("a")), response("r2", message("m", "hello"))), resourcesOptions{}, agent.Config{MaxSteps: &zero})
-		f.run(t, minimalRow)
-		if n := f.log.count("model", "/v1/responses"); n != 2 {
-			t.Errorf("%d model calls, want 2", n)
+		if n := f.log.count("model", "/v1/responses"); n != 1 {
+			t.Errorf("%d model calls, want 1", n)
 		}
 	})
 }
@@ -277,16 +385,20 @@ func TestUsageIsSummed(t *testing.T) {
 		want  string // "" for no usage
 	}{
 		{"details", []string{
-			withMember(response("r1", reasoning("a")), "usage", usage(10, "2", 5, "4")),
-			withMember(response("r2", reasoning("b")), "usage", usage(1, "null", 1, "1")),
+			withMember(response("r1", reasoning("a"), functionCall("c1", "get_weather", `{"city":"SF"}`)), "usage", usage(10, "2", 5, "4")),
+			withMember(response("r2", functionCall("c2", "get_weather", `{"city":"LA"}`)), "usage", usage(1, "null", 1, "1")),
 			withMember(response("r3", message("m", "x")), "usage", usage(20, "3", 7, "1")),
 		}, `{"input_tokens":31,"input_tokens_details":{"cached_tokens":null},"output_tokens":13,` +
 			`"output_tokens_details":{"reasoning_tokens":6},"total_tokens":44}`},
 		{"turn without usage", []string{
-			response("r1", reasoning("a")),
+			response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)),
 			withMember(response("r2", message("m", "x")), "usage", usage(3, "0", 4, "0")),
 		}, usage(3, "0", 4, "0")},
-		{"none", []string{response("r1", reasoning("a")), response("r2", message("m", "x"))}, ""},
+		{"none", []string{response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)), response("r2", message("m", "x"))}, ""},
+		{"ended by a reasoning-only turn", []string{
+			withMember(response("r1", functionCall("c1", "get_weather", `{"city":"SF"}`)), "usage", usage(2, "0", 3, "0")),
+			withMember(response("r2", reasoning("b")), "usage", usage(4, "1", 5, "5")),
+		}, usage(6, "1", 8, "5")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, script(c.turns...), resourcesOptions{}, agent.Config{})
@@ -317,13 +429,15 @@ func TestSkipVerification(t *testing.T) {
 	wantAnswer := value(t, weatherRow).(map[string]any)
 	episode := object(t, []byte(response("r1", message("m", "x"))))
 	wantAnswer["response"], wantAnswer["reward"], wantAnswer["verification_skipped"] = episode, 0.25, true
+	wantAnswer["mask_sample"], wantAnswer["failure_kind"], wantAnswer["failure_reason"] = false, nil, nil
 	sameJSON(t, "answer", got, wantAnswer)
 
 	a := post(t, f.agentURL+"/aggregate_metrics", `{"verify_responses":[{"reward":1}]}`)
 	if a.status != http.StatusOK {
 		t.Fatalf("aggregate_metrics: %d %s", a.status, a.body)
 	}
-	sameJSON(t, "local aggregate", object(t, a.body), value(t, `{"group_level_metrics":[],"agent_metrics":{},"key_metrics":{}}`))
+	sameJSON(t, "local aggregate", object(t, a.body), value(t,
+		`{"group_level_metrics":[],"agent_metrics":{},"key_metrics":{},"perf_summary":null,"repeat_level_metrics":[]}`))
 	if n := f.log.count("resources", "/aggregate_metrics"); n != 0 {
 		t.Errorf("aggregate_metrics forwarded %d times with skip_verification", n)
 	}
@@ -355,8 +469,11 @@ func TestFailedRolloutsAre500(t *testing.T) {
 			calls: []string{"resources /seed_session", "model /v1/responses", "resources /verify"}},
 		{name: "verify answer without reward", answer: ok, ro: resourcesOptions{verifyBody: `{"responses_create_params":{"input":"hi"},"response":` + response("r", message("m", "x")) + `}`}, row: minimalRow,
 			calls: []string{"resources /seed_session", "model /v1/responses", "resources /verify"}},
-		{name: "bad explicit rollout id", answer: ok, row: `{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"no spaces"}`},
-		{name: "empty explicit rollout id", answer: ok, row: `{"responses_create_params":{"input":"hi"},"_ng_rollout_id":""}`},
+		{name: "bad explicit rollout id", answer: ok, cfg: agent.Config{ObservabilityEnabled: true},
+			row: `{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"no spaces"}`},
+		{name: "empty explicit rollout id", answer: ok, cfg: agent.Config{ObservabilityEnabled: true},
+			row: `{"responses_create_params":{"input":"hi"},"_ng_rollout_id":""}`},
+		{name: "execute_tools false", answer: ok, cfg: agent.Config{ExecuteTools: new(false)}, row: minimalRow},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, c.answer, c.ro, c.cfg)
@@ -383,10 +500,12 @@ func TestFailedRolloutsAre500(t *testing.T) {
 func TestRowValidation(t *testing.T) {
 	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
 	for _, c := range []struct{ row, loc string }{
-		{`{"responses_create_params":{"input":"hi","prompt_cache_key":"k"}}`, `["body","responses_create_params","prompt_cache_key"]`},
+		{`{"responses_create_params":{"input":"hi","not_a_param":"k"}}`, `["body","responses_create_params","not_a_param"]`},
 		{`{"expected_answer":"x"}`, `["body","responses_create_params"]`},
 		{`{"responses_create_params":{}}`, `["body","responses_create_params","input"]`},
 		{`{"responses_create_params":{"input":5}}`, `["body","responses_create_params","input"]`},
+		{`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":7}`, `["body","_ng_rollout_id"]`},
+		{`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":{"id":"x"}}`, `["body","_ng_rollout_id"]`},
 	} {
 		a := post(t, f.agentURL+"/run", c.row)
 		if a.status != http.StatusUnprocessableEntity {
@@ -434,5 +553,92 @@ func TestItemsInputAndRowResponse(t *testing.T) {
 	}
 	if got["reward"] != json.Number("1.0") && got["reward"] != json.Number("1") {
 		t.Errorf("answer reward %v, want the verifier's", got["reward"])
+	}
+}
+
+// TestRolloutIDNotForwarded: upstream's run request excludes
+// _ng_rollout_id from its dumps, so neither /seed_session nor /verify
+// gets it, nor does /run answer with it (skip_verification included),
+// while the id still names the rollout's calls when observability is on.
+// Without observability_enabled upstream reads no id, so a malformed one
+// fails nothing.
+func TestRolloutIDNotForwarded(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cfg    agent.Config
+		row    string
+		prefix string
+	}{
+		{"observability on", agent.Config{ObservabilityEnabled: true},
+			`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"job-7","_ng_task_index":1,"_ng_rollout_index":0,"k":"v"}`, "/ng-rollout/job-7"},
+		{"observability off", agent.Config{},
+			`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"job-7","k":"v"}`, ""},
+		{"malformed, observability off", agent.Config{},
+			`{"responses_create_params":{"input":"hi"},"k":"v","_ng_rollout_id":"not valid"}`, ""},
+		{"null", agent.Config{ObservabilityEnabled: true},
+			`{"_ng_rollout_id":null,"responses_create_params":{"input":"hi"},"k":"v"}`, ""},
+		{"skip verification", agent.Config{ObservabilityEnabled: true, SkipVerification: true},
+			`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"job-8","k":"v"}`, "/ng-rollout/job-8"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, script(response("r1", call("c1", "get_weather", `{"city":"SF"}`)), response("r2", message("m", "x"))),
+				resourcesOptions{}, c.cfg)
+			got, _ := f.run(t, c.row)
+			if _, ok := got["_ng_rollout_id"]; ok {
+				t.Errorf("/run answer has _ng_rollout_id: %v", got)
+			}
+			if got["k"] != "v" {
+				t.Errorf("/run answer lost the task field: %v", got)
+			}
+			for _, r := range f.log.all() {
+				if r.Peer == "resources" && (r.Path == "/seed_session" || r.Path == "/verify") {
+					sent := object(t, r.Body)
+					if _, ok := sent["_ng_rollout_id"]; ok || sent["k"] != "v" {
+						t.Errorf("%s body %s: want the row without _ng_rollout_id", r.Path, r.Body)
+					}
+				}
+				want := c.prefix + r.Path // the resources fake strips the prefix
+				if r.Peer == "model" {
+					want = c.prefix + "/v1/responses"
+				}
+				if r.Sent != want {
+					t.Errorf("%s %s sent as %q, want %q", r.Peer, r.Path, r.Sent, want)
+				}
+			}
+		})
+	}
+}
+
+func call(id, name, args string) string { return functionCall(id, name, args) }
+
+// TestExecuteTools: execute_tools false, which upstream supports only in
+// agent sessions (not served here), refuses /run and /v1/responses with
+// a 500 and no call, in upstream's words; true is the default.
+func TestExecuteTools(t *testing.T) {
+	turns := script(response("r1", call("c1", "get_weather", `{"city":"SF"}`)), response("r2", message("m", "x")))
+	off := newFixture(t, turns, resourcesOptions{}, agent.Config{ExecuteTools: new(false)})
+	for path, want := range map[string]string{ // upstream's 500 body: the ValueError's repr
+		"/run": `"ValueError('Simple Agent execute_tools=false is supported only for agent-session requests; ` +
+			`the legacy /run route requires execute_tools=true')"`,
+		"/v1/responses": `"ValueError('Simple Agent execute_tools=false is supported only for agent-session requests; ` +
+			`seed an agent session before calling /v1/responses')"`,
+	} {
+		body := minimalRow
+		if path == "/v1/responses" {
+			body = `{"input":"hi"}`
+		}
+		a := post(t, off.agentURL+path, body)
+		if a.status != http.StatusInternalServerError || string(a.body) != want {
+			t.Errorf("%s: %d %s, want 500 %s", path, a.status, a.body, want)
+		}
+		servertest.CheckErrorBody(t, a.status, a.body)
+	}
+	if seq := off.log.sequence(); len(seq) != 0 {
+		t.Errorf("execute_tools false made calls %q", seq)
+	}
+	on := newFixture(t, turns, resourcesOptions{}, agent.Config{ExecuteTools: new(true)})
+	on.run(t, minimalRow)
+	if n := on.log.count("resources", "/get_weather"); n != 1 {
+		t.Errorf("execute_tools true: %d tool calls, want 1", n)
 	}
 }

@@ -6,25 +6,53 @@
 // # One rollout
 //
 //	POST /run (row)
-//	├─ POST resources/seed_session     body: the row; cookies: the inbound ones
+//	├─ POST resources/seed_session     body: the row without _ng_rollout_id;
+//	│                                  cookies: the inbound ones
 //	├─ episode                         cookies: the seed answer's
 //	│  ├─ POST model/v1/responses      body: params, input = row input + items so far
-//	│  ├─ POST resources/<tool>        body: parsed arguments; answer of any status = output
-//	│  └─ ... until an answer, an incomplete response, or max_steps
-//	└─ POST resources/verify           body: row + {"response": episode}
+//	│  ├─ POST resources/<tool>        body: parsed arguments; answer of any status = output;
+//	│  │                               its cookies merged into the resources cookies
+//	│  └─ ... until a turn without a function call, an incomplete response, or max_steps
+//	└─ POST resources/verify           body: row without _ng_rollout_id + {"response": episode}
 //	                                   cookies: the episode's last resources and
 //	                                   model cookies, and the agent's own
 //
+// This is nemo-gym 0.7.0's simple_agent. A turn with no function call
+// ends the episode; when it has no assistant message either (reasoning
+// only, or no output at all), the episode's response gets status
+// "incomplete" and, in its metadata, ng_termination_reason
+// ("incomplete_reasoning" when the turn had output, "empty_output" when it
+// had none) and ng_termination_message (upstream's text,
+// TerminationMessage), and a warning is logged. A tool answer's cookies
+// are merged into the resources cookies the next calls send (a cookie of
+// the same name replaced, one set by the seed or an earlier tool kept).
+// _ng_rollout_id is never sent on: upstream's run request excludes it
+// from its dumps. Every other member of the row is, as it came; the one
+// difference left is that upstream dumps responses_create_params (and
+// the episode) in full, every parameter it did not get as null or its
+// default, where this agent sends the members that were set.
+//
 // The answer is the verify JSON as the resources server gave it, byte for
 // byte (whitespace around the value aside): it is checked
-// (protocol.CheckVerifyResponse), not decoded and encoded again. A non-2xx
-// answer from the seed, a model call or verify, an invalid model or verify
-// answer, an unreachable peer, or an explicit
-// _ng_rollout_id upstream would refuse fails the rollout: /run answers 500,
-// as upstream's does. A tool route's answer is never a failure, whatever
-// its status: its text is what the model sees next. Arguments that are not
-// JSON give the output {"error": "Invalid tool call arguments: ..."} with
-// no call.
+// (protocol.CheckVerifyResponse), not decoded and encoded again. Two
+// edits make it what upstream's agent answers, the dump of its
+// verify-response model: mask_sample (false), failure_kind and
+// failure_reason (null) are added when the answer lacks them, and an
+// echoed _ng_rollout_id is left out. A non-2xx answer from the seed, a
+// model call or verify, an invalid model or verify answer, an unreachable
+// peer, or, when the fleet has observability_enabled, an explicit
+// _ng_rollout_id upstream would refuse fails the rollout: /run answers
+// 500, as upstream's does (without observability_enabled upstream reads
+// no rollout id, and such an id is ignored). An _ng_rollout_id that is
+// not a string is a 422, as upstream's request model refuses it. With
+// execute_tools false (Config.ExecuteTools), which upstream supports only
+// for agent sessions, /run and /v1/responses answer 500. A tool route's
+// answer is never a failure, whatever its status: its text is what the
+// model sees next. Arguments that Python's json.loads refuses give
+// upstream's output, {"error": "Invalid tool call arguments:
+// JSONDecodeError('Expecting value: line 1 column 10 (char 9)')"} and the
+// like, with no call; arguments only Python reads (NaN, Infinity) are
+// sent as they came.
 //
 // # The episode runs in this process
 //

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -30,12 +32,15 @@ type episodeResult struct {
 // episode runs upstream's model/tool loop on params: it calls the model at
 // modelURL with the input grown by every item so far, executes each
 // function call on the resources server, and stops on an incomplete
-// response, on a turn that answers (an assistant message and no function
-// call), or at max_steps. It returns the last model response holding
-// every item of every turn and the summed usage. resourcesCookies are
-// sent with the first tool call; each tool answer's cookies replace them,
-// and each model answer's cookies replace the model's. id, when not "",
-// labels the gym.agent.responses span; prefix, when not "", is the
+// response, on a turn without a function call, or at max_steps. A turn
+// with neither a function call nor an assistant message (reasoning only,
+// or no output at all) ends the episode as incomplete (see terminate).
+// It returns the last model response holding every item of every turn
+// and the summed usage. resourcesCookies are sent with the first tool
+// call; each tool answer's cookies are merged into them (a cookie of the
+// same name replaced, a new one added), and each model answer's cookies
+// replace the model's. id, when not "", labels the gym.agent.responses
+// span and the termination warning; prefix, when not "", is the
 // rollout-id path prefix of the tool calls.
 //
 // Each turn (a model call and the tool calls it asks for) is recorded
@@ -112,7 +117,10 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 			break
 		}
 		calls := r.FunctionCalls()
-		if len(calls) == 0 && r.HasAssistantMessage() {
+		if len(calls) == 0 {
+			if !r.HasAssistantMessage() {
+				last = a.terminate(last, id, step)
+			}
 			a.endTurn(metricsOn, agentName, turnStart)
 			break
 		}
@@ -122,7 +130,7 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 				return res, err
 			}
 			if called {
-				resourcesCookies = cookies
+				resourcesCookies = mergeCookies(resourcesCookies, cookies)
 			}
 			items = append(items, protocol.FunctionCallOutput(call.CallID, output))
 		}
@@ -143,6 +151,53 @@ func (a *agent) endTurn(metricsOn bool, agentName string, start time.Time) {
 	if metricsOn {
 		metrics.RecordAgentTurn(agentName, time.Since(start))
 	}
+}
+
+// Termination of an episode by a turn with neither a function call nor
+// an assistant message, as upstream's simple agent marks it: the
+// episode's response gets status "incomplete" and these two members in
+// its metadata.
+const (
+	// KeyTerminationReason is the metadata member naming why the episode
+	// ended: TerminationIncompleteReasoning or TerminationEmptyOutput.
+	KeyTerminationReason = "ng_termination_reason"
+	// KeyTerminationMessage is the metadata member holding
+	// TerminationMessage.
+	KeyTerminationMessage = "ng_termination_message"
+	// TerminationIncompleteReasoning is the reason for a turn whose output
+	// has items, none a function call or an assistant message (reasoning
+	// only, say).
+	TerminationIncompleteReasoning = "incomplete_reasoning"
+	// TerminationEmptyOutput is the reason for a turn with no output item.
+	TerminationEmptyOutput = "empty_output"
+	// TerminationMessage is the text of ng_termination_message, word for
+	// word upstream's (nemo-gym 0.7.0).
+	TerminationMessage = "Ending trajectory: model returned no assistant message or tool calls " +
+		"(reasoning-only or empty output) without reported truncation. " +
+		"This is the stop-token case (finish_reason='stop'), not length truncation " +
+		"(finish_reason='length', handled separately via incomplete_details). " +
+		"This indicates either a badly trained model requiring training-level fixes " +
+		"or a bug in the inference engine."
+)
+
+// terminate marks r, the response of an episode's last turn (its own
+// output still in place), as ended by a turn with neither a function call
+// nor an assistant message: status incomplete, and the termination
+// reason and message added to its metadata (members it had are kept). It
+// logs a warning naming the model server, the response, the rollout id
+// (id, "" for none) and the turn.
+func (a *agent) terminate(r protocol.Response, id string, step int) protocol.Response {
+	reason := TerminationIncompleteReasoning
+	if len(r.Output) == 0 {
+		reason = TerminationEmptyOutput
+	}
+	md := make(map[string]string, len(r.Metadata)+2)
+	maps.Copy(md, r.Metadata)
+	md[KeyTerminationReason], md[KeyTerminationMessage] = reason, TerminationMessage
+	r.Status, r.Metadata = protocol.ResponseIncomplete, md
+	slog.Default().Warn("agent: "+TerminationMessage, "reason", reason, "model_server", a.cfg.ModelServerName,
+		"response_id", r.ID, "rollout_id", id, "step", step)
+	return r
 }
 
 // callModel makes one model call (POST /v1/responses with body) and
@@ -238,14 +293,14 @@ func errorType(err error) string {
 
 // callTool executes one function call: POST to the tool's route (under
 // prefix, a rollout-id path prefix or "") with the parsed arguments, whose
-// answer of any status is the output. Arguments that are not JSON make an
-// error output and no call (called false). With metricsOn the call is
-// recorded into gym.tool.call_duration_ms.
+// answer of any status is the output. Arguments that Python's json.loads
+// refuses make upstream's error output and no call (called false). With
+// metricsOn the call is recorded into gym.tool.call_duration_ms.
 func (a *agent) callTool(ctx context.Context, prefix string, call protocol.Item, cookies []*http.Cookie,
 	metricsOn bool) (output string, _ []*http.Cookie, called bool, _ error) {
-	var args json.RawMessage
-	if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
-		return invalidArguments(err), nil, false, nil
+	args, refused := toolArguments(call.Arguments)
+	if refused != "" {
+		return invalidArguments(refused), nil, false, nil
 	}
 	var start time.Time
 	if metricsOn {
@@ -261,15 +316,30 @@ func (a *agent) callTool(ctx context.Context, prefix string, call protocol.Item,
 	return string(reply.Body), reply.Cookies, true, nil
 }
 
+// toolArguments returns the body of a tool call with the arguments
+// text, or, for arguments upstream's json.loads refuses, the repr of its
+// error (pythonJSONError). Arguments encoding/json accepts Python accepts
+// too, and go out as JSON; the few only Python accepts (NaN, Infinity and
+// -Infinity) go out as they came, as upstream sends them on.
+func toolArguments(text string) (body any, refused string) {
+	if json.Valid([]byte(text)) {
+		return json.RawMessage(text), ""
+	}
+	if refused = pythonJSONError(text); refused != "" {
+		return nil, refused
+	}
+	return server.RawJSON(text), ""
+}
+
 // invalidArguments is the tool output of a call whose arguments do not
 // parse: {"error": "Invalid tool call arguments: <why>"}, spaced as
-// Python's json.dumps writes it.
-func invalidArguments(err error) string {
-	var why bytes.Buffer
-	enc := json.NewEncoder(&why)
+// Python's json.dumps writes it (why is printable ASCII).
+func invalidArguments(why string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode("Invalid tool call arguments: " + err.Error())
-	return `{"error": ` + string(bytes.TrimSpace(why.Bytes())) + `}`
+	_ = enc.Encode("Invalid tool call arguments: " + why)
+	return `{"error": ` + string(bytes.TrimSpace(b.Bytes())) + `}`
 }
 
 // responsesBody is the body of POST /v1/responses: the parameters, with
@@ -289,6 +359,9 @@ func (b *responsesBody) Validate() error { return b.ResponseCreateParams.Validat
 // cookies the episode ended with.
 func (a *agent) responsesHandler(mode prefixMode) func(context.Context, responsesBody) (protocol.Response, error) {
 	return func(ctx context.Context, body responsesBody) (protocol.Response, error) {
+		if !a.cfg.executesTools() {
+			return protocol.Response{}, failed(errResponsesWithoutTools)
+		}
 		id, path := a.modelPath(ctx, mode)
 		prefix := ""
 		if id != "" {

@@ -120,6 +120,9 @@ type resourcesOptions struct {
 	seedStatus, verifyStatus, aggregateStatus int
 	// verifyBody, when set, replaces the verify answer.
 	verifyBody string
+	// seedCookie, when set, is a second cookie the seed answer sets,
+	// besides res=seed.
+	seedCookie *http.Cookie
 }
 
 // aggregateAnswer is the fake resources server's /aggregate_metrics
@@ -183,6 +186,9 @@ func startFixture(t testing.TB, answer modelAnswer, ro resourcesOptions, cfg age
 	}
 	rs.HandleFunc("POST /seed_session", func(w http.ResponseWriter, r *http.Request) {
 		f.log.add("resources", r)
+		if ro.seedCookie != nil {
+			http.SetCookie(w, ro.seedCookie)
+		}
 		reply(w, "seed", ro.seedStatus, `{}`)
 	})
 	rs.HandleFunc("POST /verify", func(w http.ResponseWriter, r *http.Request) {
@@ -219,6 +225,12 @@ func startFixture(t testing.TB, answer modelAnswer, ro resourcesOptions, cfg age
 			reply(w, cookie, 0, fmt.Sprintf(`{"city": %q, "weather": "sunny"}`, args.City))
 		case "explode":
 			reply(w, cookie, http.StatusInternalServerError, "boom\n")
+		case "remember":
+			// Sets the cookie the arguments name, besides res.
+			var args struct{ Name, Value string }
+			_ = json.Unmarshal(rec.Body, &args)
+			http.SetCookie(w, &http.Cookie{Name: args.Name, Value: args.Value, Path: "/"})
+			reply(w, cookie, 0, `{"remembered": true}`)
 		default:
 			reply(w, cookie, http.StatusNotFound, `{"detail":"Not Found"}`)
 		}

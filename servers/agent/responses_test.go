@@ -56,9 +56,9 @@ func TestResponsesRoutes(t *testing.T) {
 	t.Run("validation", func(t *testing.T) {
 		f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
 		for body, loc := range map[string]string{
-			`{"input":"hi","prompt_cache_key":"k"}`: `["body","prompt_cache_key"]`,
-			`{}`:                                    `["body","input"]`,
-			`{"input":"hi","tool_choice":null}`:     `["body","tool_choice"]`,
+			`{"input":"hi","not_a_param":"k"}`:  `["body","not_a_param"]`,
+			`{}`:                                `["body","input"]`,
+			`{"input":"hi","tool_choice":null}`: `["body","tool_choice"]`,
 		} {
 			a := post(t, f.agentURL+"/v1/responses", body)
 			if a.status != http.StatusUnprocessableEntity || !strings.Contains(string(a.body), `"loc":`+loc) {
@@ -92,7 +92,9 @@ func TestWithoutServerOptions(t *testing.T) {
 }
 
 // TestAggregateMetricsForwarded: the resources server aggregates; its
-// answer comes back with upstream's members; its failure is a 500.
+// answer comes back with upstream's members (those it lacks at their
+// defaults); its failure is a 500. A body without verify_responses, which
+// upstream requires, is a 422 and is not forwarded.
 func TestAggregateMetricsForwarded(t *testing.T) {
 	f := newFixture(t, script(response("r1", message("m", "x"))), resourcesOptions{}, agent.Config{})
 	body := `{"verify_responses":[{"reward":1,"expected_answer":"x","response":{"usage":null}},{"reward":0}]}`
@@ -103,13 +105,16 @@ func TestAggregateMetricsForwarded(t *testing.T) {
 	sameJSON(t, "forwarded body", object(t, f.log.to("resources", "/aggregate_metrics")[0].Body), value(t, body))
 	want := object(t, []byte(aggregateAnswer))
 	delete(want, "extra")
+	want["perf_summary"], want["repeat_level_metrics"] = nil, []any{}
 	sameJSON(t, "answer", object(t, a.body), want)
 
 	a = post(t, f.agentURL+"/aggregate_metrics", `{}`)
-	if a.status != http.StatusOK {
-		t.Fatalf("empty body: status %d: %s", a.status, a.body)
+	if a.status != http.StatusUnprocessableEntity || !strings.Contains(string(a.body), `"loc":["body","verify_responses"]`) {
+		t.Fatalf("empty body: status %d: %s, want 422 at verify_responses", a.status, a.body)
 	}
-	sameJSON(t, "forwarded empty body", object(t, f.log.to("resources", "/aggregate_metrics")[1].Body), value(t, `{"verify_responses":[]}`))
+	if n := f.log.count("resources", "/aggregate_metrics"); n != 1 {
+		t.Fatalf("the refused body was forwarded: %d aggregate calls", n)
+	}
 
 	// A collection's results arrive in one body, which the server's own
 	// decoded-size budget (DefaultMaxDecodedBytes) would refuse: five

@@ -26,13 +26,25 @@ var errAborted = errors.New("rollout aborted")
 // errRolloutPanicked fails a rollout whose code panicked.
 var errRolloutPanicked = errors.New("rollout panicked")
 
+// errRunWithoutTools and errResponsesWithoutTools fail /run and
+// /v1/responses with execute_tools false as upstream's do, their text the
+// repr of the ValueError upstream raises (its 500 body): it supports
+// execute_tools false only for agent sessions, which this agent does not
+// serve.
+var (
+	errRunWithoutTools = errors.New("ValueError(" + pyRepr("Simple Agent execute_tools=false is supported only "+
+		"for agent-session requests; the legacy /run route requires execute_tools=true") + ")")
+	errResponsesWithoutTools = errors.New("ValueError(" + pyRepr("Simple Agent execute_tools=false is supported "+
+		"only for agent-session requests; seed an agent session before calling /v1/responses") + ")")
+)
+
 // run performs one rollout of a row (POST /run): seed the session, run
 // the episode, verify it. Every failure is the request's failure (500),
 // as upstream raises; each rollout the runtime let through validation is
 // recorded once with metrics.RecordRollout, failed ones included, and a
 // panic is recorded and answered as an error instead of unwinding into
 // the runtime. The answer is the resources server's verify answer as it
-// came (see rollout).
+// came, with upstream's two edits (see rollout).
 func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.RawJSON, err error) {
 	start := time.Now()
 	// The request's SERVER span (a non-recording one without the server
@@ -67,11 +79,17 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 		}
 	}()
 
-	// Upstream raises on an explicit id it would refuse (a 500); an
-	// absent id is no id: none is minted.
+	// Upstream reads a row's rollout id only when the fleet has
+	// observability_enabled, and then raises on an explicit id it would
+	// refuse (a 500); otherwise such an id is no id. An absent id is no
+	// id either: none is minted. (An explicit id that is not a string is
+	// refused by the row's validation, a 422, as upstream's model does.)
 	id, ok, err := row.ResolveRolloutID()
 	if err != nil {
-		return out, err
+		if a.cfg.ObservabilityEnabled {
+			return out, err
+		}
+		id, ok = "", false
 	}
 	if ok {
 		if span != nil {
@@ -91,14 +109,21 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 // upstream's agent returns the resources server's answer as it parsed
 // it, every member kept, and protocol.CheckVerifyResponse refuses what
 // the typed decode and Validate refused for the reward and the kinds of
-// the echoed members, in one shallow pass.
+// the echoed members, in one shallow pass. The two edits upstreamAnswer
+// makes (its verify-response model's defaults added, an echoed
+// _ng_rollout_id left out) are one more shallow pass.
 func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string) (server.RawJSON, error) {
+	if !a.cfg.executesTools() {
+		return nil, errRunWithoutTools
+	}
 	// Requests go out as their own encoding (server.RawJSON): the
 	// protocol types write valid compact JSON, and encoding/json would
-	// scan each whole body again to check and compact it.
-	rowBody, err := row.MarshalJSON()
+	// scan each whole body again to check and compact it. The seed and
+	// verify get the row without its _ng_rollout_id, as upstream's dump
+	// leaves it out; the episode runs on the parameters either way.
+	row, rowBody, err := forwardedRow(row)
 	if err != nil {
-		return nil, fmt.Errorf("seed_session: encode the row: %w", err)
+		return nil, fmt.Errorf("seed_session: %w", err)
 	}
 	// With a rollout id, every call goes under its path prefix, as
 	// upstream's clients send a rollout's calls (see prefixes).
@@ -130,7 +155,11 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 		if err := out.Fields.Set(KeyVerificationSkipped, true); err != nil {
 			return nil, err
 		}
-		return encodeAnswer(out)
+		b, err := encodeAnswer(out)
+		if err != nil {
+			return nil, err
+		}
+		return upstreamAnswer(b), nil
 	}
 
 	// Upstream's self-call answer sets the resources and model cookies the
@@ -148,7 +177,7 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 	if err := protocol.CheckVerifyResponse(out); err != nil {
 		return nil, fmt.Errorf("verify: invalid response from the resources server: %w", err)
 	}
-	return server.RawJSON(out), nil
+	return upstreamAnswer(out), nil
 }
 
 // verifyAnswer is a verify answer's bytes: the client's decoder has

@@ -269,6 +269,8 @@ func TestRowWithoutRolloutID(t *testing.T) {
 
 // TestFailedRolloutsAreCounted: every rollout that passed validation is
 // counted once, failed ones as failures; a refused row is no rollout.
+// (With observability_enabled, a malformed explicit rollout id fails the
+// rollout.)
 func TestFailedRolloutsAreCounted(t *testing.T) {
 	h, reader, exp := telemetryOn(t, "all")
 	f := newFixture(t, func(n int, _ []byte) (int, string) {
@@ -276,14 +278,14 @@ func TestFailedRolloutsAreCounted(t *testing.T) {
 			return http.StatusServiceUnavailable, `{"detail":"overloaded"}`
 		}
 		return http.StatusOK, response("r", message("m", "x"))
-	}, resourcesOptions{}, agent.Config{})
+	}, resourcesOptions{}, agent.Config{ObservabilityEnabled: true})
 	for _, c := range []struct {
 		row    string
 		status int
 	}{
 		{minimalRow, 500}, // the model's 503
 		{`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"bad id"}`, 500},
-		{`{"responses_create_params":{"input":"hi","conversation":"c"}}`, 422},
+		{`{"responses_create_params":{"input":"hi","not_a_param":"c"}}`, 422},
 		{`{"responses_create_params":{"input":"hi"},"_ng_rollout_id":"ok-1"}`, 200},
 	} {
 		if a := post(t, f.agentURL+"/run", c.row); a.status != c.status {

@@ -32,7 +32,7 @@ func TestDecodeAtUnknownKeyNamesPathAndNearest(t *testing.T) {
 		want string
 	}{
 		{a, agentPath, `{"max_stpes": 3}`, agentPath + `.max_stpes: unknown key (did you mean "max_steps"?)`},
-		{a, "config", `{"zzzzzzzz": 3}`, `config.zzzzzzzz: unknown key (known: max_steps, model, model_url, resources_url, skip_verification, skip_verification_reward)`},
+		{a, "config", `{"zzzzzzzz": 3}`, `config.zzzzzzzz: unknown key (known: execute_tools, max_steps, model, model_url, resources_url, skip_verification, skip_verification_reward)`},
 		{m, "pm.responses_api_models.policy_model", `{"upstream": {"base_ur": "http://x"}}`,
 			`pm.responses_api_models.policy_model.upstream.base_ur: unknown key (did you mean "base_url"?)`},
 		{c, "config", `{"x": 1}`, `config.x: unknown key (this implementation takes no configuration)`},
