@@ -117,7 +117,7 @@ func genVerifyResponses(r *rand.Rand) []map[string]any {
 // The same verify responses through upstream's compute_aggregate_metrics
 // and through AggregateMetrics give the same answer: every member of every
 // object, numbers equal to 1e-9 relative.
-func TestAggregateAgreesWithUpstream(t *testing.T) {
+func TestUpstreamAggregateMetricsAgree(t *testing.T) {
 	const n = 200
 	r := rand.New(rand.NewPCG(7, 2026))
 	cases := make([][]map[string]any, n)

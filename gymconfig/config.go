@@ -27,7 +27,8 @@ type Config struct {
 type Instance struct {
 	// Name is the top-level key.
 	Name string
-	// Type is resources_servers, responses_api_models or responses_api_agents.
+	// Type is one of contract.ServerTypes(): resources_servers,
+	// responses_api_models, responses_api_agents or environment_servers.
 	Type string
 	// Impl is the one key under the type: the implementation.
 	Impl string

@@ -134,7 +134,8 @@ func (p *portPlan) used() map[int]bool {
 //     not in disallowed_ports, not the head port, not given to another
 //     instance, and that a test bind on the host (listen, close) accepts;
 //   - port_range_low / port_range_high when absent;
-//   - head_server {host, port} when absent;
+//   - head_server's host (default_host) and port (DefaultHeadPort), each
+//     when absent, as upstream fills them per key;
 //   - disallowed_ports = head port + every port given (+ any already listed);
 //   - skip_verification / skip_verification_reward copied from the top
 //     level into agent blocks lacking them.
@@ -211,9 +212,16 @@ func (d *Dict) defaults(lookupEnv func(string) (string, bool), rnd *rand.Rand) (
 			}
 		}
 	}
-	if hs, ok := cfg.Root[KeyHeadServer].(map[string]any); !ok || len(hs) == 0 {
-		if err := d.Set([]string{KeyHeadServer}, map[string]any{"host": p.defaultHost, "port": DefaultHeadPort}); err != nil {
-			return nil, err
+	// head_server is filled per key, so a config may pin just one.
+	hs, _ := cfg.Root[KeyHeadServer].(map[string]any)
+	for _, k := range []struct {
+		key string
+		v   any
+	}{{"host", p.defaultHost}, {"port", DefaultHeadPort}} {
+		if _, ok := hs[k.key]; !ok {
+			if err := d.Set([]string{KeyHeadServer, k.key}, k.v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := d.Set([]string{KeyDisallowedPorts}, mergePorts(ports, p.disallowed)); err != nil {

@@ -7,7 +7,12 @@
 // interpolations with OmegaConf's rules and finds the server instances:
 // top-level keys shaped {<server type>: {<impl>: {...}}}. Defaults fills
 // what upstream's parser fills before it spawns servers (hosts, random free
-// ports, the head server, disallowed_ports). Lazy resolves on demand,
+// ports, the head server, disallowed_ports) and LauncherDefaults the rest
+// of what it writes (dry_run, the timeouts, the directories), which NeMo
+// Gym's Python servers read. FrontAgents gives every agent no environment
+// server names a generated legacy_agent relay, as upstream's parser does
+// (NeMo Gym 0.7 reaches agents only through environment servers). Lazy
+// resolves on demand,
 // with the same rules: one instance's block, one key path, a peer's host
 // and port, so a value nobody reads cannot fail. LaunchFromEnv is a server
 // process's view of the launch contract: the instance named by

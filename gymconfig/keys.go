@@ -54,25 +54,27 @@ const (
 	DefaultPortRangeHigh = 20000
 )
 
-// reservedKeys are upstream's NEMO_GYM_RESERVED_TOP_LEVEL_KEYS plus telemetry.
-var reservedKeys = map[string]bool{
-	"config_paths": true, "entrypoint": true, KeyDefaultHost: true, KeyHeadServer: true,
-	KeyDisallowedPorts: true, "head_server_deps": true, "python_version": true,
-	"pip_install_verbose": true, "use_absolute_ip": true, "uv_pip_set_python": true,
-	"skip_venv_if_present": true, "hf_token": true, "ray_head_node_address": true,
-	KeyPortRangeLow: true, KeyPortRangeHigh: true, KeyDryRun: true,
-	"model_endpoint_readiness_timeout_seconds": true, "allow_openai_version_skew": true,
-	"uv_cache_dir": true, "uv_venv_dir": true, "results_dir": true, "cache_dir": true,
-	"_inherit_from": true, "_copy": true, "nemo_gym_log_dir": true, "verbose": true,
-	"json": true, "query": true, "observability_enabled": true, "model_call_capture_dir": true,
-	"token_id_capture": true, "component_name": true, KeySkipVerification: true,
-	KeySkipVerificationReward: true, KeyTelemetry: true,
-}
-
 // IsReserved reports whether a top-level key is one of upstream's reserved
-// keys (NEMO_GYM_RESERVED_TOP_LEVEL_KEYS, plus "telemetry"), never a server
-// instance.
-func IsReserved(key string) bool { return reservedKeys[key] }
+// keys (NeMo Gym 0.7's NEMO_GYM_RESERVED_TOP_LEVEL_KEYS, 41 keys, telemetry
+// among them), never a server instance.
+func IsReserved(key string) bool {
+	switch key {
+	case "config_paths", "entrypoint", KeyDefaultHost, KeyHeadServer,
+		KeyDisallowedPorts, "head_server_deps", KeyPythonVersion,
+		"pip_install_verbose", KeyUseAbsoluteIP, "uv_pip_set_python",
+		KeySkipVenvIfPresent, "hf_token", "ray_head_node_address",
+		KeyPortRangeLow, KeyPortRangeHigh, KeyDryRun, KeyServerSpinupTimeoutSeconds,
+		KeyModelEndpointReadinessTimeout, KeyAllowOpenAIVersionSkew,
+		KeyUVCacheDir, KeyUVLockTimeoutSeconds, KeyUVVenvDir, KeyResultsDir, KeyCacheDir,
+		"_inherit_from", "_copy", "nemo_gym_log_dir", "verbose",
+		"json", "query", "observability_enabled", "model_call_capture_dir",
+		"token_id_capture", "component_name", KeySkipVerification,
+		KeySkipVerificationReward, KeyTelemetry, "allow_unsupported_pairing",
+		"environment_server_name", "environment_server_routes", "environment_routing_mode":
+		return true
+	}
+	return false
+}
 
 var launcherKeys = map[string]bool{
 	"entrypoint": true, "host": true, "port": true, "num_workers": true, "domain": true,

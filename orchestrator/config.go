@@ -24,8 +24,8 @@ type ServerSpec struct {
 	// Name is the instance name (the top-level key), unique in the fleet;
 	// it becomes nemo.gym.server.name and the child's NEMO_GYM_CONFIG_PATH.
 	Name string `yaml:"name" json:"name"`
-	// Type is resources_servers, responses_api_models or
-	// responses_api_agents.
+	// Type is resources_servers, responses_api_models,
+	// responses_api_agents or environment_servers.
 	Type string `yaml:"type" json:"type"`
 	// Impl is the one key under the type: a built-in implementation (see
 	// package registry), or any name when Command is set.
@@ -42,6 +42,9 @@ type ServerSpec struct {
 	// model_server and resources_server references point at.
 	ModelServer     string `yaml:"model_server,omitempty" json:"model_server,omitempty"`
 	ResourcesServer string `yaml:"resources_server,omitempty" json:"resources_server,omitempty"`
+	// AgentServer is the agent instance an environment server's
+	// agent_server reference points at.
+	AgentServer string `yaml:"agent_server,omitempty" json:"agent_server,omitempty"`
 	// Config is the implementation's part of the block: the block minus
 	// launcher keys and references (gymconfig.Instance.ImplConfig).
 	Config map[string]any `yaml:"config,omitempty" json:"config,omitempty"`
@@ -80,7 +83,8 @@ type Config struct {
 }
 
 // defaultFleet is the built-in fleet: one server of each type, the agent
-// pointing at the other two.
+// pointing at the resources and model servers, the environment server at
+// the agent.
 const defaultFleet = `arithmetic:
   resources_servers:
     arithmetic:
@@ -93,11 +97,17 @@ simple_agent:
     simple_agent:
       resources_server: {type: resources_servers, name: arithmetic}
       model_server: {type: responses_api_models, name: policy_model}
+simple_agent_environment_server:
+  environment_servers:
+    legacy_agent:
+      agent_server: {type: responses_api_agents, name: simple_agent}
 `
 
 // DefaultConfig is the built-in fleet: arithmetic (resources_servers),
-// policy_model (responses_api_models) and simple_agent
-// (responses_api_agents, referencing the other two), parsed like a file.
+// policy_model (responses_api_models), simple_agent (responses_api_agents,
+// referencing the other two) and simple_agent_environment_server
+// (environment_servers: the legacy_agent relay through which NeMo Gym
+// 0.7's collector reaches simple_agent), parsed like a file.
 func DefaultConfig() Config {
 	cfg, err := ParseConfig([]byte(defaultFleet))
 	if err != nil {
@@ -160,10 +170,22 @@ func parseConfig(doc []byte, dir string) (Config, error) {
 	// reports every mistake of the file.
 	tcfg, terr := telemetry.ConfigFromYAML(doc)
 	cfg := Config{Telemetry: tcfg, Dict: d, Dir: dir}
-	if err := errors.Join(terr, cfg.validate(true)); err != nil {
+	if err := errors.Join(terr, cfg.frontAgents(), cfg.validate(true)); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// frontAgents gives every agent that no environment server names a
+// generated legacy_agent relay, in the dict, as upstream's parser does
+// (gymconfig's Dict.FrontAgents, which logs upstream's deprecation
+// notice). A dict that does not resolve is left to validate to report.
+func (c *Config) frontAgents() error {
+	if _, err := c.Dict.Resolve(os.LookupEnv); err != nil {
+		return nil
+	}
+	_, err := c.Dict.FrontAgents(os.LookupEnv, nil)
+	return err
 }
 
 // Set sets a key of the config dict (path from the top level, e.g.
@@ -240,7 +262,7 @@ func (c *Config) validate(fillRefs bool) error {
 		if err := typoedTypes(gc); err != nil {
 			return err
 		}
-		return errors.New("no server instances: a server is a top-level key shaped <name>: {<resources_servers|responses_api_models|responses_api_agents>: {<impl>: {...}}}")
+		return errors.New("no server instances: a server is a top-level key shaped <name>: {<" + strings.Join(contract.ServerTypes(), "|") + ">: {<impl>: {...}}}")
 	}
 	if err := typoedTypes(gc); err != nil {
 		return err
@@ -363,17 +385,28 @@ func specOf(inst gymconfig.Instance, dir string) (ServerSpec, error) {
 		}
 		spec.MetricsAddr = addr
 	}
-	for field, ref := range inst.Refs() {
+	refs := inst.Refs()
+	for field, ref := range refs {
 		switch field {
 		case "model_server":
 			spec.ModelServer = ref.Name
 		case "resources_server":
 			spec.ResourcesServer = ref.Name
+		case gymconfig.KeyAgentServer:
+			if inst.Type == contract.ServerTypeEnvironment && ref.Type == contract.ServerTypeAgent {
+				spec.AgentServer = ref.Name
+			}
 		}
 	}
 	if spec.External() {
 		// Its block is its own business: no registry entry decodes it.
 		return spec, nil
+	}
+	if inst.Type == contract.ServerTypeEnvironment && spec.AgentServer == "" {
+		if _, given := inst.Block[gymconfig.KeyAgentServer]; !given {
+			return ServerSpec{}, fmt.Errorf("%s.%s: required: the agent this environment server fronts, {type: %s, name: <agent instance>}",
+				where, gymconfig.KeyAgentServer, contract.ServerTypeAgent)
+		}
 	}
 	impl, ok := registry.Lookup(inst.Type, inst.Impl)
 	if !ok {

@@ -225,6 +225,7 @@ func TestDefaultConfig(t *testing.T) {
 		{"arithmetic", contract.ServerTypeResources, "arithmetic"},
 		{"policy_model", contract.ServerTypeModel, "policy_model"},
 		{"simple_agent", contract.ServerTypeAgent, "simple_agent"},
+		{"simple_agent_environment_server", contract.ServerTypeEnvironment, "legacy_agent"},
 	}
 	if len(cfg.Servers) != len(want) {
 		t.Fatalf("%d servers, want %d: %+v", len(cfg.Servers), len(want), cfg.Servers)

@@ -83,7 +83,7 @@ func TestDryRunBuiltins(t *testing.T) {
 			t.Errorf("log of %s = %q (%v), want the child's dry-run line naming it", name, log, err)
 		}
 	}
-	if want := "arithmetic policy_model simple_agent"; strings.Join(names, " ") != want {
+	if want := "arithmetic policy_model simple_agent simple_agent_environment_server"; strings.Join(names, " ") != want {
 		t.Errorf("servers run: %q, want %q (document order)", names, want)
 	}
 	wantUnbound(t, "the head server", "127.0.0.1", headPort)

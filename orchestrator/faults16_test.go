@@ -225,8 +225,8 @@ func TestFleetKillsAServerThatStopsAnswering(t *testing.T) {
 	if !gone(victim.PID) {
 		t.Errorf("the hung server (pid %d) still exists", victim.PID)
 	}
-	if n := f.Active(); n != 2 {
-		t.Errorf("Active() = %d after the kill, want 2", n)
+	if n := f.Active(); n != 3 {
+		t.Errorf("Active() = %d after the kill, want 3", n)
 	}
 	for _, s := range f.Servers() {
 		if s.Spec.Name != victim.Spec.Name && get(t, s.URL+"/health") != 200 {
@@ -337,7 +337,7 @@ func TestFleetExportsEveryActiveCount(t *testing.T) {
 	}
 	got := exp.values()
 	t.Logf("gym.servers.active exported: %v", got)
-	if want := []int64{3, 2, 1, 0}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if want := []int64{4, 3, 2, 1, 0}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("gym.servers.active exported %v, want %v", got, want)
 	}
 }

@@ -249,16 +249,20 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 		f.abort()
 		return nil, err
 	}
-	// Peers first, then the agents that call them.
-	var first, agents []ServerSpec
+	// Peers first, then the agents that call them, then the environment
+	// servers that call the agents.
+	var first, agents, envs []ServerSpec
 	for _, s := range specs {
-		if s.Type == contract.ServerTypeAgent {
+		switch s.Type {
+		case contract.ServerTypeAgent:
 			agents = append(agents, s)
-		} else {
+		case contract.ServerTypeEnvironment:
+			envs = append(envs, s)
+		default:
 			first = append(first, s)
 		}
 	}
-	for _, wave := range [][]ServerSpec{first, agents} {
+	for _, wave := range [][]ServerSpec{first, agents, envs} {
 		if err := f.startWave(ctx, wave); err != nil {
 			f.abort()
 			return nil, err
@@ -368,6 +372,12 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("orchestrator: fill in hosts and ports: %w", err)
+	}
+	// The rest of what upstream's parser writes: its Python servers read
+	// some of these keys unguarded (dry_run).
+	if err := d.LauncherDefaults(os.LookupEnv, gymconfig.LauncherSettings{WorkingDir: cwd}); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
 	f.assigned = map[string]bool{}
 	for _, name := range assigned {

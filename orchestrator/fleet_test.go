@@ -159,11 +159,13 @@ func TestFleetStartHealthStop(t *testing.T) {
 	f := startFleet(t, orchestrator.DefaultConfig(), orchestrator.Options{RunDir: runDir})
 
 	servers := f.Servers()
-	if len(servers) != 3 {
-		t.Fatalf("Servers() = %+v, want 3", servers)
+	// The built-in fleet's four: resources, model, agent and the
+	// environment server in front of the agent.
+	if len(servers) != 4 {
+		t.Fatalf("Servers() = %+v, want 4", servers)
 	}
-	if n := f.Active(); n != 3 {
-		t.Errorf("Active() = %d, want 3", n)
+	if n := f.Active(); n != 4 {
+		t.Errorf("Active() = %d, want 4", n)
 	}
 	urls := map[string]string{}
 	pids := map[int]bool{}
@@ -178,9 +180,13 @@ func TestFleetStartHealthStop(t *testing.T) {
 		if s.Spec.Impl == "" || s.Spec.Type == "" {
 			t.Errorf("%s: spec not filled in: %+v", s.Spec.Name, s.Spec)
 		}
-		// Agents start after the servers they call.
-		if s.Spec.Type == contract.ServerTypeAgent && i != len(servers)-1 {
-			t.Errorf("agent %s started at position %d, before its peers", s.Spec.Name, i)
+		// Agents start after the servers they call, and the environment
+		// server fronting the agent after it.
+		if s.Spec.Type == contract.ServerTypeAgent && i != len(servers)-2 {
+			t.Errorf("agent %s started at position %d, want after its peers and before its environment server", s.Spec.Name, i)
+		}
+		if s.Spec.Type == contract.ServerTypeEnvironment && i != len(servers)-1 {
+			t.Errorf("environment server %s started at position %d, before the agent it fronts", s.Spec.Name, i)
 		}
 		if got := f.URL(s.Spec.Name); got != s.URL {
 			t.Errorf("URL(%q) = %q, want %q", s.Spec.Name, got, s.URL)
@@ -305,7 +311,7 @@ func TestFleetServerDeathLowersActive(t *testing.T) {
 	f := startFleet(t, orchestrator.DefaultConfig(), orchestrator.Options{
 		RunDir: runDir, ExtraEnv: []string{"NEMO_GYM_OTEL_ENABLED=0"},
 	})
-	wantActive(t, reader, 3)
+	wantActive(t, reader, 4)
 
 	var victim orchestrator.ServerInfo
 	for _, s := range f.Servers() {
@@ -332,10 +338,10 @@ func TestFleetServerDeathLowersActive(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no exit reported within 10 s of killing a server")
 	}
-	if n := f.Active(); n != 2 {
-		t.Errorf("Active() = %d after one death, want 2", n)
+	if n := f.Active(); n != 3 {
+		t.Errorf("Active() = %d after one death, want 3", n)
 	}
-	wantActive(t, reader, 2)
+	wantActive(t, reader, 3)
 	for _, s := range f.Servers() {
 		if s.Spec.Name != victim.Spec.Name && get(t, s.URL+"/health") != http.StatusOK {
 			t.Errorf("%s is not healthy after its neighbour died", s.Spec.Name)
@@ -711,8 +717,8 @@ func TestFleetTelemetryFilePerProcess(t *testing.T) {
 		}
 		byName[name] = p
 	}
-	if len(byName) != 3 {
-		t.Fatalf("telemetry of %d servers, want 3", len(byName))
+	if len(byName) != 4 {
+		t.Fatalf("telemetry of %d servers, want 4", len(byName))
 	}
 	// The rollout went through every process and each one exported it.
 	if m := byName["simple_agent"].metrics["gym.rollout.duration_ms"]; m == nil || len(m.Points) != 1 || m.Points[0].Count != 1 {
@@ -722,7 +728,7 @@ func TestFleetTelemetryFilePerProcess(t *testing.T) {
 		t.Errorf("resources gym.verify.duration_ms = %+v, want one verification", m)
 	}
 	files, _ := filepath.Glob(filepath.Join(runDir, "telemetry", "*"))
-	if len(files) != 3 {
+	if len(files) != 4 {
 		t.Errorf("telemetry files %v, want one per server", files)
 	}
 }

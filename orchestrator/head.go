@@ -35,8 +35,8 @@ type ServerInstance struct {
 	URL        string `json:"url"`
 	// Name is the implementation (the key under the server type).
 	Name string `json:"name"`
-	// ServerType is resources_servers, responses_api_models or
-	// responses_api_agents.
+	// ServerType is resources_servers, responses_api_models,
+	// responses_api_agents or environment_servers.
 	ServerType string `json:"server_type"`
 	// PID is the process id; null for a server on another host, whose
 	// process the head does not know (upstream's field is optional).

@@ -103,8 +103,8 @@ func TestHeadServer(t *testing.T) {
 			t.Errorf("dict URL of %s = %q, %v; want %s", s.Spec.Name, u, err, s.URL)
 		}
 	}
-	if len(gc.Instances) != 3 {
-		t.Errorf("dict instances = %+v, want 3", gc.Instances)
+	if len(gc.Instances) != 4 {
+		t.Errorf("dict instances = %+v, want 4", gc.Instances)
 	}
 	disallowed, _ := dict["disallowed_ports"].([]any)
 	_, headPort, _ := net.SplitHostPort(strings.TrimPrefix(head, "http://"))
@@ -117,11 +117,11 @@ func TestHeadServer(t *testing.T) {
 	if err := json.Unmarshal(body, &list); code != http.StatusOK || err != nil {
 		t.Fatalf("GET %s = %d %s: %v", orchestrator.HeadInstancesPath, code, body, err)
 	}
-	if len(list) != 3 {
-		t.Fatalf("%d server instances, want 3: %s", len(list), body)
+	if len(list) != 4 {
+		t.Fatalf("%d server instances, want 4: %s", len(list), body)
 	}
 	fields := []string{"config_path", "dir_path", "entrypoint", "host", "name", "pid", "port", "process_name", "server_type", "start_time", "status", "uptime_seconds", "url"}
-	wantImpl := map[string]string{"arithmetic": "arithmetic", "policy_model": "policy_model", "simple_agent": "simple_agent"}
+	wantImpl := map[string]string{"arithmetic": "arithmetic", "policy_model": "policy_model", "simple_agent": "simple_agent", "simple_agent_environment_server": "legacy_agent"}
 	cwd, _ := os.Getwd()
 	for i, in := range list {
 		keys := make([]string, 0, len(in))

@@ -37,8 +37,8 @@ exec `+gymBin+` "$@"
 	if was == now || now == nil {
 		t.Errorf("arithmetic port %v, then %v: want a new one", was, now)
 	}
-	if n := f.Active(); n != 3 || len(f.Servers()) != 3 {
-		t.Errorf("Active() = %d, Servers() = %+v; want 3, the failed attempt forgotten", n, f.Servers())
+	if n := f.Active(); n != 4 || len(f.Servers()) != 4 {
+		t.Errorf("Active() = %d, Servers() = %+v; want 4, the failed attempt forgotten", n, f.Servers())
 	}
 	if code := get(t, f.URL("arithmetic")+"/health"); code != 200 {
 		t.Errorf("arithmetic after the retry: /health = %d", code)
@@ -117,7 +117,8 @@ simple_agent:
 		t.Fatal(err)
 	}
 	f := startFleet(t, cfg, orchestrator.Options{RunDir: runDir, ExtraEnv: []string{"NEMO_GYM_OTEL_ENABLED=0"}})
-	wantActive(t, reader, 3)
+	// Three servers and the relay generated for the agent.
+	wantActive(t, reader, 4)
 	var w orchestrator.ServerInfo
 	for _, s := range f.Servers() {
 		if s.Spec.Name == "wallet" {

@@ -97,7 +97,7 @@ func genRoutingConfig(r *rand.Rand) string {
 // FleetFromConfig routes as upstream's collector: the same environment
 // servers front each agent, and every task_source resolves to the same
 // agent or is refused alike, over seeded configs.
-func TestFleetRoutingAgreesWithUpstream(t *testing.T) {
+func TestUpstreamFleetRoutingAgrees(t *testing.T) {
 	const n = 150
 	r := rand.New(rand.NewPCG(11, 7))
 	docs := make([]string, n)

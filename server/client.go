@@ -211,6 +211,11 @@ type Call struct {
 	// Cookies are sent with the request (NeMo Gym's servers keep a
 	// rollout's session in a cookie, and its callers pass it on).
 	Cookies []*http.Cookie
+	// Header holds extra request headers, sent as they are, for a server
+	// that relays its caller's headers (upstream's legacy_agent relay).
+	// Content-Type and the trace context are the client's own and replace
+	// any given here.
+	Header http.Header
 	// AnyStatus accepts an answer of any status: its raw body is returned
 	// in Reply.Body (and decoded into resp only when it is a 2xx), instead
 	// of a *StatusError. Upstream's agent treats a tool route's answer
@@ -451,6 +456,9 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, ca
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, bytes.NewReader(body))
 	if err != nil {
 		return Reply{}, err
+	}
+	for k, vs := range call.Header {
+		r.Header[k] = append(r.Header[k], vs...)
 	}
 	r.Header.Set("Content-Type", "application/json")
 	for _, ck := range call.Cookies {

@@ -141,19 +141,20 @@ func TestEnvStartDryRunPasses(t *testing.T) {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("stdout has %d lines, want 3 servers and a summary:\n%s", len(lines), res.stdout)
+	// The agent's generated environment server is the fourth.
+	if len(lines) != 5 {
+		t.Fatalf("stdout has %d lines, want 4 servers and a summary:\n%s", len(lines), res.stdout)
 	}
-	for i, name := range []string{"arithmetic", "policy_model", "simple_agent"} {
+	for i, name := range []string{"arithmetic", "policy_model", "simple_agent", "simple_agent_environment_server"} {
 		if !strings.HasPrefix(lines[i], "dry run: "+name+" ") || !strings.Contains(lines[i], "ok: config valid, exited 0 without listening (pid ") {
 			t.Errorf("line %d = %q, want %s passed", i+1, lines[i], name)
 		}
 	}
 	runDir := runDirOf(t, runs)
-	if want := fmt.Sprintf("dry run: all 3 servers passed; nothing is running (run %s, logs in %s)", filepath.Base(runDir), filepath.Join(runDir, "logs")); lines[3] != want {
-		t.Errorf("summary = %q\nwant      %q", lines[3], want)
+	if want := fmt.Sprintf("dry run: all 4 servers passed; nothing is running (run %s, logs in %s)", filepath.Base(runDir), filepath.Join(runDir, "logs")); lines[4] != want {
+		t.Errorf("summary = %q\nwant      %q", lines[4], want)
 	}
-	for _, name := range []string{"arithmetic", "policy_model", "simple_agent"} {
+	for _, name := range []string{"arithmetic", "policy_model", "simple_agent", "simple_agent_environment_server"} {
 		log, err := os.ReadFile(filepath.Join(runDir, "logs", name+".log"))
 		if err != nil || !bytes.Contains(log, []byte("dry run: the configuration is valid; not listening")) {
 			t.Errorf("log of %s = %q (%v), want the child's dry-run line", name, log, err)
@@ -246,11 +247,11 @@ func TestRunDryRunCollectsNothing(t *testing.T) {
 	if res.code != exitOK {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	if want := "dry run: all 3 servers passed; nothing is running; no rollouts collected under dry_run (run "; !strings.Contains(res.stdout, want) {
+	if want := "dry run: all 4 servers passed; nothing is running; no rollouts collected under dry_run (run "; !strings.Contains(res.stdout, want) {
 		t.Errorf("stdout lacks %q:\n%s", want, res.stdout)
 	}
-	if n := strings.Count(res.stdout, "ok: config valid, exited 0 without listening"); n != 3 {
-		t.Errorf("%d servers passed on stdout, want 3:\n%s", n, res.stdout)
+	if n := strings.Count(res.stdout, "ok: config valid, exited 0 without listening"); n != 4 {
+		t.Errorf("%d servers passed on stdout, want 4 (the built-in fleet's environment server included):\n%s", n, res.stdout)
 	}
 	runDir := runDirOf(t, runs)
 	for _, f := range []string{contract.RunRolloutsFile, tasksFile} {

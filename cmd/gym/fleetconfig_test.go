@@ -62,9 +62,25 @@ func TestBrokenFleetConfigs(t *testing.T) {
 			want: `arithmetic.resources_servers.arithmetc: unknown implementation "arithmetc" of resources_servers (built-in: arithmetic, string_match, mcqa, equivalence_rule, counter; did you mean "arithmetic"?); an external server needs a command: [argv...]`,
 		},
 		{
+			name: "environment server gymlens does not have",
+			doc: trio + "simple_agent:\n  responses_api_agents:\n    simple_agent: {}\n" +
+				"turns:\n  environment_servers:\n    single_agent_turn:\n      agent_server: {type: responses_api_agents, name: simple_agent}\n",
+			want: `turns.environment_servers.single_agent_turn: unknown implementation "single_agent_turn" of environment_servers (built-in: legacy_agent); an external server needs a command: [argv...]`,
+		},
+		{
+			name: "relay without its agent",
+			doc:  trio + "relay:\n  environment_servers:\n    legacy_agent: {}\n",
+			want: `relay.environment_servers.legacy_agent.agent_server: required: the agent this environment server fronts, {type: responses_api_agents, name: <agent instance>}`,
+		},
+		{
+			name: "agent without an environment server, refused",
+			doc:  "error_on_agent_without_environment_server: true\n" + trio + "simple_agent:\n  responses_api_agents:\n    simple_agent: {}\n",
+			want: "agent instance(s) have no environment server, so rollout collection cannot reach them: simple_agent; declare one for each, naming the agent in its agent_server reference (agent_server: {type: responses_api_agents, name: <agent>}), or unset error_on_agent_without_environment_server to generate a legacy_agent relay for each",
+		},
+		{
 			name: "server type typo",
 			doc:  "arithmetic:\n  resource_servers:\n    arithmetic: {}\n",
-			want: `arithmetic: unknown server type "resource_servers" (did you mean "resources_servers"? server types: resources_servers, responses_api_models, responses_api_agents)`,
+			want: `arithmetic: unknown server type "resource_servers" (did you mean "resources_servers"? server types: resources_servers, responses_api_models, responses_api_agents, environment_servers)`,
 		},
 		{
 			name: "unset environment variable",
@@ -84,7 +100,7 @@ func TestBrokenFleetConfigs(t *testing.T) {
 		{
 			name: "no server instances",
 			doc:  "telemetry: {enabled: true}\n",
-			want: "no server instances: a server is a top-level key shaped <name>: {<resources_servers|responses_api_models|responses_api_agents>: {<impl>: {...}}}",
+			want: "no server instances: a server is a top-level key shaped <name>: {<resources_servers|responses_api_models|responses_api_agents|environment_servers>: {<impl>: {...}}}",
 		},
 		{
 			name: "old servers list",

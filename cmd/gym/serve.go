@@ -54,9 +54,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	configJSON := fs.String("config-json", "", "implementation config as a JSON object")
 	modelURL := fs.String("model-url", "", "agent only: base URL of the model server")
 	resourcesURL := fs.String("resources-url", "", "agent only: base URL of the resources server")
+	agentURL := fs.String("agent-url", "", "environment server only: base URL of the agent it relays to")
 	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit (overrides $"+server.EnvPrefix+"MAX_BODY_BYTES)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents> --name NAME [flags]\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents|environment_servers> --name NAME [flags]\n"+
 			"       gym serve    (with $%s and $%s set, as a fleet's launcher starts it)\n"+
 			"       gym serve --head http://HOST:PORT --name NAME   (joins a fleet from another host; --head -h for more)\n\n"+
 			"Runs one server until SIGINT or SIGTERM, then drains in-flight requests\n"+
@@ -122,7 +123,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	return serveOne(ctx, serveSpec{
 		name: *name, typ: serverType, impl: entry, cfg: cfg, addr: *addr,
-		peers:   registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL},
+		peers:   registry.Peers{Instance: *name, ModelURL: *modelURL, ResourcesURL: *resourcesURL, AgentURL: *agentURL},
 		maxBody: *maxBody,
 	}, stdout, stderr)
 }
@@ -202,6 +203,18 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 		// Upstream reads the key with a default of false; so does this.
 		if v, err := l.Fleet().Value(keyObservabilityEnabled); err == nil {
 			peers.ObservabilityEnabled = v == true || v == "true"
+		}
+	}
+	if self.Type == contract.ServerTypeEnvironment {
+		// An environment server relays to the agent its agent_server
+		// reference names.
+		if _, hasRef := self.Refs()[gymconfig.KeyAgentServer]; hasRef {
+			u, err := l.PeerURL(gymconfig.KeyAgentServer)
+			if err != nil {
+				fmt.Fprintf(stderr, "gym serve: %v\n", err)
+				return exitUsage
+			}
+			peers.AgentURL, peers.AgentName = u, self.Refs()[gymconfig.KeyAgentServer].Name
 		}
 	}
 	if self.Port() <= 0 || self.Host() == "" {

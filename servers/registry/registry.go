@@ -21,6 +21,7 @@ import (
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
+	"github.com/gymlens/gymlens/servers/envserver"
 	"github.com/gymlens/gymlens/servers/model"
 	"github.com/gymlens/gymlens/servers/resources"
 	"github.com/gymlens/gymlens/servers/resources/counter"
@@ -37,6 +38,9 @@ type Peers struct {
 	// ModelName and ResourcesName are the instance names an agent's
 	// model_server and resources_server references name, for its metrics.
 	ModelName, ResourcesName string
+	// AgentURL and AgentName are, for an environment server, the base
+	// URL and instance name of the agent its agent_server reference names.
+	AgentURL, AgentName string
 	// ObservabilityEnabled is the fleet config's top-level
 	// observability_enabled: an agent then sends a rollout's calls under
 	// the rollout-id path prefix.
@@ -444,6 +448,11 @@ var impls = []Impl{
 			c.ObservabilityEnabled = c.ObservabilityEnabled || p.ObservabilityEnabled
 			return agent.Register(s, c, server.NewClient(server.ClientOptions{}))
 		}, agent.ServerOptions),
+	entry(contract.ServerTypeEnvironment, envserver.ServerName, envserver.Defaults, envserver.Config.Validate,
+		func(s *server.Server, c envserver.Config, p Peers) error {
+			c.AgentURL, c.AgentName, c.Instance = p.AgentURL, p.AgentName, p.Instance
+			return envserver.Register(s, c, envserver.NewClient())
+		}, envserver.ServerOptions),
 }
 
 // Lookup returns the implementation name of server type typ.
