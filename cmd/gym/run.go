@@ -192,10 +192,24 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *quiet {
 		progress = nil
 	}
+	// The fleet as its head serves it: rollouts reach each agent through
+	// the environment server in front of it, as NeMo Gym 0.7's collector
+	// sends them.
+	routes, err := rollout.FleetFromConfig(fleet.ConfigYAML(), os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
+		defer cancel()
+		_ = fleet.Stop(stopCtx)
+		closeSession()
+		return 1
+	}
 	sum, collectErr := rollout.Collect(ctx, rows, rollout.Options{
 		Output:       filepath.Join(sess.runDir, contract.RunRolloutsFile),
 		Resume:       sess.resumed,
-		Agents:       fleet.AgentURLs(),
+		Agents:       routes.Agents,
+		Environments: routes.Environments,
+		TaskSources:  routes.TaskSources,
 		DefaultAgent: defaultAgent,
 		NumRepeats:   *repeats,
 		Concurrency:  *concurrency,
