@@ -107,7 +107,8 @@ string_match_simple_agent:
       model_server: {type: responses_api_models, name: policy_model}
 `, headPort, venvs, modelPort))
 	f := startUpstreamFleet(t, pyDir, headPort, []string{pyFleet}, nil)
-	pyOut := collectUpstream(t, pyDir, headPort, f.log, tasks, "-a", "string_match_simple_agent", "--num-repeats", "2")
+	// Rows name their agent (agent_ref), so neither collector is told one.
+	pyOut := collectUpstream(t, pyDir, headPort, f.log, tasks, "--num-repeats", "2")
 	f.stop(t)
 
 	// All Go.

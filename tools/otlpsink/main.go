@@ -6,9 +6,14 @@
 // connection while the receiving side costs as little CPU as possible, and
 // the counts show that each variant exported what it should.
 //
+// With -record FILE it also keeps what it receives: every export request is
+// written to FILE as one line of JSON, {"signal":"traces"|"metrics"|"logs",
+// "request":<the request in protojson>}, in the order the requests arrived
+// (tools/teldiff reads such recordings).
+//
 // Usage:
 //
-//	otlpsink [-addr 127.0.0.1:0] [-every 0]
+//	otlpsink [-addr 127.0.0.1:0] [-every 0] [-record FILE]
 //
 // Once listening it prints one line to stdout,
 //
@@ -19,8 +24,9 @@
 //	otlpsink: spans=N metric_points=N log_records=N trace_exports=N metric_exports=N log_exports=N
 //
 // With -every set to a duration it also prints that line at that interval.
-// Exit status: 0 after a clean stop, 1 when it cannot listen or serve, 2 for
-// bad flags.
+// Exit status: 0 after a clean stop, 1 when it cannot listen or serve or
+// create the recording, 2 for bad flags. A request that cannot be recorded
+// is refused with an error, so the exporter reports it.
 package main
 
 import (
@@ -32,6 +38,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,7 +48,11 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed exports
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // ReadyPrefix starts the line printed once the sink listens.
@@ -67,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address for OTLP over gRPC")
 	every := fs.Duration("every", 0, "also print the counts at this interval (0: only at exit)")
+	record := fs.String("record", "", "also write every export request to this file, one protojson line each")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -74,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 || *every < 0 {
-		fmt.Fprintln(stderr, "usage: otlpsink [-addr HOST:PORT] [-every DURATION]")
+		fmt.Fprintln(stderr, "usage: otlpsink [-addr HOST:PORT] [-every DURATION] [-record FILE]")
 		return 2
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -82,11 +94,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "otlpsink: listen %s: %v\n", *addr, err)
 		return 1
 	}
+	var rec *recorder
+	if *record != "" {
+		f, err := os.Create(*record)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "otlpsink: %v\n", err)
+			return 1
+		}
+		rec = &recorder{f: f}
+		defer func() {
+			if err := rec.close(); err != nil {
+				fmt.Fprintf(stderr, "otlpsink: recording: %v\n", err)
+			}
+		}()
+	}
 	var c counts
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes))
-	coltrace.RegisterTraceServiceServer(srv, traceService{c: &c})
-	colmetrics.RegisterMetricsServiceServer(srv, metricsService{c: &c})
-	collogs.RegisterLogsServiceServer(srv, logsService{c: &c})
+	coltrace.RegisterTraceServiceServer(srv, traceService{c: &c, rec: rec})
+	colmetrics.RegisterMetricsServiceServer(srv, metricsService{c: &c, rec: rec})
+	collogs.RegisterLogsServiceServer(srv, logsService{c: &c, rec: rec})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "%s%s\n", ReadyPrefix, ln.Addr())
@@ -144,11 +171,15 @@ func (c *counts) String() string {
 
 type traceService struct {
 	coltrace.UnimplementedTraceServiceServer
-	c *counts
+	c   *counts
+	rec *recorder
 }
 
 // Export counts the spans of one request.
 func (s traceService) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	if err := s.rec.write(SignalTraces, req); err != nil {
+		return nil, err
+	}
 	var n int64
 	for _, rs := range req.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
@@ -162,11 +193,15 @@ func (s traceService) Export(_ context.Context, req *coltrace.ExportTraceService
 
 type metricsService struct {
 	colmetrics.UnimplementedMetricsServiceServer
-	c *counts
+	c   *counts
+	rec *recorder
 }
 
 // Export counts the data points of one request, of every metric kind.
 func (s metricsService) Export(_ context.Context, req *colmetrics.ExportMetricsServiceRequest) (*colmetrics.ExportMetricsServiceResponse, error) {
+	if err := s.rec.write(SignalMetrics, req); err != nil {
+		return nil, err
+	}
 	var n int64
 	for _, rm := range req.GetResourceMetrics() {
 		for _, sm := range rm.GetScopeMetrics() {
@@ -199,11 +234,15 @@ func dataPoints(m *metricspb.Metric) int {
 
 type logsService struct {
 	collogs.UnimplementedLogsServiceServer
-	c *counts
+	c   *counts
+	rec *recorder
 }
 
 // Export counts the log records of one request.
 func (s logsService) Export(_ context.Context, req *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
+	if err := s.rec.write(SignalLogs, req); err != nil {
+		return nil, err
+	}
 	var n int64
 	for _, rl := range req.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
@@ -213,4 +252,58 @@ func (s logsService) Export(_ context.Context, req *collogs.ExportLogsServiceReq
 	s.c.logs.Add(n)
 	s.c.logsExports.Add(1)
 	return &collogs.ExportLogsServiceResponse{}, nil
+}
+
+// The signal names of a recording line.
+const (
+	SignalTraces  = "traces"
+	SignalMetrics = "metrics"
+	SignalLogs    = "logs"
+)
+
+// recorder writes export requests to a file, one JSON line each. A nil
+// recorder records nothing.
+type recorder struct {
+	mu  sync.Mutex
+	f   *os.File
+	err error // the first write error; later writes are refused
+}
+
+// write appends one line for req. Its error is a gRPC status, for the
+// exporter that sent req.
+func (r *recorder) write(signal string, req proto.Message) error {
+	if r == nil {
+		return nil
+	}
+	body, err := protojson.Marshal(req)
+	if err != nil {
+		return status.Errorf(codes.Internal, "otlpsink: encode the %s request: %v", signal, err)
+	}
+	line := make([]byte, 0, len(body)+40)
+	line = fmt.Appendf(line, `{"signal":%q,"request":`, signal)
+	line = append(line, body...)
+	line = append(line, "}\n"...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		_, r.err = r.f.Write(line)
+	}
+	if r.err != nil {
+		return status.Errorf(codes.Unavailable, "otlpsink: record: %v", r.err)
+	}
+	return nil
+}
+
+// close closes the file, returning the first error of any write or of
+// the close.
+func (r *recorder) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.f.Close(); err != nil && r.err == nil {
+		r.err = err
+	}
+	if r.err != nil {
+		return fmt.Errorf("%s: %w", r.f.Name(), r.err)
+	}
+	return nil
 }

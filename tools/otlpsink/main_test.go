@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +19,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // syncBuffer is a bytes.Buffer safe for the sink and the test at once.
@@ -125,5 +130,102 @@ func TestBadUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"-addr", "127.0.0.1:99999"}, &out, &errOut); code != 1 {
 		t.Errorf("unusable address: exit %d, want 1", code)
+	}
+}
+
+func TestSinkRecordsEveryRequest(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-record", path}, &stdout, &stderr) }()
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == ""; {
+		if line, ok := strings.CutPrefix(stdout.String(), ReadyPrefix); ok && strings.Contains(line, "\n") {
+			addr = strings.TrimSpace(line)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ready line; stdout %q stderr %q", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	traceReq := &coltrace.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{
+		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "POST /verify", Kind: tracepb.Span_SPAN_KIND_SERVER}}}}},
+	}}
+	metricsReq := &colmetrics.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{{
+		ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{
+			{Name: "gym.verify.duration_ms", Unit: "ms", Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{
+				DataPoints: []*metricspb.HistogramDataPoint{{ExplicitBounds: []float64{0, 5}}}}}},
+		}}},
+	}}}
+	logsReq := &collogs.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{SeverityText: "INFO"}}}},
+	}}}
+	if _, err := coltrace.NewTraceServiceClient(conn).Export(ctx, traceReq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := colmetrics.NewMetricsServiceClient(conn).Export(ctx, metricsReq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collogs.NewLogsServiceClient(conn).Export(ctx, logsReq); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d; stderr %q", code, stderr.String())
+	}
+	if want := "otlpsink: spans=1 metric_points=1 log_records=1 trace_exports=1 metric_exports=1 log_exports=1\n"; !strings.HasSuffix(stdout.String(), want) {
+		t.Errorf("stdout %q, want it to end with %q", stdout.String(), want)
+	}
+
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines recorded, want 3:\n%s", len(lines), data)
+	}
+	want := []struct {
+		signal string
+		msg    proto.Message
+		got    proto.Message
+	}{
+		{SignalTraces, traceReq, &coltrace.ExportTraceServiceRequest{}},
+		{SignalMetrics, metricsReq, &colmetrics.ExportMetricsServiceRequest{}},
+		{SignalLogs, logsReq, &collogs.ExportLogsServiceRequest{}},
+	}
+	for i, w := range want {
+		var line struct {
+			Signal  string          `json:"signal"`
+			Request json.RawMessage `json:"request"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &line); err != nil {
+			t.Fatalf("line %d: %v: %s", i+1, err, lines[i])
+		}
+		if line.Signal != w.signal {
+			t.Errorf("line %d: signal %q, want %q", i+1, line.Signal, w.signal)
+		}
+		if err := protojson.Unmarshal(line.Request, w.got); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if !proto.Equal(w.got, w.msg) {
+			t.Errorf("line %d: recorded %v, sent %v", i+1, w.got, w.msg)
+		}
+	}
+}
+
+func TestRecordingFileMustBeCreatable(t *testing.T) {
+	var out, errOut bytes.Buffer
+	bad := filepath.Join(t.TempDir(), "missing", "rec.jsonl")
+	if code := run(context.Background(), []string{"-record", bad}, &out, &errOut); code != 1 {
+		t.Errorf("exit %d, want 1; stderr %q", code, errOut.String())
 	}
 }
