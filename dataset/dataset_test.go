@@ -408,7 +408,7 @@ func TestReadRowsErrors(t *testing.T) {
 		"null":             {ok + "\nnull\n", "line 2:"},
 		"no params":        {ok + "\n" + `{"expected_answer":"1"}`, "line 2: validation error: responses_create_params: Field required"},
 		"no input":         {`{"responses_create_params":{"temperature":0.5}}`, "line 1: validation error: responses_create_params.input: Field required"},
-		"forbidden param":  {`{"responses_create_params":{"input":"q","prompt_cache_key":"k"}}`, "responses_create_params.prompt_cache_key: Extra inputs are not permitted"},
+		"forbidden param":  {`{"responses_create_params":{"input":"q","frequency_penalty":0.5}}`, "responses_create_params.frequency_penalty: Extra inputs are not permitted"},
 		"bad item":         {`{"responses_create_params":{"input":[{"type":"function_call"}]}}`, "line 1: "},
 		"bad rollout id":   {ok + "\n" + `{"responses_create_params":{"input":"q"},"_ng_rollout_id":"-x"}`, "line 2: _ng_rollout_id"},
 		"wrong agent kind": {`{"responses_create_params":{"input":"q"},"agent_ref":"simple_agent"}`, "line 1: agent_ref must be an object"},

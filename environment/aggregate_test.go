@@ -45,7 +45,7 @@ var wantAgent = map[string]any{
 }
 
 // withoutAcrossRepeats drops the *_across_repeats/* members, which
-// TestAggregateAgreesWithUpstream checks against upstream itself.
+// TestUpstreamAggregateMetricsAgree checks against upstream itself.
 func withoutAcrossRepeats(m map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {

@@ -154,8 +154,15 @@ func TestVerifyDecodesTheTaskAndEchoesEveryMember(t *testing.T) {
 	if string(got["reward"]) != "1" || string(got["extracted_answer"]) != `"Paris"` {
 		t.Errorf("reward %s, extracted_answer %s; want 1 and \"Paris\"", got["reward"], got["extracted_answer"])
 	}
-	if len(got) != len(sent) {
-		t.Errorf("response has %d members, the request %d: %s", len(got), len(sent), raw)
+	// Upstream's verify response always carries these three, with these
+	// defaults when the verifier sets none.
+	for k, want := range map[string]string{"mask_sample": "false", "failure_kind": "null", "failure_reason": "null"} {
+		if string(got[k]) != want {
+			t.Errorf("member %s = %s, want %s", k, got[k], want)
+		}
+	}
+	if len(got) != len(sent)+3 {
+		t.Errorf("response has %d members, the request %d (+3 of upstream's verify response): %s", len(got), len(sent), raw)
 	}
 	// An optional member may be absent; the fold then does not apply.
 	_, raw = servertest.PostRaw(t, base+"/verify", verifyBody(`"expected_answer":"PARIS"`, "Paris"))
@@ -208,8 +215,8 @@ func TestVerifyRefusesWhatUpstreamRefuses(t *testing.T) {
 		entries         int
 	}{
 		{"forbidden parameter",
-			`{"responses_create_params":{"input":"hi","prompt_cache_key":"k"},"expected_answer":"a","response":` + responseJSON("a") + `}`,
-			protocol.ErrExtraForbidden, "body.responses_create_params.prompt_cache_key", `"k"`, 1},
+			`{"responses_create_params":{"input":"hi","frequency_penalty":"k"},"expected_answer":"a","response":` + responseJSON("a") + `}`,
+			protocol.ErrExtraForbidden, "body.responses_create_params.frequency_penalty", `"k"`, 1},
 		{"missing response",
 			`{"responses_create_params":{"input":"hi"},"expected_answer":"a"}`,
 			protocol.ErrMissing, "body.response", "", 1},
@@ -291,10 +298,11 @@ func TestScoreMembers(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("%d %s", status, raw)
 	}
-	// Members come in order: the row's declared members, the reward, the
-	// row's other members (a task member replaced in place), then the
-	// score's own members in key order.
-	want := `"reward":0.5,"expected_answer":"new","z":true,"a":[1],"b":2}`
+	// Members come in order: the row's declared members, the reward and
+	// upstream's three verify-response members, the row's other members (a
+	// task member replaced in place), then the score's own members in key
+	// order.
+	want := `"reward":0.5,"mask_sample":false,"failure_kind":null,"failure_reason":null,"expected_answer":"new","z":true,"a":[1],"b":2}`
 	if !bytes.HasSuffix(bytes.TrimSpace(raw), []byte(want)) {
 		t.Errorf("response %s; want it to end with %s", raw, want)
 	}

@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 )
 
 // CheckVerifyResponse checks a verify answer without decoding it, for a
@@ -14,7 +13,8 @@ import (
 //
 // It refuses, as VerifyResponse.Validate does for a decoded answer, a
 // value that is not an object, a reward that is missing, null or not a
-// number (one a float64 cannot hold included), and a
+// number as pydantic's float reads one (a number, a boolean or a numeric
+// string; one a float64 cannot hold is refused), and a
 // responses_create_params or response that is missing or null; those two
 // must also be objects. Unlike Validate it does not check the echoed
 // parameters and episode against their schemas: they are what the caller
@@ -84,12 +84,9 @@ func keyIs(raw []byte, key string) bool {
 	return err == nil && s == key
 }
 
-// isNumber reports whether raw (valid JSON) is a number a float64 holds,
-// as decoding it into one would.
+// isNumber reports whether raw (valid JSON) is a reward VerifyResponse
+// decodes: a finite number as pydantic's lax float reads one.
 func isNumber(raw []byte) bool {
-	if c := raw[0]; c != '-' && (c < '0' || c > '9') {
-		return false
-	}
-	_, err := strconv.ParseFloat(string(raw), 64)
-	return err == nil
+	var f laxFloat64
+	return f.decodeRaw(raw) == nil && !isNull(raw)
 }

@@ -27,8 +27,10 @@ func TestCheckVerifyResponse(t *testing.T) {
 		{`{` + params + `,` + resp + `,"reward":"1","reward":1}`, true, ""},
 		{`{` + params + `,` + resp + `}`, false, "reward"},
 		{`{` + params + `,` + resp + `,"reward":null}`, false, "reward"},
-		{`{` + params + `,` + resp + `,"reward":"1"}`, false, "reward"},
-		{`{` + params + `,` + resp + `,"reward":false}`, false, "reward"},
+		// pydantic's lax float takes a numeric string and a boolean.
+		{`{` + params + `,` + resp + `,"reward":"1"}`, true, ""},
+		{`{` + params + `,` + resp + `,"reward":false}`, true, ""},
+		{`{` + params + `,` + resp + `,"reward":"one"}`, false, "reward"},
 		{`{` + params + `,` + resp + `,"reward":[1]}`, false, "reward"},
 		{`{` + params + `,` + resp + `,"reward":1e400}`, false, "reward"},
 		{`{` + params + `,` + resp + `,"reward":1,"reward":null}`, false, "reward"},

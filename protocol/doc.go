@@ -22,4 +22,18 @@
 //
 // Decoding never fails on a schema violation (only on malformed JSON or a
 // value of the wrong JSON kind); call Validate to apply the schema.
+//
+// The schema is nemo-gym 0.7.0's (openai 2.44, pydantic 2.14): the 30
+// request parameters, the item unions with their discriminators (an
+// untyped input item no message form fits falls back, as upstream's does,
+// to its permissive model; item_reference is refused), the request's tool
+// and tool-choice TypedDicts (which forbid members they do not declare),
+// BaseVerifyResponse's mask_sample, failure_kind and failure_reason, and
+// the chat completions body (ValidateChatParams). Scalars are read as
+// pydantic's lax mode reads a JSON body ("0.5" is a number, 1 a boolean).
+// Where pydantic reports every member of a union that is not tagged, a
+// Validate error names the member the value was meant for, or, when its
+// type (or a chat message's role) fits no member or several, the union
+// itself. TestUpstreamDifferential holds these rules against upstream's
+// own models.
 package protocol

@@ -59,12 +59,12 @@ func ExampleNewVerifyResponse() {
 	out, _ := json.Marshal(resp)
 	fmt.Println(string(out))
 	// Output:
-	// {"responses_create_params":{"input":"Capital of France?"},"response":{"id":"resp_1","object":"response","created_at":1767225600,"model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Paris","annotations":[]}]}],"parallel_tool_calls":true,"tool_choice":"auto","tools":[]},"reward":1,"expected_answer":"Paris","extracted_answer":"Paris"}
+	// {"responses_create_params":{"input":"Capital of France?"},"response":{"id":"resp_1","object":"response","created_at":1767225600,"model":"m","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Paris","annotations":[]}]}],"parallel_tool_calls":true,"tool_choice":"auto","tools":[]},"reward":1,"mask_sample":false,"failure_kind":null,"failure_reason":null,"expected_answer":"Paris","extracted_answer":"Paris"}
 }
 
 // A row upstream refuses gives the FastAPI 422 body, located under "body".
 func ExampleValidationError() {
-	line := `{"responses_create_params":{"input":"hi","prompt_cache_key":"k","parallel_tool_calls":null}}`
+	line := `{"responses_create_params":{"input":"hi","frequency_penalty":0.5,"parallel_tool_calls":null}}`
 	var row protocol.RunRequest
 	if err := json.Unmarshal([]byte(line), &row); err != nil {
 		panic(err)
@@ -74,8 +74,8 @@ func ExampleValidationError() {
 	body, _ := json.Marshal(protocol.DecodeError(err, "body"))
 	fmt.Println(string(body))
 	// Output:
-	// 2 validation errors: responses_create_params.prompt_cache_key: Extra inputs are not permitted; responses_create_params.parallel_tool_calls: Input should be a valid boolean
-	// {"detail":[{"type":"extra_forbidden","loc":["body","responses_create_params","prompt_cache_key"],"msg":"Extra inputs are not permitted","input":"k"},{"type":"bool_type","loc":["body","responses_create_params","parallel_tool_calls"],"msg":"Input should be a valid boolean","input":null}]}
+	// 2 validation errors: responses_create_params.frequency_penalty: Extra inputs are not permitted; responses_create_params.parallel_tool_calls: Input should be a valid boolean
+	// {"detail":[{"type":"extra_forbidden","loc":["body","responses_create_params","frequency_penalty"],"msg":"Extra inputs are not permitted","input":0.5},{"type":"bool_type","loc":["body","responses_create_params","parallel_tool_calls"],"msg":"Input should be a valid boolean","input":null}]}
 }
 
 // A body that does not even decode gives a 422 body too.

@@ -9,8 +9,10 @@ import (
 )
 
 // Item types of the Responses API that the fleet's own servers produce or
-// read. Any other type an upstream server sends (hosted tool calls and
-// the like) is carried through with its members intact.
+// read. Any other type upstream's unions take (hosted tool calls, shell
+// and apply_patch calls, compaction, ...) is carried through with its
+// members intact, and validated against its model (inputShapes,
+// outputShapes).
 const (
 	TypeMessage            = "message"
 	TypeFunctionCall       = "function_call"
@@ -41,17 +43,6 @@ const (
 	StatusInProgress = "in_progress"
 	StatusIncomplete = "incomplete"
 )
-
-// otherItemTypes are the hosted-tool and reference item types that the
-// Responses API defines and NeMo Gym accepts as input or output items.
-// They are passed through untouched.
-var otherItemTypes = map[string]bool{
-	"mcp_call": true, "mcp_list_tools": true, "mcp_approval_request": true, "mcp_approval_response": true,
-	"web_search_call": true, "file_search_call": true, "computer_call": true, "computer_call_output": true,
-	"code_interpreter_call": true, "image_generation_call": true, "local_shell_call": true,
-	"local_shell_call_output": true, "custom_tool_call": true, "custom_tool_call_output": true,
-	"item_reference": true,
-}
 
 // Item is one item of a Responses API input or output list: a message, a
 // function call, a function call's output, a reasoning item, or any
@@ -86,6 +77,8 @@ type Item struct {
 	// present records which declared members arrived with a value
 	// (itemWire bits, plus decodedBit); nulls, which arrived as null.
 	present, nulls uint64
+	// raw is the item as it came, for validation.
+	raw json.RawMessage
 }
 
 // itemWire is Item as it travels.
@@ -154,29 +147,118 @@ func (it *Item) appendJSON(buf []byte) ([]byte, error) {
 func (it *Item) UnmarshalJSON(b []byte) error { return decodeChecked(b, it) }
 
 func (it *Item) decodeRaw(b []byte) error {
-	var w itemWire
+	var w itemDecodeWire
 	extra, present, nulls, err := decodeObject(b, &w)
 	if err != nil {
 		return err
 	}
-	*it = Item{Type: deref(w.Type), ID: deref(w.ID), Role: deref(w.Role), Status: deref(w.Status),
-		Content: w.Content, CallID: deref(w.CallID), Name: deref(w.Name), Arguments: deref(w.Arguments),
-		Extra: extra, present: present&^nulls | decodedBit, nulls: nulls}
-	if w.Summary != nil {
-		it.Summary = *w.Summary
-	}
-	if it.present&itemOutput != 0 {
-		raw := bytes.TrimSpace(w.Output)
-		if raw[0] == '"' {
-			s, err := decodeString(raw)
-			if err != nil {
-				return err
-			}
-			it.Output = s
-		} else {
-			it.present &^= itemOutput
-			it.Extra = append(it.Extra, Field{Key: "output", Value: oneLine(raw)})
+	*it = Item{Extra: extra, nulls: nulls, raw: oneLine(bytes.Clone(bytes.TrimSpace(b)))}
+	present &^= nulls
+	// A declared member of another kind than this struct gives it is
+	// kept in Extra as it came: an item type upstream passes through may
+	// use the name for something else (a tool search's arguments object).
+	for i, m := range []struct {
+		src *laxString
+		dst *string
+	}{{&w.Type, &it.Type}, {&w.ID, &it.ID}, {&w.Role, &it.Role}, {&w.Status, &it.Status}, {&w.CallID, &it.CallID},
+		{&w.Name, &it.Name}, {&w.Arguments, &it.Arguments}, {&w.Output, &it.Output}} {
+		bit := uint64(1) << []int{0, 1, 2, 3, 5, 6, 7, 8}[i]
+		if present&bit == 0 {
+			continue
 		}
+		if m.src.other != nil {
+			present &^= bit
+			it.Extra = append(it.Extra, Field{Key: itemMembers[i], Value: m.src.other})
+			continue
+		}
+		*m.dst = m.src.s
+	}
+	if present&itemContent != 0 {
+		raw := bytes.TrimSpace(w.Content)
+		var c Content
+		if (raw[0] == '"' || raw[0] == '[') && c.decodeRaw(raw) == nil {
+			it.Content = &c
+		} else {
+			// Not a content this struct can hold (a part that is not an
+			// object, ...): validation reports it where upstream does.
+			present &^= itemContent
+			it.Extra = append(it.Extra, Field{Key: "content", Value: oneLine(bytes.Clone(raw))})
+		}
+	}
+	if present&itemSummary != 0 {
+		raw := bytes.TrimSpace(w.Summary)
+		if raw[0] != '[' || decodeValue(raw, reflect.ValueOf(&it.Summary).Elem()) != nil {
+			it.Summary = nil
+			present &^= itemSummary
+			it.Extra = append(it.Extra, Field{Key: "summary", Value: oneLine(bytes.Clone(raw))})
+		}
+	}
+	it.present = present | decodedBit
+	return nil
+}
+
+// itemDecodeWire is itemWire as it is decoded: the same members in the
+// same order, each read leniently.
+type itemDecodeWire struct {
+	Type      laxString       `json:"type,omitempty"`
+	ID        laxString       `json:"id,omitempty"`
+	Role      laxString       `json:"role,omitempty"`
+	Status    laxString       `json:"status,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	CallID    laxString       `json:"call_id,omitempty"`
+	Name      laxString       `json:"name,omitempty"`
+	Arguments laxString       `json:"arguments,omitempty"`
+	Output    laxString       `json:"output,omitempty"`
+	Summary   json.RawMessage `json:"summary,omitempty"`
+}
+
+// itemMembers names the string members decodeRaw reads leniently, in
+// its order.
+var itemMembers = [...]string{"type", "id", "role", "status", "call_id", "name", "arguments", "output"}
+
+// itemBit returns the bit of a member itemWire declares.
+func itemBit(member string) (uint64, bool) {
+	switch member {
+	case "type":
+		return itemType, true
+	case "id":
+		return itemID, true
+	case "role":
+		return itemRole, true
+	case "status":
+		return itemStatus, true
+	case "content":
+		return itemContent, true
+	case "call_id":
+		return itemCallID, true
+	case "name":
+		return itemName, true
+	case "arguments":
+		return itemArguments, true
+	case "output":
+		return itemOutput, true
+	case "summary":
+		return itemSummary, true
+	}
+	return 0, false
+}
+
+// laxString is a member that is a string, or else any other value, kept
+// as it came (other); null leaves both empty.
+type laxString struct {
+	s     string
+	other json.RawMessage
+}
+
+func (l *laxString) decodeRaw(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		s, err := decodeString(b)
+		l.s = s
+		return err
+	case !isNull(b):
+		l.other = oneLine(bytes.Clone(b))
 	}
 	return nil
 }
@@ -189,15 +271,13 @@ func deref(s *string) string {
 	return *s
 }
 
-var typeItemWire = reflect.TypeFor[itemWire]()
-
 // Has reports whether the named member arrived, with a value other than
 // null, when the item was decoded: "type", "id", "role", "status",
 // "content", "call_id", "name", "arguments", "output" (a string output)
 // or "summary".
 func (it Item) Has(member string) bool {
-	i, ok := keysOf(typeItemWire)[member]
-	return ok && it.present&(1<<i) != 0
+	bit, ok := itemBit(member)
+	return ok && it.present&bit != 0
 }
 
 // Text joins the text of the item's content: the string of a short
@@ -382,20 +462,15 @@ func (p *Part) decodeRaw(b []byte) error {
 	return nil
 }
 
-// Members a training variant of an item carries; if any is present, the
+// Members a training variant of an item carries; when any is present the
 // first three must all be.
 var tokenFields = []string{"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"}
 
 var (
-	itemStatuses     = []string{StatusInProgress, StatusCompleted, StatusIncomplete}
-	inputRoles       = []string{RoleUser, RoleAssistant, RoleSystem, RoleDeveloper}
-	imageDetails     = []string{"low", "high", "auto"}
-	annotationTypes  = []string{"file_citation", "url_citation", "container_file_citation", "file_path"}
-	inputPartTypes   = []string{PartInputText, "input_image", "input_file", "input_video"}
-	outputPartTypes  = []string{PartOutputText, PartRefusal}
-	typeIntList      = reflect.TypeFor[[]int]()
-	typeFloatList    = reflect.TypeFor[[]float64]()
-	typeExpertsValue = reflect.TypeFor[[][][]int]()
+	itemStatuses    = []string{StatusInProgress, StatusCompleted, StatusIncomplete}
+	messageRoles    = []string{RoleUser, RoleAssistant, RoleSystem, RoleDeveloper}
+	simpleRoles     = []string{RoleUser, RoleSystem, RoleDeveloper}
+	outputPartTypes = []string{PartOutputText, PartRefusal}
 )
 
 // decoded returns it as upstream would read it: it itself when it was
@@ -412,330 +487,446 @@ func (it Item) decoded() Item {
 	return it
 }
 
-// validateInput checks an item of an input list (NeMoGymResponseInputItem).
-func (it Item) validateInput(v *validator, loc []any) {
-	it = it.decoded()
-	it.validateTokens(v, loc)
-	switch it.inferType() {
-	case TypeMessage:
-		it.validateMessage(v, loc)
-	case TypeFunctionCall:
-		it.validateFunctionCall(v, loc)
-	case TypeFunctionCallOutput:
-		it.validateFunctionCallOutput(v, loc)
-	case TypeReasoning:
-		it.validateReasoning(v, loc)
-	default:
-		if !otherItemTypes[it.Type] {
-			v.add(ErrValue, "Value error, unknown item type "+it.Type, mustRaw(it.Type), at(loc, "type")...)
-		}
+// in reports whether the member key arrived at all (null, or a value of
+// any kind, included), as Python's `key in value` does.
+func (it *Item) in(key string) bool {
+	if bit, ok := itemBit(key); ok && (it.present|it.nulls)&bit != 0 {
+		return true
 	}
+	return it.Extra.Has(key)
 }
 
-// validateOutput checks an item of a response's output list: the same
-// union as an input item, but upstream refuses an item without a type.
+// firstPartType is the type of the first content part as upstream's
+// discriminator reads it: its type, else "refusal" for a part with a
+// refusal member, else "".
+func (it *Item) firstPartType() string {
+	if it.Content == nil {
+		// A list this struct could not hold: read its first element.
+		raw, _ := it.Extra.Get("content")
+		var parts []json.RawMessage
+		if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+			return ""
+		}
+		var first map[string]json.RawMessage
+		if json.Unmarshal(parts[0], &first) != nil {
+			return ""
+		}
+		var typ string
+		if json.Unmarshal(first["type"], &typ) == nil && typ != "" {
+			return typ
+		}
+		if _, ok := first["refusal"]; ok {
+			return PartRefusal
+		}
+		return ""
+	}
+	if len(it.Content.Parts) == 0 {
+		return ""
+	}
+	p := &it.Content.Parts[0]
+	if p.Type != "" {
+		return p.Type
+	}
+	if (p.present|p.nulls)&partRefusal != 0 || p.Extra.Has("refusal") {
+		return PartRefusal
+	}
+	return ""
+}
+
+// listContent reports whether the content is a list (one whose parts
+// this struct cannot hold included).
+func (it *Item) listContent() bool {
+	if it.Content != nil {
+		return it.Content.Parts != nil
+	}
+	raw, ok := it.Extra.Get("content")
+	return ok && len(raw) > 0 && raw[0] == '['
+}
+
+// hasContent reports whether the content is a string or a list.
+func (it *Item) hasContent() bool { return it.Content != nil || it.listContent() }
+
+// messageTag chooses among upstream's three message models by role,
+// content and status.
+func (it *Item) messageTag() string {
+	if it.Has("role") && slices.Contains(simpleRoles, it.Role) {
+		if it.listContent() && it.Has("status") && slices.Contains(itemStatuses, it.Status) {
+			return tagInputMessage
+		}
+		return tagEasyMessage
+	}
+	if it.listContent() {
+		if it.Content == nil || len(it.Content.Parts) > 0 {
+			if slices.Contains(outputPartTypes, it.firstPartType()) {
+				return tagOutputMessage
+			}
+		} else if it.Has("id") {
+			return tagOutputMessage
+		}
+	}
+	return tagEasyMessage
+}
+
+// untypedTag infers the model of an input item without a type, falling
+// back, as upstream does, to the permissive mcp_list_tools model.
+func (it *Item) untypedTag() string {
+	if it.Has("role") && slices.Contains(messageRoles, it.Role) && it.hasContent() {
+		tag := it.messageTag()
+		if tag == tagOutputMessage {
+			if it.Has("id") {
+				return tag
+			}
+		} else if !slices.Contains(outputPartTypes, it.firstPartType()) {
+			return tag
+		}
+		return "mcp_list_tools"
+	}
+	if !it.in("role") && it.Has("id") && it.listContent() &&
+		(it.Content != nil && len(it.Content.Parts) == 0 || slices.Contains(outputPartTypes, it.firstPartType())) {
+		return tagOutputMessage
+	}
+	if it.in("arguments") && it.in("name") {
+		if it.in("call_id") {
+			return TypeFunctionCall
+		}
+		return "mcp_call"
+	}
+	if it.Has("call_id") && it.in("output") {
+		return TypeFunctionCallOutput
+	}
+	if it.Has("id") && it.Summary != nil {
+		return TypeReasoning
+	}
+	return "mcp_list_tools"
+}
+
+// trainingTag routes to a training variant when the item carries all
+// three required token members.
+func (it *Item) trainingTag(tag string) string {
+	switch tag {
+	case tagEasyMessage, tagInputMessage, tagOutputMessage, TypeFunctionCall, TypeReasoning:
+		for _, k := range tokenFields[:3] {
+			if !it.Extra.Has(k) {
+				return tag
+			}
+		}
+		return tag + tagTraining
+	}
+	return tag
+}
+
+// Tags of upstream's item unions besides the item types themselves.
+const (
+	tagEasyMessage   = "easy_message"
+	tagInputMessage  = "input_message"
+	tagOutputMessage = "output_message"
+	tagFCOInput      = "function_call_output_input"
+	tagTraining      = "__training"
+)
+
+// unhashable reports whether upstream's discriminator fails on the item
+// (a role, or a status it looks at, that is a list or an object cannot be
+// looked up in a set): upstream answers 500 there, protocol 422.
+func (it *Item) unhashable() bool {
+	bad := func(key string) bool {
+		raw, ok := it.Extra.Get(key)
+		return ok && len(raw) > 0 && (raw[0] == '[' || raw[0] == '{')
+	}
+	if bad("role") {
+		return true
+	}
+	return it.Has("role") && slices.Contains(simpleRoles, it.Role) && it.listContent() && bad("status")
+}
+
+// validateInput checks an item of an input list
+// (NeMoGymResponseInputItem): upstream's discriminator picks one model,
+// whose rules then apply.
+func (it Item) validateInput(v *validator, loc []any) {
+	it = it.decoded()
+	if !it.validateTokens(v, loc) {
+		return
+	}
+	if (it.Type == TypeMessage || !it.in("type") || it.nulls&itemType != 0) && it.unhashable() {
+		v.add(ErrValue, "Value error, the item's role or status cannot be read", nil, loc...)
+		return
+	}
+	var tag string
+	switch {
+	case it.Type == TypeMessage && it.present&itemType != 0:
+		tag = it.messageTag()
+	case it.present&itemType != 0:
+		tag = it.Type
+	case it.Extra.Has("type"):
+		// A type that is not a string (null reads as no type).
+		v.add("union_tag_not_found", "Unable to extract tag using discriminator", nil, loc...)
+		return
+	default:
+		tag = it.untypedTag()
+	}
+	it.validateTag(v, loc, it.trainingTag(tag), inputShapes)
+}
+
+// validateOutput checks an item of a response's output list
+// (NeMoGymResponseOutputItem): an item needs a type member, and the
+// output discriminator picks its model.
 func (it Item) validateOutput(v *validator, loc []any) {
 	it = it.decoded()
-	if it.present&itemType == 0 {
+	if !it.in("type") {
 		v.add(ErrValue, "Value error, Responses API output items must include a type discriminator", nil, loc...)
 		return
 	}
-	it.validateInput(v, loc)
-}
-
-// inferType is the item's type, or for an item without one the type
-// upstream's untagged union settles on: every item model defaults its
-// type, so a message needs a role, a function call its arguments, and so
-// on.
-func (it Item) inferType() string {
+	if !it.validateTokens(v, loc) {
+		return
+	}
+	var tag string
 	switch {
-	case it.present&itemType != 0:
-		return it.Type
-	case it.Has("role"):
-		return TypeMessage
-	case it.Has("arguments"):
-		return TypeFunctionCall
-	case it.Has("call_id") && (it.Has("output") || it.Extra.Has("output")):
-		return TypeFunctionCallOutput
-	case it.Has("summary"):
-		return TypeReasoning
+	case it.present&itemType == 0:
+		v.add("union_tag_not_found", "Unable to extract tag using discriminator", nil, loc...)
+		return
+	case it.Type == TypeMessage:
+		if it.unhashable() {
+			v.add(ErrValue, "Value error, the item's role or status cannot be read", nil, loc...)
+			return
+		}
+		tag = it.messageTag()
+	case it.Type == TypeFunctionCallOutput:
+		tag = tagFCOInput
+		if it.Has("id") && it.Has("status") && slices.Contains(itemStatuses, it.Status) {
+			tag = TypeFunctionCallOutput
+		}
+	default:
+		tag = it.Type
 	}
-	return TypeMessage
+	it.validateTag(v, loc, it.trainingTag(tag), outputShapes)
 }
 
-// validateTokens checks a training variant's token members: all three
-// required ones or none, each a list of numbers.
-func (it Item) validateTokens(v *validator, loc []any) {
-	var missing []string
-	some := false
-	for i, k := range tokenFields {
-		raw, ok := it.Extra.Get(k)
-		if !ok {
-			if i < 3 {
-				missing = append(missing, k)
-			}
-			continue
-		}
-		some = true
-		t := typeIntList
-		switch k {
-		case "generation_log_probs":
-			t = typeFloatList
-		case "routed_experts":
-			if rawKind(raw) == "string" || isNull(raw) {
-				continue
-			}
-			t = typeExpertsValue
-		}
-		if isNull(raw) || json.Unmarshal(raw, reflect.New(t).Interface()) != nil {
-			v.add(ErrList, "Input should be a valid list of numbers", raw, at(loc, k)...)
-		}
-	}
-	if some && len(missing) > 0 {
-		slices.Sort(missing)
-		v.add(ErrValue, "Value error, Token metadata must include all required fields; missing: "+strings.Join(missing, ", "), nil, loc...)
-	}
-}
-
-// validateMessage checks a message, which upstream accepts in either of
-// two shapes: an input message (a role, and a string or input parts) or
-// an output message (an id and output parts, role assistant). When
-// neither fits, the errors of the closer one are reported.
-func (it Item) validateMessage(v *validator, loc []any) {
-	var in, out validator
-	it.validateInputMessage(&in, loc)
-	if len(in.errs) == 0 {
+// validateTag checks the item against the model of tag in shapes.
+func (it *Item) validateTag(v *validator, loc []any, tag string, shapes map[string]*shape) {
+	s, ok := shapes[tag]
+	if !ok {
+		v.add("union_tag_invalid", "Input tag '"+tag+"' found using the item discriminator does not match any of the expected tags",
+			mustRaw(it.Type), loc...)
 		return
 	}
-	it.validateOutputMessage(&out, loc)
-	if len(out.errs) == 0 {
-		return
+	raw := it.raw
+	if raw == nil {
+		b, err := it.appendJSON(nil)
+		if err != nil {
+			return
+		}
+		raw = b
 	}
-	if it.outputShaped() {
-		v.errs = append(v.errs, out.errs...)
-	} else {
-		v.errs = append(v.errs, in.errs...)
-	}
+	s.check(v, raw, loc)
 }
 
-// outputShaped reports whether a message looks like an output message:
-// list content and an id, or output parts.
-func (it Item) outputShaped() bool {
-	if it.Content == nil || it.Content.Parts == nil {
-		return false
-	}
-	if it.Has("id") {
+// validateTokens applies upstream's check of a training variant's token
+// members before the union: if any is present, the three required ones
+// must all be, and each must have its type. It reports whether the item
+// passed.
+func (it Item) validateTokens(v *validator, loc []any) bool {
+	if !slices.ContainsFunc(tokenFields, it.Extra.Has) {
 		return true
 	}
-	for _, p := range it.Content.Parts {
-		if p.Type == "" || slices.Contains(outputPartTypes, p.Type) {
-			return true
+	var missing []string
+	for _, k := range tokenFields[:3] {
+		if !it.Extra.Has(k) {
+			missing = append(missing, k)
 		}
 	}
-	return false
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		v.add(ErrValue, "Value error, Token metadata must include all required fields; missing: "+strings.Join(missing, ", "), nil, loc...)
+		return false
+	}
+	n := len(v.errs)
+	for _, f := range tokenShape.fields {
+		if raw, ok := it.Extra.Get(f.key); ok {
+			f.s.check(v, raw, at(loc, f.key))
+		}
+	}
+	return len(v.errs) == n
 }
 
-// validateInputMessage checks the input shape (EasyInputMessage).
-func (it Item) validateInputMessage(v *validator, loc []any) {
-	switch {
-	case !it.Has("role"):
-		v.missing(nil, at(loc, "role")...)
-	case !slices.Contains(inputRoles, it.Role):
-		v.add(ErrLiteral, "Input should be 'user', 'assistant', 'system' or 'developer'", mustRaw(it.Role), at(loc, "role")...)
+// inputVideoCheck is upstream's check of an input_video part, made before
+// the part union: exactly one source, holding a non-empty URL.
+func inputVideoCheck(raw []byte) string {
+	var part map[string]json.RawMessage
+	if json.Unmarshal(raw, &part) != nil || string(part["type"]) != `"input_video"` {
+		return ""
 	}
-	if !it.Has("content") {
-		v.missing(nil, at(loc, "content")...)
-		return
+	var sources []string
+	for _, k := range []string{"video_url", "video"} {
+		if _, ok := part[k]; ok {
+			sources = append(sources, k)
+		}
 	}
-	for j, p := range it.Content.Parts {
-		p.validateInput(v, at(loc, "content", j))
+	if len(sources) != 1 {
+		return "Value error, input_video requires exactly one of video_url or video"
 	}
+	src := part[sources[0]]
+	var url *string
+	if json.Unmarshal(src, &url) != nil {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(src, &obj) == nil {
+			_ = json.Unmarshal(obj["url"], &url)
+		}
+	}
+	if url == nil || strings.TrimSpace(*url) == "" {
+		return "Value error, input_video." + sources[0] + " must contain a non-empty URL"
+	}
+	return ""
 }
 
-// validateOutputMessage checks the output shape (ResponseOutputMessage).
-func (it Item) validateOutputMessage(v *validator, loc []any) {
-	if !it.Has("id") {
-		v.missing(nil, at(loc, "id")...)
-	}
-	if it.Has("role") && it.Role != RoleAssistant {
-		v.add(ErrLiteral, "Input should be 'assistant'", mustRaw(it.Role), at(loc, "role")...)
-	}
-	it.validateStatus(v, loc, false)
-	switch {
-	case !it.Has("content"):
-		v.missing(nil, at(loc, "content")...)
-	case it.Content.Parts == nil:
-		v.add(ErrList, "Input should be a valid list", mustRaw(it.Content.Text), at(loc, "content")...)
-	}
-	if it.Content != nil {
-		for j, p := range it.Content.Parts {
-			p.validateOutput(v, at(loc, "content", j))
-		}
-	}
+// Shapes of upstream's item models (openai 2.44 types as NeMo Gym wraps
+// them). Item models accept members they do not declare.
+var (
+	inputTextPart  = object(false, "text!", strShape, "type!", lit(PartInputText))
+	inputImagePart = object(false, "detail!", lit("low", "high", "auto", "original"), "type!", lit("input_image"),
+		"file_id", optStr, "image_url", optStr)
+	inputFilePart = object(false, "type!", lit("input_file"), "detail", lit("low", "high"), "file_data", strShape,
+		"file_id", optStr, "file_url", strShape, "filename", strShape)
+	inputVideoPart = object(false, "type!", lit("input_video"), "video_url", strOrObjAny, "video", strOrObjAny)
+	inputPart      = &shape{kind: shapeUnion, branches: []*shape{inputTextPart, inputImagePart, inputFilePart, inputVideoPart},
+		pre: inputVideoCheck}
+	inputParts = listOf(inputPart)
+
+	annotationShape = union(
+		object(false, "file_id!", strShape, "filename!", strShape, "index!", intShape, "type!", lit("file_citation")),
+		object(false, "end_index!", intShape, "start_index!", intShape, "title!", strShape, "type!", lit("url_citation"), "url!", strShape),
+		object(false, "container_id!", strShape, "end_index!", intShape, "file_id!", strShape, "filename!", strShape,
+			"start_index!", intShape, "type!", lit("container_file_citation")),
+		object(false, "file_id!", strShape, "index!", intShape, "type!", lit("file_path")))
+	outputPart = union(
+		object(false, "annotations!", listOf(annotationShape), "text!", strShape, "type", lit(PartOutputText), "logprobs", optListAny),
+		object(false, "refusal!", strShape, "type", lit(PartRefusal)))
+
+	tokenShape = object(false, "prompt_token_ids!", listOf(intShape), "generation_token_ids!", listOf(intShape),
+		"generation_log_probs!", listOf(floatShape), "routed_experts", nullable(union(strShape, listOf(listOf(listOf(intShape))))))
+
+	easyMessage = object(false, "content!", union(strShape, inputParts),
+		"role!", lit(RoleUser, RoleAssistant, RoleSystem, RoleDeveloper), "type", lit(TypeMessage), "phase", phaseShape)
+	inputMessage = object(false, "content!", inputParts, "role!", lit(RoleUser, RoleSystem, RoleDeveloper),
+		"status", statusShape, "type", lit(TypeMessage))
+	outputMessage = object(false, "id!", strShape, "content!", listOf(outputPart), "role", lit(RoleAssistant),
+		"status", statusShape, "type", lit(TypeMessage), "phase", phaseShape)
+	functionCall = object(false, "arguments!", strShape, "call_id!", strShape, "name!", strShape, "type", lit(TypeFunctionCall),
+		"id", optStr, "status", optStatus, "namespace", optStr)
+	functionCallOutput = object(false, "call_id!", strShape, "output!", union(strShape, listOf(fcoContent)), "type", lit(TypeFunctionCallOutput),
+		"id", optStr, "status", optStatus)
+	reasoningItem = object(false, "id!", strShape,
+		"summary!", listOf(object(false, "text!", strShape, "type!", lit(PartSummary))), "type", lit(TypeReasoning),
+		"encrypted_content", optStr, "content", nullable(listOf(object(false, "text!", strShape, "type!", lit(PartReasoning)))))
+)
+
+// withTokens returns s with the training variant's token members.
+func withTokens(s *shape) *shape {
+	c := *s
+	c.fields = append(slices.Clone(tokenShape.fields), s.fields...)
+	return &c
 }
 
-// validateStatus checks an item status, which may be null when nullable.
-func (it Item) validateStatus(v *validator, loc []any, nullable bool) {
-	if it.nulls&itemStatus != 0 && !nullable {
-		v.add(ErrLiteral, "Input should be 'in_progress', 'completed' or 'incomplete'", json.RawMessage("null"), at(loc, "status")...)
-	} else if it.Has("status") && !slices.Contains(itemStatuses, it.Status) {
-		v.add(ErrLiteral, "Input should be 'in_progress', 'completed' or 'incomplete'", mustRaw(it.Status), at(loc, "status")...)
-	}
+// passThroughShapes are the item models both unions share, checked
+// member by member; nested objects (actions, operations, outputs) are
+// checked for their JSON kind only.
+var passThroughShapes = map[string]*shape{
+	"mcp_call": object(false, "id", optStr, "arguments!", strShape, "name!", strShape, "server_label", optStr, "type", lit("mcp_call"),
+		"approval_request_id", optStr, "error", optStr, "output", optStr, "status", optStr),
+	"mcp_list_tools":       object(false, "id", optStr, "server_label", optStr, "tools", listAny, "type", lit("mcp_list_tools"), "error", optStr),
+	"mcp_approval_request": object(false, "id", optStr, "arguments!", strShape, "name!", strShape, "server_label", optStr, "type", lit("mcp_approval_request")),
+	"file_search_call": object(false, "id!", strShape, "queries!", listOfStr,
+		"status!", lit("in_progress", "searching", "completed", "incomplete", "failed"), "type!", lit("file_search_call"), "results", optListAny),
+	"web_search_call": object(false, "id!", strShape, "action!", objAny, "status!", lit("in_progress", "searching", "completed", "failed"),
+		"type!", lit("web_search_call")),
+	"computer_call": object(false, "id!", strShape, "call_id!", strShape, "pending_safety_checks!", listAny,
+		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("computer_call"), "action", optObjAny, "actions", optListAny),
+	"image_generation_call": object(false, "id!", strShape, "result", optStr, "status!", lit("in_progress", "completed", "generating", "failed"),
+		"type!", lit("image_generation_call")),
+	"code_interpreter_call": object(false, "id!", strShape, "code", optStr, "container_id!", strShape, "outputs", optListAny,
+		"status!", lit("in_progress", "completed", "incomplete", "interpreting", "failed"), "type!", lit("code_interpreter_call")),
+	"local_shell_call": object(false, "id!", strShape, "action!", objAny, "call_id!", strShape, "status!", lit("in_progress", "completed", "incomplete"),
+		"type!", lit("local_shell_call")),
+	"custom_tool_call": object(false, "call_id!", strShape, "input!", strShape, "name!", strShape, "type!", lit("custom_tool_call"),
+		"id", optStr, "namespace", optStr),
+	"apply_patch_call": object(false, "id!", strShape, "call_id!", strShape, "operation!", objAny, "status!", lit("in_progress", "completed"),
+		"type!", lit("apply_patch_call"), "created_by", optStr),
+	"apply_patch_call_output": object(false, "id!", strShape, "call_id!", strShape, "status!", lit("completed", "failed"),
+		"type!", lit("apply_patch_call_output"), "created_by", optStr, "output", optStr),
+	"compaction": object(false, "id!", strShape, "encrypted_content!", strShape, "type!", lit("compaction"), "created_by", optStr),
+	"shell_call": object(false, "id!", strShape, "action!", objAny, "call_id!", strShape, "environment", optObjAny,
+		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("shell_call"), "created_by", optStr),
+	"shell_call_output": object(false, "id!", strShape, "call_id!", strShape, "max_output_length", optInt, "output!", listAny,
+		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("shell_call_output"), "created_by", optStr),
+	"tool_search_call": object(false, "id!", strShape, "arguments!", anyShape, "call_id", optStr, "execution!", lit("server", "client"),
+		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("tool_search_call"), "created_by", optStr),
+	"tool_search_output": object(false, "id!", strShape, "call_id", optStr, "execution!", lit("server", "client"),
+		"status!", lit("in_progress", "completed", "incomplete"), "tools!", listOf(responseTools), "type!", lit("tool_search_output"), "created_by", optStr),
 }
 
-func (it Item) validateFunctionCall(v *validator, loc []any) {
-	for _, k := range []string{"arguments", "call_id", "name"} {
-		if !it.Has(k) {
-			v.missing(nil, at(loc, k)...)
-		}
+// inputShapes are the models of NeMoGymResponseInputItem, by tag.
+var inputShapes = mergeShapes(passThroughShapes, map[string]*shape{
+	tagEasyMessage: easyMessage, tagInputMessage: inputMessage, tagOutputMessage: outputMessage,
+	TypeFunctionCall: functionCall, TypeFunctionCallOutput: functionCallOutput, TypeReasoning: reasoningItem,
+	"computer_call_output": object(false, "call_id!", strShape, "output!", screenshotShape, "type!", lit("computer_call_output"), "id", optStr,
+		"acknowledged_safety_checks", optListAny, "status", &shape{kind: shapeLiteral, nullable: true,
+			lits: []string{StatusInProgress, StatusCompleted, StatusIncomplete}, pre: failedStatus}),
+	"custom_tool_call_output": object(false, "call_id!", strShape, "output!", strOrListAny, "type!", lit("custom_tool_call_output"), "id", optStr),
+	"local_shell_call_output": object(false, "id!", strShape, "output!", strShape, "type!", lit("local_shell_call_output"), "status", optStatus),
+	"mcp_approval_response": object(false, "approval_request_id!", strShape, "approve!", boolShape, "type!", lit("mcp_approval_response"),
+		"id", optStr, "reason", optStr),
+	"compaction_trigger": object(false, "type!", lit("compaction_trigger")),
+	// Upstream sets an input additional_tools item's role to developer
+	// before validating it.
+	"additional_tools": object(false, "tools!", listOf(responseTools), "type!", lit("additional_tools"), "id", optStr),
+})
+
+// outputShapes are the models of NeMoGymResponseOutputItem, by tag.
+var outputShapes = mergeShapes(passThroughShapes, map[string]*shape{
+	tagOutputMessage: outputMessage, TypeFunctionCall: functionCall, TypeReasoning: reasoningItem,
+	tagEasyMessage: easyMessage, tagInputMessage: inputMessage, tagFCOInput: functionCallOutput,
+	TypeFunctionCallOutput: object(false, "id!", strShape, "call_id!", strShape, "output!", union(strShape, listOf(fcoContent)), "status!", statusShape,
+		"type!", lit(TypeFunctionCallOutput), "created_by", optStr),
+	"computer_call_output": object(false, "id!", strShape, "call_id!", strShape, "output!", screenshotShape,
+		"status!", lit("completed", "incomplete", "failed", "in_progress"), "type!", lit("computer_call_output"),
+		"acknowledged_safety_checks", optListAny, "created_by", optStr),
+	"custom_tool_call_output": object(false, "call_id!", strShape, "output!", strOrListAny, "type!", lit("custom_tool_call_output"),
+		"id!", strShape, "status!", statusShape, "created_by", optStr),
+	"local_shell_call_output": object(false, "id!", strShape, "output!", strShape, "type!", lit("local_shell_call_output"), "status", optStatus),
+	"mcp_approval_response": object(false, "id!", strShape, "approval_request_id!", strShape, "approve!", boolShape,
+		"type!", lit("mcp_approval_response"), "reason", optStr),
+	"additional_tools": object(false, "id!", strShape,
+		"role!", lit("unknown", "user", "assistant", "system", "critic", "discriminator", "developer", "tool"),
+		"tools!", listOf(responseTools), "type!", lit("additional_tools")),
+})
+
+// fcoContent is a part of a function call output in the list form.
+var fcoContent = union(object(false, "text!", strShape, "type!", lit(PartInputText)),
+	object(false, "type!", lit("input_image")), object(false, "type!", lit("input_file")))
+
+// screenshotShape is a computer call's output.
+var screenshotShape = object(false, "type!", lit("computer_screenshot"), "file_id", optStr, "image_url", optStr)
+
+// failedStatus is upstream's replay rule for an input computer_call_output:
+// a "failed" status is dropped before validation.
+func failedStatus(raw []byte) string {
+	if string(raw) == `"failed"` {
+		return skipCheck
 	}
-	it.validateStatus(v, loc, true)
+	return ""
 }
 
-func (it Item) validateFunctionCallOutput(v *validator, loc []any) {
-	if !it.Has("call_id") {
-		v.missing(nil, at(loc, "call_id")...)
+// mergeShapes returns base plus more, with the training variants of the
+// trainable models.
+func mergeShapes(base, more map[string]*shape) map[string]*shape {
+	out := make(map[string]*shape, len(base)+2*len(more))
+	for k, s := range base {
+		out[k] = s
 	}
-	if raw, ok := it.Extra.Get("output"); ok {
-		if rawKind(raw) != "array" {
-			v.add(ErrString, "Input should be a valid string", raw, at(loc, "output")...)
-		}
-	} else if !it.Has("output") {
-		v.missing(nil, at(loc, "output")...)
-	}
-	it.validateStatus(v, loc, true)
-}
-
-func (it Item) validateReasoning(v *validator, loc []any) {
-	if !it.Has("id") {
-		v.missing(nil, at(loc, "id")...)
-	}
-	if !it.Has("summary") {
-		v.missing(nil, at(loc, "summary")...)
-	}
-	for j, p := range it.Summary {
-		p.validateTextPart(v, at(loc, "summary", j), PartSummary)
-	}
-	if it.Content != nil {
-		if it.Content.Parts == nil {
-			v.add(ErrList, "Input should be a valid list", mustRaw(it.Content.Text), at(loc, "content")...)
-		}
-		for j, p := range it.Content.Parts {
-			p.validateTextPart(v, at(loc, "content", j), PartReasoning)
+	for k, s := range more {
+		out[k] = s
+		switch k {
+		case tagEasyMessage, tagInputMessage, tagOutputMessage, TypeFunctionCall, TypeReasoning:
+			out[k+tagTraining] = withTokens(s)
 		}
 	}
-}
-
-// decoded returns p as upstream would read it (see Item.decoded).
-func (p Part) decoded() Part {
-	if p.present&decodedBit != 0 {
-		return p
-	}
-	var d Part
-	if b, err := json.Marshal(p); err == nil && json.Unmarshal(b, &d) == nil {
-		return d
-	}
-	return p
-}
-
-// has reports whether a member arrived with a value.
-func (p Part) has(bit uint64) bool { return p.present&bit != 0 }
-
-// validateTextPart checks a part that must be {"type": typ, "text": ...}.
-func (p Part) validateTextPart(v *validator, loc []any, typ string) {
-	p = p.decoded()
-	if !p.has(partType) {
-		v.missing(nil, at(loc, "type")...)
-	} else if p.Type != typ {
-		v.add(ErrLiteral, "Input should be '"+typ+"'", mustRaw(p.Type), at(loc, "type")...)
-	}
-	if !p.has(partText) {
-		v.missing(nil, at(loc, "text")...)
-	}
-}
-
-// validateInput checks a part of an input message's content.
-func (p Part) validateInput(v *validator, loc []any) {
-	p = p.decoded()
-	if !p.has(partType) {
-		v.missing(nil, at(loc, "type")...)
-		return
-	}
-	switch p.Type {
-	case PartInputText:
-		if !p.has(partText) {
-			v.missing(nil, at(loc, "text")...)
-		}
-	case "input_image":
-		var detail string
-		if raw, ok := p.Extra.Get("detail"); !ok {
-			v.missing(nil, at(loc, "detail")...)
-		} else if json.Unmarshal(raw, &detail) != nil || !slices.Contains(imageDetails, detail) {
-			v.add(ErrLiteral, "Input should be 'low', 'high' or 'auto'", raw, at(loc, "detail")...)
-		}
-	case "input_video":
-		var sources []string
-		for _, k := range []string{"video_url", "video"} {
-			if p.Extra.Has(k) {
-				sources = append(sources, k)
-			}
-		}
-		if len(sources) != 1 {
-			v.add(ErrValue, "Value error, input_video requires exactly one of video_url or video", nil, loc...)
-			break
-		}
-		raw, _ := p.Extra.Get(sources[0])
-		var src struct {
-			URL *string `json:"url"`
-		}
-		var url *string
-		if json.Unmarshal(raw, &url) != nil && json.Unmarshal(raw, &src) == nil {
-			url = src.URL
-		}
-		if url == nil || strings.TrimSpace(*url) == "" {
-			v.add(ErrValue, "Value error, input_video."+sources[0]+" must contain a non-empty URL", raw, at(loc, sources[0])...)
-		}
-	case "input_file":
-	default:
-		v.add(ErrLiteral, "Input should be 'input_text', 'input_image', 'input_file' or 'input_video'", mustRaw(p.Type), at(loc, "type")...)
-	}
-}
-
-// validateOutput checks a part of an output message's content: an
-// output_text part (the default type) or a refusal.
-func (p Part) validateOutput(v *validator, loc []any) {
-	p = p.decoded()
-	typ := p.Type
-	if !p.has(partType) {
-		typ = PartOutputText
-		if p.has(partRefusal) {
-			typ = PartRefusal
-		}
-	}
-	switch typ {
-	case PartOutputText:
-		if !p.has(partText) {
-			v.missing(nil, at(loc, "text")...)
-		}
-		switch {
-		case p.nulls&partAnnotations != 0:
-			v.add(ErrList, "Input should be a valid list", json.RawMessage("null"), at(loc, "annotations")...)
-		case !p.has(partAnnotations):
-			v.missing(nil, at(loc, "annotations")...)
-		}
-		for j, a := range p.Annotations {
-			var head struct {
-				Type *string `json:"type"`
-			}
-			if json.Unmarshal(a, &head) != nil || head.Type == nil || !slices.Contains(annotationTypes, *head.Type) {
-				v.add(ErrValue, "Value error, unknown annotation type", a, at(loc, "annotations", j)...)
-			}
-		}
-	case PartRefusal:
-		if !p.has(partRefusal) {
-			v.missing(nil, at(loc, "refusal")...)
-		}
-	default:
-		v.add(ErrLiteral, "Input should be 'output_text' or 'refusal'", mustRaw(p.Type), at(loc, "type")...)
-	}
+	return out
 }

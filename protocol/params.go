@@ -53,6 +53,13 @@ type ResponseCreateParams struct {
 	// Prompt, Reasoning and Text are OpenAI parameter objects, kept as
 	// they came.
 	Prompt, Reasoning, Text json.RawMessage
+	// ContextManagement (a list), Conversation (a string or an object),
+	// Moderation and StreamOptions (objects) are the OpenAI parameters
+	// NeMo Gym 0.7 added, kept as they came.
+	ContextManagement, Conversation, Moderation, StreamOptions json.RawMessage
+	// PromptCacheKey and SafetyIdentifier are identifiers;
+	// PromptCacheRetention is in_memory or 24h.
+	PromptCacheKey, PromptCacheRetention, SafetyIdentifier *string
 
 	// unknown holds members upstream would refuse; Validate reports them.
 	unknown Fields
@@ -63,28 +70,37 @@ type ResponseCreateParams struct {
 
 type paramsWire struct {
 	Input              *Input          `json:"input,omitempty"`
-	Background         *bool           `json:"background,omitempty"`
+	Background         *laxBool        `json:"background,omitempty"`
 	Include            *[]string       `json:"include,omitempty"`
 	Instructions       *string         `json:"instructions,omitempty"`
-	MaxOutputTokens    *int            `json:"max_output_tokens,omitempty"`
-	MaxToolCalls       *int            `json:"max_tool_calls,omitempty"`
+	MaxOutputTokens    *laxInt         `json:"max_output_tokens,omitempty"`
+	MaxToolCalls       *laxInt         `json:"max_tool_calls,omitempty"`
 	Metadata           *stringMap      `json:"metadata,omitempty"`
 	Model              *string         `json:"model,omitempty"`
-	ParallelToolCalls  *bool           `json:"parallel_tool_calls,omitempty"`
+	ParallelToolCalls  *laxBool        `json:"parallel_tool_calls,omitempty"`
 	PreviousResponseID *string         `json:"previous_response_id,omitempty"`
 	Prompt             json.RawMessage `json:"prompt,omitempty"`
 	Reasoning          json.RawMessage `json:"reasoning,omitempty"`
 	ServiceTier        *string         `json:"service_tier,omitempty"`
-	Store              *bool           `json:"store,omitempty"`
-	Temperature        *float64        `json:"temperature,omitempty"`
+	Store              *laxBool        `json:"store,omitempty"`
+	Temperature        *laxFloat64     `json:"temperature,omitempty"`
 	Text               json.RawMessage `json:"text,omitempty"`
 	ToolChoice         *ToolChoice     `json:"tool_choice,omitempty"`
 	Tools              *[]Tool         `json:"tools,omitempty"`
-	TopLogprobs        *int            `json:"top_logprobs,omitempty"`
-	TopP               *float64        `json:"top_p,omitempty"`
+	TopLogprobs        *laxInt         `json:"top_logprobs,omitempty"`
+	TopP               *laxFloat64     `json:"top_p,omitempty"`
 	Truncation         *string         `json:"truncation,omitempty"`
 	User               *string         `json:"user,omitempty"`
 	Stream             *bool           `json:"stream,omitempty"`
+	// The members added by openai 2.44, after the older ones so that the
+	// bits above keep their places.
+	ContextManagement    json.RawMessage `json:"context_management,omitempty"`
+	Conversation         json.RawMessage `json:"conversation,omitempty"`
+	Moderation           json.RawMessage `json:"moderation,omitempty"`
+	PromptCacheKey       *string         `json:"prompt_cache_key,omitempty"`
+	PromptCacheRetention *string         `json:"prompt_cache_retention,omitempty"`
+	SafetyIdentifier     *string         `json:"safety_identifier,omitempty"`
+	StreamOptions        json.RawMessage `json:"stream_options,omitempty"`
 }
 
 // stringMap is a string-to-string object whose decoding error names the
@@ -122,8 +138,9 @@ const (
 // declaration order.
 var ParamKeys = []string{"background", "include", "input", "instructions", "max_output_tokens",
 	"max_tool_calls", "metadata", "model", "parallel_tool_calls", "previous_response_id", "prompt",
-	"reasoning", "service_tier", "store", "temperature", "text", "tool_choice", "tools",
-	"top_logprobs", "top_p", "truncation", "user", "stream"}
+	"reasoning", "service_tier", "store", "context_management", "conversation", "moderation",
+	"prompt_cache_key", "prompt_cache_retention", "safety_identifier", "stream_options", "temperature",
+	"text", "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user", "stream"}
 
 // MarshalJSON encodes the members that are set: a nil pointer, slice or
 // map is left out, and a non-nil one goes out even when empty (tools
@@ -133,13 +150,15 @@ func (p ResponseCreateParams) MarshalJSON() ([]byte, error) { return p.appendJSO
 
 func (p *ResponseCreateParams) appendJSON(buf []byte) ([]byte, error) {
 	in := p.Input
-	w := paramsWire{Input: &in, Background: p.Background, Instructions: p.Instructions,
-		MaxOutputTokens: p.MaxOutputTokens, MaxToolCalls: p.MaxToolCalls,
-		Model: p.Model, ParallelToolCalls: p.ParallelToolCalls, PreviousResponseID: p.PreviousResponseID,
+	w := paramsWire{Input: &in, Background: (*laxBool)(p.Background), Instructions: p.Instructions,
+		MaxOutputTokens: (*laxInt)(p.MaxOutputTokens), MaxToolCalls: (*laxInt)(p.MaxToolCalls),
+		Model: p.Model, ParallelToolCalls: (*laxBool)(p.ParallelToolCalls), PreviousResponseID: p.PreviousResponseID,
 		Prompt: nullToNil(p.Prompt), Reasoning: nullToNil(p.Reasoning), ServiceTier: p.ServiceTier,
-		Store: p.Store, Temperature: p.Temperature, Text: nullToNil(p.Text), ToolChoice: p.ToolChoice,
-		TopLogprobs: p.TopLogprobs, TopP: p.TopP, Truncation: p.Truncation, User: p.User,
-		Stream: p.Stream}
+		Store: (*laxBool)(p.Store), Temperature: (*laxFloat64)(p.Temperature), Text: nullToNil(p.Text), ToolChoice: p.ToolChoice,
+		TopLogprobs: (*laxInt)(p.TopLogprobs), TopP: (*laxFloat64)(p.TopP), Truncation: p.Truncation, User: p.User,
+		Stream: p.Stream, ContextManagement: nullToNil(p.ContextManagement), Conversation: nullToNil(p.Conversation),
+		Moderation: nullToNil(p.Moderation), PromptCacheKey: p.PromptCacheKey, PromptCacheRetention: p.PromptCacheRetention,
+		SafetyIdentifier: p.SafetyIdentifier, StreamOptions: nullToNil(p.StreamOptions)}
 	if p.Include != nil {
 		w.Include = &p.Include
 	}
@@ -163,13 +182,16 @@ func (p *ResponseCreateParams) decodeRaw(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*p = ResponseCreateParams{Background: w.Background, Instructions: w.Instructions,
-		MaxOutputTokens: w.MaxOutputTokens, MaxToolCalls: w.MaxToolCalls,
-		Model: w.Model, ParallelToolCalls: w.ParallelToolCalls, PreviousResponseID: w.PreviousResponseID,
+	*p = ResponseCreateParams{Background: (*bool)(w.Background), Instructions: w.Instructions,
+		MaxOutputTokens: (*int)(w.MaxOutputTokens), MaxToolCalls: (*int)(w.MaxToolCalls),
+		Model: w.Model, ParallelToolCalls: (*bool)(w.ParallelToolCalls), PreviousResponseID: w.PreviousResponseID,
 		Prompt: nullToNil(w.Prompt), Reasoning: nullToNil(w.Reasoning), ServiceTier: w.ServiceTier,
-		Store: w.Store, Temperature: w.Temperature, Text: nullToNil(w.Text), ToolChoice: w.ToolChoice,
-		TopLogprobs: w.TopLogprobs, TopP: w.TopP, Truncation: w.Truncation, User: w.User,
-		Stream: w.Stream, unknown: unknown, present: present | decodedBit, nulls: nulls}
+		Store: (*bool)(w.Store), Temperature: (*float64)(w.Temperature), Text: nullToNil(w.Text), ToolChoice: w.ToolChoice,
+		TopLogprobs: (*int)(w.TopLogprobs), TopP: (*float64)(w.TopP), Truncation: w.Truncation, User: w.User,
+		Stream: w.Stream, ContextManagement: nullToNil(w.ContextManagement), Conversation: nullToNil(w.Conversation),
+		Moderation: nullToNil(w.Moderation), PromptCacheKey: w.PromptCacheKey, PromptCacheRetention: w.PromptCacheRetention,
+		SafetyIdentifier: w.SafetyIdentifier, StreamOptions: nullToNil(w.StreamOptions),
+		unknown: unknown, present: present | decodedBit, nulls: nulls}
 	if w.Input != nil {
 		p.Input = *w.Input
 	}
@@ -235,6 +257,24 @@ func (p ResponseCreateParams) Clone() ResponseCreateParams {
 var (
 	serviceTiers = []string{"auto", "default", "flex", "scale", "priority"}
 	truncations  = []string{"auto", "disabled"}
+	// cacheRetentions are the values of prompt_cache_retention.
+	cacheRetentions = []string{"in_memory", "24h"}
+)
+
+// Shapes of the OpenAI parameter objects a request carries raw. They are
+// TypedDicts inside a model that forbids extra members, so they forbid
+// them too. The unions nested in prompt variables and text.format are
+// checked for their JSON kind only.
+var (
+	promptShape    = object(true, "id!", strShape, "variables", optObjAny, "version", optStr)
+	reasoningShape = object(true, "context", optLit("auto", "current_turn", "all_turns"),
+		"effort", optLit("none", "minimal", "low", "medium", "high", "xhigh"),
+		"generate_summary", optLit("auto", "concise", "detailed"), "summary", optLit("auto", "concise", "detailed"))
+	textShape              = object(true, "format", objAny, "verbosity", optLit("low", "medium", "high"))
+	contextManagementShape = listOf(object(true, "type!", strShape, "compact_threshold", optInt))
+	conversationShape      = union(strShape, object(true, "id!", strShape))
+	moderationShape        = object(true, "model!", strShape)
+	streamOptionsShape     = object(true, "include_obfuscation", boolShape)
 )
 
 // validate appends p's schema violations under loc; raw is p as it came
@@ -263,7 +303,7 @@ func (p *ResponseCreateParams) validate(v *validator, raw json.RawMessage, loc [
 	if p.nulls&paramToolChoice != 0 {
 		v.add(ErrLiteral, "Input should be 'none', 'auto' or 'required'", json.RawMessage("null"), at(loc, "tool_choice")...)
 	} else if p.ToolChoice != nil {
-		p.ToolChoice.validate(v, at(loc, "tool_choice"))
+		p.ToolChoice.validate(v, at(loc, "tool_choice"), true)
 	}
 	if p.nulls&paramTools != 0 {
 		v.add(ErrList, "Input should be a valid list", json.RawMessage("null"), at(loc, "tools")...)
@@ -276,13 +316,20 @@ func (p *ResponseCreateParams) validate(v *validator, raw json.RawMessage, loc [
 			v.add(ErrLiteral, "Input should be one of the ResponseIncludable values", mustRaw(s), at(loc, "include", i)...)
 		}
 	}
-	for i, obj := range []json.RawMessage{p.Prompt, p.Reasoning, p.Text} {
-		if len(obj) > 0 && rawKind(obj) != "object" {
-			v.add(ErrDict, "Input should be a valid dictionary", obj, at(loc, []string{"prompt", "reasoning", "text"}[i])...)
+	for _, m := range []struct {
+		raw json.RawMessage
+		key string
+		s   *shape
+	}{{p.Prompt, "prompt", promptShape}, {p.Reasoning, "reasoning", reasoningShape}, {p.Text, "text", textShape},
+		{p.ContextManagement, "context_management", contextManagementShape}, {p.Conversation, "conversation", conversationShape},
+		{p.Moderation, "moderation", moderationShape}, {p.StreamOptions, "stream_options", streamOptionsShape}} {
+		if len(m.raw) > 0 {
+			m.s.check(v, m.raw, at(loc, m.key))
 		}
 	}
 	literal(v, p.ServiceTier, serviceTiers, at(loc, "service_tier"))
 	literal(v, p.Truncation, truncations, at(loc, "truncation"))
+	literal(v, p.PromptCacheRetention, cacheRetentions, at(loc, "prompt_cache_retention"))
 	if p.Stream != nil && *p.Stream {
 		v.add(ErrLiteral, "Input should be False", json.RawMessage("true"), at(loc, "stream")...)
 	}
@@ -432,42 +479,38 @@ func (t *ToolChoice) decodeRaw(b []byte) error {
 	return nil
 }
 
-// toolChoiceKeys lists, for each type of a tool_choice object, the
-// members it requires besides type.
-var toolChoiceKeys = map[string][]string{
-	"allowed_tools": {"mode", "tools"}, "function": {"name"}, "mcp": {"server_label"}, "custom": {"name"},
-	"file_search": nil, "web_search_preview": nil, "computer_use_preview": nil,
-	"web_search_preview_2025_03_11": nil, "image_generation": nil, "code_interpreter": nil,
+// toolChoiceShapes returns the object forms of a tool choice: the
+// request's TypedDicts forbid members they do not declare, the
+// response's models keep them.
+func toolChoiceShapes(forbid bool) *shape {
+	return union(lit(ToolChoiceNone, ToolChoiceAuto, ToolChoiceRequired),
+		object(forbid, "mode!", lit("auto", "required"), "tools!", iterableShape, "type!", lit("allowed_tools")),
+		object(forbid, "type!", lit("file_search", "web_search_preview", "computer", "computer_use_preview", "computer_use",
+			"web_search_preview_2025_03_11", "image_generation", "code_interpreter")),
+		object(forbid, "name!", strShape, "type!", lit("function")),
+		object(forbid, "server_label!", strShape, "type!", lit("mcp"), "name", optStr),
+		object(forbid, "name!", strShape, "type!", lit("custom")),
+		object(forbid, "type!", lit("apply_patch")),
+		object(forbid, "type!", lit("shell")))
 }
 
-// validate checks a tool choice (the same union in a request and in a
-// response).
-func (t ToolChoice) validate(v *validator, loc []any) {
+var (
+	requestToolChoice  = toolChoiceShapes(true)
+	responseToolChoice = toolChoiceShapes(false)
+)
+
+// validate checks a tool choice: in a request against the request's
+// union, else against the response's.
+func (t ToolChoice) validate(v *validator, loc []any, request bool) {
+	s := responseToolChoice
+	if request {
+		s = requestToolChoice
+	}
 	if len(t.Object) == 0 {
-		if !slices.Contains([]string{ToolChoiceNone, ToolChoiceAuto, ToolChoiceRequired}, t.Mode) {
-			v.add(ErrLiteral, "Input should be 'none', 'auto' or 'required'", mustRaw(t.Mode), loc...)
-		}
+		s.check(v, appendString(nil, t.Mode), loc)
 		return
 	}
-	var obj map[string]json.RawMessage
-	_ = json.Unmarshal(t.Object, &obj)
-	var typ string
-	if raw, ok := obj["type"]; !ok {
-		v.missing(t.Object, at(loc, "type")...)
-		return
-	} else if json.Unmarshal(raw, &typ) != nil {
-		typ = "\x00"
-	}
-	required, known := toolChoiceKeys[typ]
-	if !known {
-		v.add(ErrValue, "Value error, unknown tool_choice type", obj["type"], at(loc, "type")...)
-		return
-	}
-	for _, k := range required {
-		if raw, ok := obj[k]; !ok || isNull(raw) {
-			v.missing(t.Object, at(loc, k)...)
-		}
-	}
+	s.check(v, t.Object, loc)
 }
 
 // Tool is one tool a model may call. Function tools are the ones the
@@ -486,7 +529,8 @@ type Tool struct {
 	// Extra holds every member not declared above.
 	Extra Fields
 
-	present, nulls uint64 // toolWire members that arrived, and were null
+	present, nulls uint64          // toolWire members that arrived, and were null
+	raw            json.RawMessage // the tool as it came, for validation
 }
 
 type toolWire struct {
@@ -520,13 +564,16 @@ func (t Tool) MarshalJSON() ([]byte, error) { return t.appendJSON(nil) }
 func (t *Tool) appendJSON(buf []byte) ([]byte, error) {
 	fn := t.Type == "function"
 	w := toolWire{Type: t.Type, Description: t.Description, Parameters: nullToNil(t.Parameters), Strict: t.Strict}
-	if t.Name != "" || fn || t.present&^t.nulls&toolName != 0 {
+	if t.Name != "" || fn && !t.Extra.Has("name") || t.present&^t.nulls&toolName != 0 {
 		w.Name = &t.Name
 	}
 	nulls := t.nulls
 	if fn {
 		// parameters and strict may be null but must be present.
-		nulls |= toolParameters | toolStrict
+		nulls |= toolParameters
+		if !t.Extra.Has("strict") {
+			nulls |= toolStrict
+		}
 	}
 	return encodeObject(buf, &w, t.Extra, nulls)
 }
@@ -535,29 +582,123 @@ func (t *Tool) appendJSON(buf []byte) ([]byte, error) {
 func (t *Tool) UnmarshalJSON(b []byte) error { return decodeChecked(b, t) }
 
 func (t *Tool) decodeRaw(b []byte) error {
-	var w toolWire
+	var w toolDecodeWire
 	extra, present, nulls, err := decodeObject(b, &w)
 	if err != nil {
 		return err
 	}
-	*t = Tool{Type: w.Type, Name: deref(w.Name), Description: w.Description, Parameters: nullToNil(w.Parameters),
-		Strict: w.Strict, Extra: extra, present: present | decodedBit, nulls: nulls}
+	*t = Tool{Parameters: nullToNil(w.Parameters), Extra: extra, nulls: nulls, raw: oneLine(bytes.Clone(bytes.TrimSpace(b)))}
+	// A member of another kind than the struct gives it stays in Extra,
+	// as it came, for validation to report.
+	for _, m := range []struct {
+		src *laxString
+		bit uint64
+		key string
+	}{{&w.Type, toolType, "type"}, {&w.Name, toolName, "name"}, {&w.Description, toolDescription, "description"}} {
+		switch {
+		case present&^nulls&m.bit == 0:
+		case m.src.other != nil:
+			present &^= m.bit
+			t.Extra = append(t.Extra, Field{Key: m.key, Value: m.src.other})
+		case m.bit == toolType:
+			t.Type = m.src.s
+		case m.bit == toolName:
+			t.Name = m.src.s
+		default:
+			d := m.src.s
+			t.Description = &d
+		}
+	}
+	if present&^nulls&toolStrict != 0 {
+		switch raw := bytes.TrimSpace(w.Strict); raw[0] {
+		case 't', 'f':
+			strict := raw[0] == 't'
+			t.Strict = &strict
+		default:
+			present &^= toolStrict
+			t.Extra = append(t.Extra, Field{Key: "strict", Value: oneLine(bytes.Clone(raw))})
+		}
+	}
+	t.present = present | decodedBit
 	return nil
 }
 
-// toolKeys lists, for each tool type upstream knows, the members it
-// requires besides type (a function tool's parameters and strict only in
-// a request).
-var toolKeys = map[string][]string{
-	"function": {"name"}, "file_search": {"vector_store_ids"},
-	"computer_use_preview": {"display_height", "display_width", "environment"},
-	"web_search":           nil, "web_search_2025_08_26": nil, "mcp": {"server_label"},
-	"code_interpreter": {"container"}, "image_generation": nil, "local_shell": nil, "custom": {"name"},
-	"web_search_preview": nil, "web_search_preview_2025_03_11": nil,
+// toolDecodeWire is toolWire as it is decoded: the same members in the
+// same order, each read leniently.
+type toolDecodeWire struct {
+	Type        laxString       `json:"type"`
+	Name        laxString       `json:"name,omitempty"`
+	Description laxString       `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      json.RawMessage `json:"strict,omitempty"`
 }
 
-// validate checks a tool; in a request, a function tool needs every one
-// of type, name, parameters and strict (the last two may be null).
+// iterableShape is an Iterable member of a TypedDict: pydantic checks
+// only that the value can be iterated (a string, a list or an object).
+var iterableShape = union(strShape, listAny, objAny)
+
+// requestTools are the tool TypedDicts of a request (they forbid
+// members they do not declare); nested configuration objects (filters,
+// locations, formats, environments) are checked for their JSON kind only.
+var requestTools = union(
+	object(true, "name!", strShape, "parameters!", optObjAny, "strict!", optBool, "type!", lit("function"),
+		"defer_loading", boolShape, "description", optStr),
+	object(true, "type!", lit("file_search"), "vector_store_ids!", listOfStr, "filters", optObjAny,
+		"max_num_results", intShape, "ranking_options", objAny),
+	object(true, "type!", lit("computer")),
+	object(true, "display_height!", intShape, "display_width!", intShape,
+		"environment!", lit("windows", "mac", "linux", "ubuntu", "browser"), "type!", lit("computer_use_preview")),
+	object(true, "type!", lit("web_search", "web_search_2025_08_26"), "filters", optObjAny,
+		"search_context_size", lit("low", "medium", "high"), "user_location", optObjAny),
+	object(true, "server_label!", strShape, "type!", lit("mcp"), "allowed_tools", nullable(union(listOfStr, objAny)),
+		"authorization", strShape, "connector_id", strShape, "defer_loading", boolShape, "headers", nullable(strMapShape),
+		"require_approval", nullable(union(objAny, lit("always", "never"))), "server_description", strShape,
+		"server_url", strShape, "tunnel_id", strShape),
+	object(true, "container!", strOrObjAny, "type!", lit("code_interpreter")),
+	object(true, "type!", lit("image_generation"), "action", lit("generate", "edit", "auto"),
+		"background", lit("transparent", "opaque", "auto"), "input_fidelity", optLit("high", "low"),
+		"input_image_mask", objAny, "model", strShape, "moderation", lit("auto", "low"), "output_compression", intShape,
+		"output_format", lit("png", "webp", "jpeg"), "partial_images", intShape, "quality", lit("low", "medium", "high", "auto"),
+		"size", strShape),
+	object(true, "type!", lit("local_shell")),
+	object(true, "type!", lit("shell"), "environment", nullable(union(
+		object(true, "type!", lit("container_auto"), "file_ids", listOfStr, "memory_limit", optLit("1g", "4g", "16g", "64g"),
+			"network_policy", objAny, "skills", iterableShape),
+		object(true, "type!", lit("local"), "skills", iterableShape),
+		object(true, "container_id!", strShape, "type!", lit("container_reference"))))),
+	object(true, "name!", strShape, "type!", lit("custom"), "defer_loading", boolShape, "description", strShape, "format", objAny),
+	object(true, "description!", strShape, "name!", strShape, "tools!", iterableShape, "type!", lit("namespace")),
+	object(true, "type!", lit("tool_search"), "description", optStr, "execution", lit("server", "client"), "parameters", anyShape),
+	object(true, "type!", lit("web_search_preview", "web_search_preview_2025_03_11"),
+		"search_content_types", listOf(lit("text", "image")), "search_context_size", lit("low", "medium", "high"),
+		"user_location", optObjAny),
+	object(true, "type!", lit("apply_patch")))
+
+// responseTools are the tool models of a response: their required
+// members (they keep undeclared ones).
+var responseTools = union(
+	object(false, "name!", strShape, "type!", lit("function"), "parameters", optObjAny, "strict", optBool, "description", optStr),
+	object(false, "type!", lit("file_search"), "vector_store_ids!", listOfStr),
+	object(false, "type!", lit("computer")),
+	object(false, "display_height!", intShape, "display_width!", intShape,
+		"environment!", lit("windows", "mac", "linux", "ubuntu", "browser"), "type!", lit("computer_use_preview")),
+	object(false, "type!", lit("web_search", "web_search_2025_08_26")),
+	object(false, "server_label!", strShape, "type!", lit("mcp")),
+	object(false, "container!", strOrObjAny, "type!", lit("code_interpreter")),
+	object(false, "type!", lit("image_generation")),
+	object(false, "type!", lit("local_shell")),
+	object(false, "type!", lit("shell")),
+	object(false, "name!", strShape, "type!", lit("custom")),
+	object(false, "description!", strShape, "name!", strShape, "tools!", listOf(objAny), "type!", lit("namespace")),
+	object(false, "type!", lit("tool_search")),
+	object(false, "type!", lit("web_search_preview", "web_search_preview_2025_03_11")),
+	object(false, "type!", lit("apply_patch")))
+
+// deferLoadingNull is upstream's replay rule for a request tool: a
+// defer_loading of null becomes false before validation.
+var deferLoadingNull = []byte(`"defer_loading"`)
+
+// validate checks a tool against the request's union or the response's.
 func (t Tool) validate(v *validator, loc []any, request bool) {
 	if t.present&decodedBit == 0 {
 		var d Tool
@@ -565,34 +706,19 @@ func (t Tool) validate(v *validator, loc []any, request bool) {
 			t = d
 		}
 	}
-	if t.present&^t.nulls&toolType == 0 {
-		v.missing(nil, at(loc, "type")...)
-		return
+	s := responseTools
+	if request {
+		s = requestTools
 	}
-	required, known := toolKeys[t.Type]
-	if !known {
-		v.add(ErrValue, "Value error, unknown tool type "+t.Type, mustRaw(t.Type), at(loc, "type")...)
-		return
-	}
-	for _, k := range required {
-		if k == "name" {
-			if t.present&^t.nulls&toolName == 0 {
-				v.missing(nil, at(loc, k)...)
+	raw := t.raw
+	if request && bytes.Contains(raw, deferLoadingNull) {
+		if dl, ok := t.Extra.Get("defer_loading"); ok && isNull(dl) {
+			var obj Fields
+			if obj.UnmarshalJSON(raw) == nil {
+				obj.SetRaw("defer_loading", json.RawMessage("false"))
+				raw, _ = obj.MarshalJSON()
 			}
-		} else if raw, ok := t.Extra.Get(k); !ok || isNull(raw) {
-			v.missing(nil, at(loc, k)...)
 		}
 	}
-	if t.Type != "function" {
-		return
-	}
-	if request && t.present&toolParameters == 0 {
-		v.missing(nil, at(loc, "parameters")...)
-	}
-	if request && t.present&toolStrict == 0 {
-		v.missing(nil, at(loc, "strict")...)
-	}
-	if len(t.Parameters) > 0 && rawKind(t.Parameters) != "object" {
-		v.add(ErrDict, "Input should be a valid dictionary", t.Parameters, at(loc, "parameters")...)
-	}
+	s.check(v, raw, loc)
 }

@@ -63,10 +63,10 @@ type Response struct {
 type responseWire struct {
 	ID                string             `json:"id"`
 	Object            string             `json:"object"`
-	CreatedAt         float64            `json:"created_at"`
+	CreatedAt         laxFloat64         `json:"created_at"`
 	Model             string             `json:"model"`
 	Output            []Item             `json:"output"`
-	ParallelToolCalls *bool              `json:"parallel_tool_calls"`
+	ParallelToolCalls *laxBool           `json:"parallel_tool_calls"`
 	ToolChoice        *ToolChoice        `json:"tool_choice"`
 	Tools             []Tool             `json:"tools"`
 	Status            *string            `json:"status,omitempty"`
@@ -74,9 +74,9 @@ type responseWire struct {
 	Usage             *Usage             `json:"usage,omitempty"`
 	Error             json.RawMessage    `json:"error,omitempty"`
 	Instructions      json.RawMessage    `json:"instructions,omitempty"`
-	Temperature       *float64           `json:"temperature,omitempty"`
-	TopP              *float64           `json:"top_p,omitempty"`
-	MaxOutputTokens   *int               `json:"max_output_tokens,omitempty"`
+	Temperature       *laxFloat64        `json:"temperature,omitempty"`
+	TopP              *laxFloat64        `json:"top_p,omitempty"`
+	MaxOutputTokens   *laxInt            `json:"max_output_tokens,omitempty"`
 	Metadata          *stringMap         `json:"metadata,omitempty"`
 }
 
@@ -109,11 +109,11 @@ func (r *Response) appendJSON(buf []byte) ([]byte, error) {
 	if tc.Mode == "" && len(tc.Object) == 0 {
 		tc.Mode = ToolChoiceAuto
 	}
-	ptc := r.ParallelToolCalls
-	w := responseWire{ID: r.ID, Object: r.Object, CreatedAt: r.CreatedAt, Model: r.Model, Output: r.Output,
+	ptc := laxBool(r.ParallelToolCalls)
+	w := responseWire{ID: r.ID, Object: r.Object, CreatedAt: laxFloat64(r.CreatedAt), Model: r.Model, Output: r.Output,
 		ParallelToolCalls: &ptc, ToolChoice: &tc, Tools: r.Tools,
 		IncompleteDetails: r.IncompleteDetails, Usage: r.Usage, Error: nullToNil(r.Error),
-		Temperature: r.Temperature, TopP: r.TopP, MaxOutputTokens: r.MaxOutputTokens}
+		Temperature: (*laxFloat64)(r.Temperature), TopP: (*laxFloat64)(r.TopP), MaxOutputTokens: (*laxInt)(r.MaxOutputTokens)}
 	if r.Status != "" || r.present&^r.nulls&respStatus != 0 {
 		w.Status = &r.Status
 	}
@@ -146,12 +146,12 @@ func (r *Response) decodeRaw(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*r = Response{ID: w.ID, Object: w.Object, CreatedAt: w.CreatedAt, Model: w.Model, Output: w.Output,
+	*r = Response{ID: w.ID, Object: w.Object, CreatedAt: float64(w.CreatedAt), Model: w.Model, Output: w.Output,
 		Tools: w.Tools, Status: deref(w.Status), IncompleteDetails: w.IncompleteDetails, Usage: w.Usage,
-		Error: nullToNil(w.Error), Temperature: w.Temperature, TopP: w.TopP,
-		MaxOutputTokens: w.MaxOutputTokens, Extra: extra, present: present | decodedBit, nulls: nulls}
+		Error: nullToNil(w.Error), Temperature: (*float64)(w.Temperature), TopP: (*float64)(w.TopP),
+		MaxOutputTokens: (*int)(w.MaxOutputTokens), Extra: extra, present: present | decodedBit, nulls: nulls}
 	if w.ParallelToolCalls != nil {
-		r.ParallelToolCalls = *w.ParallelToolCalls
+		r.ParallelToolCalls = bool(*w.ParallelToolCalls)
 	}
 	if w.ToolChoice != nil {
 		r.ToolChoice = *w.ToolChoice
@@ -225,7 +225,7 @@ func (r *Response) validate(v *validator, raw json.RawMessage, loc []any) {
 		r.Tools[i].validate(v, at(loc, "tools", i), false)
 	}
 	if r.present&^r.nulls&respToolChoice != 0 {
-		r.ToolChoice.validate(v, at(loc, "tool_choice"))
+		r.ToolChoice.validate(v, at(loc, "tool_choice"), false)
 	}
 	if r.present&^r.nulls&respStatus != 0 && !slices.Contains(responseStatuses, r.Status) {
 		v.add(ErrLiteral, "Input should be 'completed', 'failed', 'in_progress', 'cancelled', 'queued' or 'incomplete'",
@@ -234,7 +234,23 @@ func (r *Response) validate(v *validator, raw json.RawMessage, loc []any) {
 	if r.Usage != nil {
 		r.Usage.validate(v, at(loc, "usage"))
 	}
+	for _, f := range responseOptional.fields {
+		if raw, ok := r.Extra.Get(f.key); ok {
+			f.s.check(v, raw, at(loc, f.key))
+		}
+	}
 }
+
+// responseOptional are optional members of upstream's response model
+// that Response keeps in Extra, with their shapes; nested models are
+// checked for their JSON kind, or their required members.
+var responseOptional = object(false, "background", optBool, "completed_at", optFloat,
+	"conversation", nullable(object(false, "id!", strShape)), "max_tool_calls", optInt,
+	"moderation", nullable(object(false, "input!", objAny, "output!", objAny)), "previous_response_id", optStr,
+	"prompt", nullable(object(false, "id!", strShape)), "prompt_cache_key", optStr,
+	"prompt_cache_retention", optLit("in_memory", "24h"), "reasoning", optObjAny, "safety_identifier", optStr,
+	"service_tier", optLit("auto", "default", "flex", "scale", "priority"), "text", optObjAny, "top_logprobs", optInt,
+	"truncation", optLit("auto", "disabled"), "user", optStr)
 
 // OutputText joins the text of every output_text part of every message
 // item, with nothing between them, as openai-python's
@@ -371,11 +387,11 @@ func addCounts(a, b *int) *int {
 }
 
 type usageWire struct {
-	InputTokens         *int            `json:"input_tokens"`
+	InputTokens         *laxInt         `json:"input_tokens"`
 	InputTokensDetails  json.RawMessage `json:"input_tokens_details"`
-	OutputTokens        *int            `json:"output_tokens"`
+	OutputTokens        *laxInt         `json:"output_tokens"`
 	OutputTokensDetails json.RawMessage `json:"output_tokens_details"`
-	TotalTokens         *int            `json:"total_tokens"`
+	TotalTokens         *laxInt         `json:"total_tokens"`
 }
 
 // UnmarshalJSON decodes a usage object, remembering absent or null
@@ -390,12 +406,13 @@ func (u *Usage) decodeRaw(b []byte) error {
 		return err
 	}
 	counts := []struct {
-		n, dst *int
-		wire   uint64 // usageWire bit
+		n    *laxInt
+		dst  *int
+		wire uint64 // usageWire bit
 	}{{w.InputTokens, &u.InputTokens, 1 << 0}, {w.OutputTokens, &u.OutputTokens, 1 << 2}, {w.TotalTokens, &u.TotalTokens, 1 << 4}}
 	for i, c := range counts { // i is the usage* bit
 		if c.n != nil {
-			*c.dst = *c.n
+			*c.dst = int(*c.n)
 		}
 		if present&c.wire == 0 {
 			u.absent |= 1 << i
@@ -404,10 +421,10 @@ func (u *Usage) decodeRaw(b []byte) error {
 		}
 	}
 	var in struct {
-		CachedTokens *int `json:"cached_tokens"`
+		CachedTokens *laxInt `json:"cached_tokens"`
 	}
 	var out struct {
-		ReasoningTokens *int `json:"reasoning_tokens"`
+		ReasoningTokens *laxInt `json:"reasoning_tokens"`
 	}
 	if err := u.decodeDetails(w.InputTokensDetails, &in, usageInputDetails, usageCachedTokens); err != nil {
 		return withField(err, "input_tokens_details")
@@ -415,8 +432,8 @@ func (u *Usage) decodeRaw(b []byte) error {
 	if err := u.decodeDetails(w.OutputTokensDetails, &out, usageOutputDetails, usageReasoningTokens); err != nil {
 		return withField(err, "output_tokens_details")
 	}
-	u.InputTokensDetails.CachedTokens = in.CachedTokens
-	u.OutputTokensDetails.ReasoningTokens = out.ReasoningTokens
+	u.InputTokensDetails.CachedTokens = (*int)(in.CachedTokens)
+	u.OutputTokensDetails.ReasoningTokens = (*int)(out.ReasoningTokens)
 	return nil
 }
 

@@ -3,7 +3,9 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strconv"
 
 	"github.com/gymlens/gymlens/contract"
 )
@@ -24,6 +26,13 @@ const (
 	KeyFailureClass = "_ng_failure_class"
 	// KeyNoPersist, when truthy, keeps a result out of every output file.
 	KeyNoPersist = "_ng_no_persist"
+	// KeyMaskSample, KeyFailureKind and KeyFailureReason are the members
+	// upstream's BaseVerifyResponse always carries besides the reward:
+	// whether the sample is left out of quality metrics (default false),
+	// and the kind and text of an environment failure (default null).
+	KeyMaskSample    = "mask_sample"
+	KeyFailureKind   = "failure_kind"
+	KeyFailureReason = "failure_reason"
 )
 
 // ServerRef names a server of the fleet: {"type": ..., "name": ...}.
@@ -72,6 +81,9 @@ type VerifyRequest struct {
 
 // VerifyResponse is a verification's result: the request echoed, the
 // reward, and the verifier's own members (in Fields, after the task's).
+// It always encodes mask_sample, failure_kind and failure_reason, as
+// upstream's BaseVerifyResponse dump does: a verifier that sets one puts
+// it in Fields (KeyMaskSample, ...); the others go out as false and null.
 type VerifyResponse struct {
 	VerifyRequest
 	// Reward is the score (required).
@@ -86,19 +98,28 @@ func NewVerifyResponse(req VerifyRequest, reward float64) VerifyResponse {
 	req.Fields.Delete(KeyReward)
 	req.present |= rowReward
 	req.nulls &^= rowReward
+	// A request's own verification members (a result verified again) are
+	// not the new verification's: upstream's request model drops them.
+	for _, k := range verifyMembers {
+		req.Fields.Delete(k.key)
+	}
+	req.nulls &^= rowMaskSample | rowFailureKind | rowFailureReason
 	return VerifyResponse{VerifyRequest: req, Reward: reward}
 }
 
 // rowWire is a row as it is encoded.
 type rowWire struct {
-	Params       *ResponseCreateParams `json:"responses_create_params,omitempty"`
-	Response     *Response             `json:"response,omitempty"`
-	Reward       *float64              `json:"reward,omitempty"`
-	TaskIndex    *int                  `json:"_ng_task_index,omitempty"`
-	RolloutIndex *int                  `json:"_ng_rollout_index,omitempty"`
-	AttemptIndex *int                  `json:"_ng_attempt_index,omitempty"`
-	RolloutID    *string               `json:"_ng_rollout_id,omitempty"`
-	AgentRef     *ServerRef            `json:"agent_ref,omitempty"`
+	Params        *ResponseCreateParams `json:"responses_create_params,omitempty"`
+	Response      *Response             `json:"response,omitempty"`
+	Reward        *float64              `json:"reward,omitempty"`
+	TaskIndex     *int                  `json:"_ng_task_index,omitempty"`
+	RolloutIndex  *int                  `json:"_ng_rollout_index,omitempty"`
+	AttemptIndex  *int                  `json:"_ng_attempt_index,omitempty"`
+	RolloutID     *string               `json:"_ng_rollout_id,omitempty"`
+	AgentRef      *ServerRef            `json:"agent_ref,omitempty"`
+	MaskSample    *bool                 `json:"mask_sample,omitempty"`
+	FailureKind   *string               `json:"failure_kind,omitempty"`
+	FailureReason *string               `json:"failure_reason,omitempty"`
 }
 
 // rowDecodeWire is a row as it is decoded: the same members (in the same
@@ -106,14 +127,17 @@ type rowWire struct {
 // declare them, and the bookkeeping members raw for decodeRow to read
 // leniently.
 type rowDecodeWire struct {
-	Params       *ResponseCreateParams `json:"responses_create_params,omitempty"`
-	Response     json.RawMessage       `json:"response,omitempty"`
-	Reward       json.RawMessage       `json:"reward,omitempty"`
-	TaskIndex    json.RawMessage       `json:"_ng_task_index,omitempty"`
-	RolloutIndex json.RawMessage       `json:"_ng_rollout_index,omitempty"`
-	AttemptIndex json.RawMessage       `json:"_ng_attempt_index,omitempty"`
-	RolloutID    json.RawMessage       `json:"_ng_rollout_id,omitempty"`
-	AgentRef     json.RawMessage       `json:"agent_ref,omitempty"`
+	Params        *ResponseCreateParams `json:"responses_create_params,omitempty"`
+	Response      json.RawMessage       `json:"response,omitempty"`
+	Reward        json.RawMessage       `json:"reward,omitempty"`
+	TaskIndex     json.RawMessage       `json:"_ng_task_index,omitempty"`
+	RolloutIndex  json.RawMessage       `json:"_ng_rollout_index,omitempty"`
+	AttemptIndex  json.RawMessage       `json:"_ng_attempt_index,omitempty"`
+	RolloutID     json.RawMessage       `json:"_ng_rollout_id,omitempty"`
+	AgentRef      json.RawMessage       `json:"agent_ref,omitempty"`
+	MaskSample    json.RawMessage       `json:"mask_sample,omitempty"`
+	FailureKind   json.RawMessage       `json:"failure_kind,omitempty"`
+	FailureReason json.RawMessage       `json:"failure_reason,omitempty"`
 }
 
 // Bits of RunRequest.present, in rowWire's field order.
@@ -126,7 +150,18 @@ const (
 	rowAttemptIndex
 	rowRolloutID
 	rowAgentRef
+	rowMaskSample
+	rowFailureKind
+	rowFailureReason
 )
+
+// verifyMembers are the members a verify response adds besides the
+// reward: their row bits, and how upstream's model checks them.
+var verifyMembers = []struct {
+	bit uint64
+	key string
+	s   *shape
+}{{rowMaskSample, KeyMaskSample, boolShape}, {rowFailureKind, KeyFailureKind, optStr}, {rowFailureReason, KeyFailureReason, optStr}}
 
 func encodeRow(r *RunRequest, resp *Response, reward *float64) ([]byte, error) {
 	p := r.ResponsesCreateParams
@@ -135,7 +170,21 @@ func encodeRow(r *RunRequest, resp *Response, reward *float64) ([]byte, error) {
 	if r.RolloutID != "" || r.present&^r.nulls&rowRolloutID != 0 {
 		w.RolloutID = &r.RolloutID
 	}
-	return encodeObject(nil, &w, r.Fields, r.nulls)
+	nulls := r.nulls
+	if reward != nil {
+		// A verify response: the verification members upstream always
+		// dumps, with their defaults unless the verifier set them.
+		masked := false
+		if !r.Fields.Has(KeyMaskSample) {
+			w.MaskSample = &masked
+		}
+		for _, k := range verifyMembers[1:] {
+			if !r.Fields.Has(k.key) {
+				nulls |= k.bit
+			}
+		}
+	}
+	return encodeObject(nil, &w, r.Fields, nulls)
 }
 
 // decodeRow decodes a row; the response and reward, when the target type
@@ -165,6 +214,9 @@ func decodeRow(b []byte, r *RunRequest, declares uint64) (w rowDecodeWire, err e
 			return decodeValue(w.RolloutID, reflect.ValueOf(&rolloutID).Elem()) == nil
 		}},
 		{rowAgentRef, KeyAgentRef, w.AgentRef, func() bool { return readServerRef(w.AgentRef, &r.AgentRef) }},
+		{rowMaskSample, KeyMaskSample, w.MaskSample, func() bool { return false }},
+		{rowFailureKind, KeyFailureKind, w.FailureKind, func() bool { return false }},
+		{rowFailureReason, KeyFailureReason, w.FailureReason, func() bool { return false }},
 	} {
 		if present&^nulls&m.bit == 0 || m.read() {
 			continue
@@ -240,6 +292,10 @@ func (r *RunRequest) Validate() error {
 }
 
 func (r *RunRequest) validate(v *validator) {
+	if raw, ok := r.Fields.Get(KeyRolloutID); ok && r.present&rowRolloutID == 0 {
+		// upstream reads _ng_rollout_id as an optional string.
+		optStr.check(v, raw, []any{KeyRolloutID})
+	}
 	if r.present&decodedBit != 0 && r.present&^r.nulls&rowParams == 0 {
 		r.required(v, rowParams, KeyParams, ErrModelType, "Input should be a valid dictionary or object to extract fields from")
 		return
@@ -303,7 +359,10 @@ func (r *VerifyResponse) UnmarshalJSON(b []byte) error {
 	if err := decodeMember(w.Response, KeyResponse, &r.Response); err != nil {
 		return err
 	}
-	return decodeMember(w.Reward, KeyReward, &r.Reward)
+	var reward laxFloat64 // upstream reads the reward as pydantic's float
+	err = decodeMember(w.Reward, KeyReward, &reward)
+	r.Reward = float64(reward)
+	return err
 }
 
 // Validate checks the echoed request and, for a decoded value, that a
@@ -313,6 +372,13 @@ func (r *VerifyResponse) Validate() error {
 	r.VerifyRequest.validate(&v)
 	if r.present&decodedBit != 0 {
 		r.required(&v, rowReward, KeyReward, ErrFloat, "Input should be a valid number")
+	}
+	for _, k := range verifyMembers {
+		if r.nulls&k.bit != 0 {
+			k.s.check(&v, json.RawMessage("null"), []any{k.key})
+		} else if raw, ok := r.Fields.Get(k.key); ok {
+			k.s.check(&v, raw, []any{k.key})
+		}
 	}
 	return v.err()
 }
@@ -344,13 +410,115 @@ func (r *SeedSessionResponse) UnmarshalJSON(b []byte) error { return r.Fields.Un
 
 // AggregateMetricsRequest is the body of POST /aggregate_metrics.
 type AggregateMetricsRequest struct {
-	// VerifyResponses are the results to aggregate, as JSON objects.
+	// VerifyResponses are the results to aggregate, as JSON objects
+	// (required).
 	VerifyResponses []Fields `json:"verify_responses"`
+
+	// present and nulls record whether verify_responses arrived, and as
+	// null, in a decoded request (present also holds decodedBit);
+	// notObjects lists the entries that were not objects.
+	present, nulls uint64
+	notObjects     []int
 }
 
-// AggregateMetricsResponse is the answer of /aggregate_metrics.
+// UnmarshalJSON decodes the request; Validate checks it. Members other
+// than verify_responses are ignored, as upstream ignores them.
+func (r *AggregateMetricsRequest) UnmarshalJSON(b []byte) error {
+	if err := checkValid(b); err != nil {
+		return err
+	}
+	*r = AggregateMetricsRequest{present: decodedBit}
+	var list []byte // the last verify_responses, as Python's json module keeps it
+	err := scanObject(b, typeObject, func(key string, raw []byte) error {
+		if key == "verify_responses" {
+			list = raw
+		}
+		return nil
+	})
+	if err != nil || list == nil {
+		return err
+	}
+	r.present |= 1
+	switch rawKind(list) {
+	case "null":
+		r.nulls |= 1
+		return nil
+	case "array":
+	default:
+		return withField(&json.UnmarshalTypeError{Value: rawKind(list), Type: typeList}, "verify_responses")
+	}
+	r.VerifyResponses = []Fields{}
+	return scanArray(list, func(i int, raw []byte) error {
+		var f Fields
+		if rawKind(raw) != "object" {
+			// Not a dictionary: Validate reports it where upstream does.
+			r.notObjects = append(r.notObjects, i)
+		} else {
+			members, _, _, err := splitMembers(raw, nil)
+			if err != nil {
+				return withField(err, "verify_responses."+strconv.Itoa(i))
+			}
+			f = members
+			if f == nil {
+				f = Fields{}
+			}
+		}
+		r.VerifyResponses = append(r.VerifyResponses, f)
+		return nil
+	})
+}
+
+// Validate checks, for a decoded request, that verify_responses is there
+// and is a list of objects, as upstream's AggregateMetricsRequest
+// requires.
+func (r *AggregateMetricsRequest) Validate() error {
+	var v validator
+	switch {
+	case r.present&decodedBit == 0:
+	case r.present&1 == 0:
+		v.missing(nil, "verify_responses")
+	case r.nulls&1 != 0:
+		v.add(ErrList, "Input should be a valid list", json.RawMessage("null"), "verify_responses")
+	}
+	for _, i := range r.notObjects {
+		v.add(ErrDict, "Input should be a valid dictionary", nil, "verify_responses", i)
+	}
+	return v.err()
+}
+
+// AggregateMetricsResponse is the answer of /aggregate_metrics
+// (upstream's AggregateMetrics).
 type AggregateMetricsResponse struct {
 	GroupLevelMetrics []json.RawMessage `json:"group_level_metrics"`
 	AgentMetrics      map[string]any    `json:"agent_metrics"`
 	KeyMetrics        map[string]any    `json:"key_metrics"`
+	// PerfSummary holds the cross-rollout efficiency statistics; null
+	// when no rollout carried any.
+	PerfSummary map[string]any `json:"perf_summary"`
+	// RepeatLevelMetrics holds one object per repeat; it encodes as []
+	// when nil.
+	RepeatLevelMetrics []json.RawMessage `json:"repeat_level_metrics"`
+}
+
+// MarshalJSON encodes the metrics with every member upstream's model
+// dumps: empty lists as [], maps as {}, perf_summary as null when unset.
+func (m AggregateMetricsResponse) MarshalJSON() ([]byte, error) {
+	type plain AggregateMetricsResponse
+	if m.GroupLevelMetrics == nil {
+		m.GroupLevelMetrics = []json.RawMessage{}
+	}
+	if m.AgentMetrics == nil {
+		m.AgentMetrics = map[string]any{}
+	}
+	if m.KeyMetrics == nil {
+		m.KeyMetrics = map[string]any{}
+	}
+	if m.RepeatLevelMetrics == nil {
+		m.RepeatLevelMetrics = []json.RawMessage{}
+	}
+	b, err := json.Marshal(plain(m))
+	if err != nil {
+		return nil, fmt.Errorf("aggregate metrics: %w", err)
+	}
+	return b, nil
 }

@@ -340,7 +340,7 @@ func TestDecodedBombIs413(t *testing.T) {
 		want int
 	}{
 		{`{"role":"user","content":[{"type":"input_text","text":"What is 1 + 1?"}]}`, http.StatusOK},
-		{`{}`, http.StatusUnprocessableEntity},
+		{`{"type":"x"}`, http.StatusUnprocessableEntity}, // no item type of upstream's
 	} {
 		one := server.Estimate([]byte(tc.item + ","))
 		under := items(tc.item, int(budget*9/10/one))

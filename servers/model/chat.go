@@ -3,6 +3,8 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -18,18 +20,10 @@ const (
 	FinishContentFilter  = "content_filter"
 )
 
-// chatParamKeys are the members of NeMo Gym's
-// NeMoGymChatCompletionCreateParamsNonStreaming. Others are ignored (and
-// not forwarded), as upstream ignores them.
-var chatParamKeys = []string{"messages", "model", "audio", "frequency_penalty", "logit_bias", "logprobs",
-	"max_completion_tokens", "max_tokens", "metadata", "modalities", "n", "parallel_tool_calls", "prediction",
-	"presence_penalty", "reasoning_effort", "response_format", "seed", "service_tier", "stop", "store",
-	"stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user",
-	"web_search_options", "stream"}
-
 // ChatCompletionRequest is the body of POST /v1/chat/completions: the
-// members the server reads. Every other member upstream declares is kept
-// as it came for forwarding; undeclared members are dropped.
+// members the server reads. Every member upstream declares
+// (protocol.ChatParamKeys) is kept as it came for forwarding; Validate
+// refuses any other, as upstream's model forbids them.
 type ChatCompletionRequest struct {
 	// Messages is the conversation (required).
 	Messages []ChatMessage `json:"messages"`
@@ -46,13 +40,17 @@ type ChatCompletionRequest struct {
 
 	// members holds every declared member that arrived, as it came.
 	members map[string]json.RawMessage
-	// present records whether messages arrived (and was not null) in a
-	// decoded request.
-	present bool
+	// raw is the body as it came (nil for a request built in Go), for
+	// Validate; typeErr is the error of decoding it into the fields above,
+	// which Validate reports when upstream's rules pass it.
+	raw     json.RawMessage
+	typeErr error
 }
 
-// UnmarshalJSON decodes the members the server reads and keeps every
-// declared member for forwarding.
+// UnmarshalJSON keeps the body for Validate and every declared member
+// for forwarding, and decodes the members the server reads. A body that
+// is not a JSON object is an error; a member of the wrong shape is left
+// for Validate to report where upstream does.
 func (r *ChatCompletionRequest) UnmarshalJSON(b []byte) error {
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {
@@ -60,18 +58,15 @@ func (r *ChatCompletionRequest) UnmarshalJSON(b []byte) error {
 	}
 	type plain ChatCompletionRequest
 	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
+	typeErr := json.Unmarshal(b, &p)
 	*r = ChatCompletionRequest(p)
+	r.raw, r.typeErr = bytes.Clone(b), typeErr
 	r.members = map[string]json.RawMessage{}
 	for k, v := range all {
-		if slices.Contains(chatParamKeys, k) {
+		if slices.Contains(protocol.ChatParamKeys, k) {
 			r.members[k] = v
 		}
 	}
-	raw, ok := all["messages"]
-	r.present = ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 	return nil
 }
 
@@ -86,40 +81,31 @@ func (r *ChatCompletionRequest) forwardBody(model string) map[string]json.RawMes
 	return out
 }
 
-// chatRoles are the roles of a chat message.
-var chatRoles = []string{"developer", "system", "user", "assistant", "tool"}
-
-// Validate checks what upstream requires of the request: messages (a
-// list), a known role on each, content on every message but an
-// assistant's, a tool_call_id on a tool message, and no streaming.
+// Validate applies upstream's NeMoGymChatCompletionCreateParamsNonStreaming
+// to a decoded request (protocol.ValidateChatParams), then refuses a body
+// whose members did not decode into the fields this server reads. A
+// request built in Go is checked as it would encode.
 func (r *ChatCompletionRequest) Validate() error {
-	var errs []protocol.FieldError
-	add := func(kind, msg string, input json.RawMessage, loc ...any) {
-		errs = append(errs, protocol.FieldError{Type: kind, Loc: loc, Msg: msg, Input: input})
-	}
-	if !r.present && r.Messages == nil {
-		add(protocol.ErrMissing, "Field required", nil, "messages")
-	}
-	for i, m := range r.Messages {
-		if !slices.Contains(chatRoles, m.Role) {
-			add(protocol.ErrLiteral, "Input should be 'developer', 'system', 'user', 'assistant' or 'tool'",
-				mustJSON(m.Role), "messages", i, "role")
-			continue
+	raw := r.raw
+	if raw == nil {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("chat request: %w", err)
 		}
-		if m.Role != "assistant" && (len(m.Content) == 0 || isJSONNull(m.Content)) {
-			add(protocol.ErrMissing, "Field required", nil, "messages", i, "content")
+		raw = b
+	}
+	if err := protocol.ValidateChatParams(raw); err != nil {
+		var ve *protocol.ValidationError
+		if errors.As(err, &ve) {
+			for i, d := range ve.Detail {
+				if len(d.Loc) == 1 && d.Loc[0] == "stream" {
+					ve.Detail[i].Msg = streamRefusal
+				}
+			}
 		}
-		if m.Role == "tool" && m.ToolCallID == "" {
-			add(protocol.ErrMissing, "Field required", nil, "messages", i, "tool_call_id")
-		}
+		return err
 	}
-	if r.Stream != nil && *r.Stream {
-		add(protocol.ErrLiteral, streamRefusal, json.RawMessage("true"), "stream")
-	}
-	if len(errs) > 0 {
-		return &protocol.ValidationError{Detail: errs}
-	}
-	return nil
+	return r.typeErr
 }
 
 // ChatMessage is one message of a chat request.

@@ -16,9 +16,9 @@ import (
 // members of an OpenAI chat.completion object.
 func TestChatCompletionShape(t *testing.T) {
 	base, _, _ := start(t, withP(0, 1), server.Options{})
-	// Unknown members are ignored, as upstream ignores them.
+	// NeMo Gym 0.7's provider extensions are accepted.
 	status, _, raw := postRaw(t, chatURL(base), `{"model":"anything","messages":[{"role":"system","content":"Be exact."},`+
-		`{"role":"user","content":[{"type":"text","text":"What is 6 * 7?"}]}],"not_a_chat_param":1}`)
+		`{"role":"user","content":[{"type":"text","text":"What is 6 * 7?"}]}],"chat_template_kwargs":{"enable_thinking":false}}`)
 	if status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, raw)
 	}
@@ -51,7 +51,12 @@ func TestChatCompletionRefusals(t *testing.T) {
 		loc              []any
 	}{
 		{"no messages", `{"model":"m"}`, "missing", []any{"body", "messages"}},
-		{"bad role", `{"messages":[{"role":"robot","content":"x"}]}`, "literal_error", []any{"body", "messages", 0, "role"}},
+		// No message form takes the role: upstream's union reports every
+		// form's errors, ours one error at the message.
+		{"bad role", `{"messages":[{"role":"robot","content":"x"}]}`, "value_error", []any{"body", "messages", 0}},
+		{"unknown member", `{"messages":[{"role":"user","content":"x"}],"not_a_chat_param":1}`, "extra_forbidden", []any{"body", "not_a_chat_param"}},
+		{"unknown message member", `{"messages":[{"role":"user","content":"x","tool_call_id":"c"}]}`, "extra_forbidden", []any{"body", "messages", 0, "tool_call_id"}},
+		{"partial token ids", `{"messages":[{"role":"user","content":"x","prompt_token_ids":[1]}]}`, "value_error", []any{"body", "messages", 0}},
 		{"user without content", `{"messages":[{"role":"user"}]}`, "missing", []any{"body", "messages", 0, "content"}},
 		{"tool without call id", `{"messages":[{"role":"tool","content":"x"}]}`, "missing", []any{"body", "messages", 0, "tool_call_id"}},
 		{"streaming", `{"messages":[{"role":"user","content":"x"}],"stream":true}`, "literal_error", []any{"body", "stream"}},

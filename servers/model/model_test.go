@@ -134,14 +134,14 @@ func TestResponsesSchemaRefusals(t *testing.T) {
 		loc              []any
 		msg              string
 	}{
-		{"unknown member", `{"input":"hi","prompt_cache_key":"k"}`, protocol.ErrExtraForbidden, []any{"body", "prompt_cache_key"}, ""},
-		{"another unknown member", `{"input":"hi","conversation":{"id":"c"}}`, protocol.ErrExtraForbidden, []any{"body", "conversation"}, ""},
+		{"unknown member", `{"input":"hi","frequency_penalty":0.5}`, protocol.ErrExtraForbidden, []any{"body", "frequency_penalty"}, ""},
+		{"new member of the wrong shape", `{"input":"hi","conversation":{"id":"c","x":1}}`, protocol.ErrExtraForbidden, []any{"body", "conversation", "x"}, ""},
 		{"no input", `{"model":"m"}`, protocol.ErrMissing, []any{"body", "input"}, ""},
 		{"null parallel_tool_calls", `{"input":"hi","parallel_tool_calls":null}`, protocol.ErrBool, []any{"body", "parallel_tool_calls"}, ""},
 		{"null tool_choice", `{"input":"hi","tool_choice":null}`, protocol.ErrLiteral, []any{"body", "tool_choice"}, ""},
 		{"function tool without strict", `{"input":"hi","tools":[{"type":"function","name":"f","parameters":{}}]}`,
 			protocol.ErrMissing, []any{"body", "tools", 0, "strict"}, ""},
-		{"bad role", `{"input":[{"role":"robot","content":"hi"}]}`, protocol.ErrLiteral, []any{"body", "input", 0, "role"}, ""},
+		{"bad role", `{"input":[{"type":"message","role":"robot","content":"hi"}]}`, protocol.ErrLiteral, []any{"body", "input", 0, "role"}, ""},
 		{"streaming", `{"input":"hi","stream":true}`, protocol.ErrLiteral, []any{"body", "stream"}, "does not stream"},
 		{"malformed JSON", `{"input":`, protocol.ErrJSONInvalid, nil, ""},
 	} {

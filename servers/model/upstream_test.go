@@ -320,15 +320,17 @@ func TestUpstreamBadAnswers(t *testing.T) {
 }
 
 // TestUpstreamChatRoute forwards POST /v1/chat/completions to the
-// upstream's chat completions: declared members as they came, model
-// replaced, unknown members dropped; the answer comes back as it came.
+// upstream's chat completions: declared members as they came (a provider
+// extension and a training message's token ids included), model
+// replaced; the answer comes back as it came.
 func TestUpstreamChatRoute(t *testing.T) {
 	peer, requests := fakeOpenAI(t, http.StatusOK, completion)
 	cfg := upstreamConfig(peer.URL)
 	cfg.Upstream.API = model.APIResponses // the chat route goes to chat completions whatever the API
 	base, _, _ := start(t, cfg, server.Options{})
-	status, _, raw := postRaw(t, chatURL(base), `{"model":"caller","messages":[{"role":"user","content":"hi","prompt_token_ids":[1,2]}],`+
-		`"temperature":0,"seed":5,"not_declared":true}`)
+	status, _, raw := postRaw(t, chatURL(base), `{"model":"caller","messages":[{"role":"user","content":"hi"},`+
+		`{"role":"assistant","content":"a","prompt_token_ids":[1,2],"generation_token_ids":[3],"generation_log_probs":[-0.5]}],`+
+		`"temperature":0,"seed":5,"chat_template_kwargs":{"enable_thinking":false}}`)
 	if status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, raw)
 	}
@@ -336,7 +338,9 @@ func TestUpstreamChatRoute(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Path != "/v1/chat/completions" || reqs[0].Auth != "Bearer "+testKey {
 		t.Fatalf("upstream requests %+v", reqs)
 	}
-	sameJSON(t, "forwarded body", reqs[0].Body, `{"model":"gpt-test","messages":[{"role":"user","content":"hi","prompt_token_ids":[1,2]}],"temperature":0,"seed":5}`)
+	sameJSON(t, "forwarded body", reqs[0].Body, `{"model":"gpt-test","messages":[{"role":"user","content":"hi"},`+
+		`{"role":"assistant","content":"a","prompt_token_ids":[1,2],"generation_token_ids":[3],"generation_log_probs":[-0.5]}],`+
+		`"temperature":0,"seed":5,"chat_template_kwargs":{"enable_thinking":false}}`)
 	var back any
 	_ = json.Unmarshal(raw, &back)
 	sameJSON(t, "answer", back, completion)
