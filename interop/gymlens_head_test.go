@@ -2,11 +2,7 @@ package interop
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -15,7 +11,6 @@ import (
 
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/internal/testenv"
-	"github.com/gymlens/gymlens/internal/upstream"
 )
 
 // startGymlensFleet runs gymlens's `gym env start --config config` in dir
@@ -40,43 +35,8 @@ func startGymlensFleet(t *testing.T, dir, config, head string, want int) *testen
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := &http.Client{Timeout: 5 * time.Second}
-	get := func(url string) ([]byte, bool) {
-		res, err := c.Get(url)
-		if err != nil {
-			return nil, false
-		}
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		return b, err == nil && res.StatusCode == http.StatusOK
-	}
-	for {
-		if raw, ok := get(head + "/server_instances"); ok {
-			var insts []struct {
-				URL string `json:"url"`
-			}
-			if json.Unmarshal(raw, &insts) == nil && len(insts) == want {
-				up := 0
-				for _, in := range insts {
-					if _, ok := get(in.URL + "/"); ok {
-						up++
-					}
-				}
-				if up == want {
-					return p
-				}
-			}
-		}
-		select {
-		case <-p.Done():
-			t.Fatalf("gym env start exited %d before its fleet was up:\n%s", p.ExitCode(), tailLines(log.String(), 60))
-		case <-ctx.Done():
-			t.Fatalf("gymlens fleet not up after 2 minutes:\n%s", tailLines(log.String(), 60))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	waitFleet(t, head, p, log, 2*time.Minute, want)
+	return p
 }
 
 // Scenario (c) of issue 34: upstream's collector (gym eval run --no-serve,
@@ -87,7 +47,16 @@ func startGymlensFleet(t *testing.T, dir, config, head string, want int) *testen
 // string_match verdict, and the lines must name the environment server
 // and its implementation as upstream's own fleet's lines do.
 func TestUpstreamCollectorAgainstGymlensHead(t *testing.T) {
-	upstream.Python(t)
+	for _, rel := range []release{release070, release060} {
+		t.Run(rel.name, func(t *testing.T) { collectAgainstGymlensHead(t, rel) })
+	}
+}
+
+// collectAgainstGymlensHead is scenario (c) with one release's collector.
+// 0.6.0's has no environment servers: it calls the agent itself and its
+// lines name none.
+func collectAgainstGymlensHead(t *testing.T, rel release) {
+	rel.python(t)
 	dir := t.TempDir()
 	headPort := testenv.FreePort(t)
 	config := filepath.Join(dir, "fleet.yaml")
@@ -113,17 +82,23 @@ string_match_simple_agent:
 		t.Fatal(err)
 	}
 	writeFile(t, tasks, buf.String())
-	out := collectUpstream(t, dir, headPort, nil, tasks, "-a", "string_match_simple_agent", "--num-repeats", "2")
+	out := collectUpstream(t, rel, dir, headPort, nil, tasks, "-a", "string_match_simple_agent", "--num-repeats", "2")
 	lines := readLines(t, out)
 	if len(lines) != 20 {
 		t.Fatalf("upstream's collector wrote %d rollouts, want 20", len(lines))
 	}
 	for _, l := range lines {
+		if rel.name == release060.name {
+			if _, ok := l["_ng_environment_server"]; ok {
+				t.Fatalf("0.6.0's collector wrote _ng_environment_server: %v", l["_ng_environment_server"])
+			}
+			continue
+		}
 		if l["_ng_environment_server"] != "string_match_environment_server" || l["_ng_result_type"] != "legacy_agent" {
 			t.Fatalf("line names environment server %v (%v), want string_match_environment_server (legacy_agent)",
 				l["_ng_environment_server"], l["_ng_result_type"])
 		}
 	}
 	_, seen := checkAgainstUpstreamStringMatch(t, lines)
-	t.Logf("%d rollouts through gymlens's head, relay, agent and servers, collected by upstream; rewards %v equal upstream's string_match", len(lines), seen)
+	t.Logf("%d rollouts through gymlens's head and servers, collected by nemo-gym %s; rewards %v equal upstream's string_match", len(lines), rel.name, seen)
 }

@@ -40,12 +40,20 @@ asyncio.run(main())
 // extracted answer must equal what upstream's own string_match verifier
 // gives on the same episode.
 func TestUpstreamLauncherRunsGymlensServers(t *testing.T) {
-	upstream.Python(t)
+	for _, rel := range []release{release070, release060} {
+		t.Run(rel.name, func(t *testing.T) { launcherRunsGymlensServers(t, rel) })
+	}
+}
+
+// launcherRunsGymlensServers is scenario (a) under one release's launcher,
+// agent and collector (0.6.0 generates no relay).
+func launcherRunsGymlensServers(t *testing.T, rel release) {
+	rel.python(t)
 	dir := t.TempDir()
 	goDir := filepath.Join(dir, "go-servers")
 	runGym(t, "env", "scaffold", "--impl", "string_match", "--domain", "knowledge", "--out", goDir)
 	runGym(t, "env", "scaffold", "--impl", "policy_model", "--out", goDir)
-	venvs := venvDir(t, "resources_servers/string_match", "responses_api_models/policy_model",
+	venvs := venvDir(t, rel, "resources_servers/string_match", "responses_api_models/policy_model",
 		"responses_api_agents/simple_agent", "environment_servers/legacy_agent")
 
 	headPort := testenv.FreePort(t)
@@ -69,7 +77,7 @@ string_match_simple_agent:
 `, headPort, venvs))
 	// The scaffold's own config file, given as a user would.
 	smConfig := filepath.Join(goDir, "resources_servers", "string_match", "configs", "string_match.yaml")
-	f := startUpstreamFleet(t, dir, headPort, []string{smConfig, fleet}, []string{goDir})
+	f := startUpstreamFleet(t, rel, dir, headPort, []string{smConfig, fleet}, []string{goDir})
 
 	tasks := filepath.Join(dir, "tasks.jsonl")
 	var buf bytes.Buffer
@@ -77,7 +85,7 @@ string_match_simple_agent:
 		t.Fatal(err)
 	}
 	writeFile(t, tasks, buf.String())
-	out := collectUpstream(t, dir, headPort, f.log, tasks, "-a", "string_match_simple_agent", "--num-repeats", "2")
+	out := collectUpstream(t, rel, dir, headPort, f.log, tasks, "-a", "string_match_simple_agent", "--num-repeats", "2")
 
 	lines := readLines(t, out)
 	if len(lines) != 20 {
@@ -102,7 +110,7 @@ string_match_simple_agent:
 	if mean, ok := km["mean/reward"].(float64); !ok || math.Abs(mean-sum/float64(len(lines))) > 1e-9 {
 		t.Errorf("key_metrics mean/reward = %v, want %v", km["mean/reward"], sum/float64(len(lines)))
 	}
-	t.Logf("%d rollouts through upstream's launcher, agent, relay and collector; rewards %v; every reward equals upstream's string_match", len(lines), seen)
+	t.Logf("%d rollouts through nemo-gym %s's launcher, agent and collector; rewards %v; every reward equals upstream's string_match", len(lines), rel.name, seen)
 }
 
 // checkAgainstUpstreamStringMatch scores every output line's episode with

@@ -81,7 +81,7 @@ func TestUpstreamSameDatasetPythonAndGoFleets(t *testing.T) {
 
 	// All Python.
 	pyDir := filepath.Join(dir, "python")
-	venvs := venvDir(t, "resources_servers/string_match", "responses_api_models/openai_model",
+	venvs := venvDir(t, release070, "resources_servers/string_match", "responses_api_models/openai_model",
 		"responses_api_agents/simple_agent", "environment_servers/legacy_agent")
 	headPort := testenv.FreePort(t)
 	pyFleet := filepath.Join(pyDir, "fleet.yaml")
@@ -106,9 +106,9 @@ string_match_simple_agent:
       resources_server: {type: resources_servers, name: string_match}
       model_server: {type: responses_api_models, name: policy_model}
 `, headPort, venvs, modelPort))
-	f := startUpstreamFleet(t, pyDir, headPort, []string{pyFleet}, nil)
+	f := startUpstreamFleet(t, release070, pyDir, headPort, []string{pyFleet}, nil)
 	// Rows name their agent (agent_ref), so neither collector is told one.
-	pyOut := collectUpstream(t, pyDir, headPort, f.log, tasks, "--num-repeats", "2")
+	pyOut := collectUpstream(t, release070, pyDir, headPort, f.log, tasks, "--num-repeats", "2")
 	f.stop(t)
 
 	// All Go.

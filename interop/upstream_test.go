@@ -24,6 +24,26 @@ import (
 // the servers' start-up, and its shutdown.
 const launchBound = 4 * time.Minute
 
+// release is one installed release of nemo-gym that the mixed fleets run.
+type release struct {
+	name string
+	// python returns its interpreter, or skips the test (fails it under
+	// CI=true) where it is not installed.
+	python func(testing.TB) string
+}
+
+// The releases the mixed fleets run against: 0.7.0, the newest, and 0.6.0,
+// which users still run (no environment servers; the same openai).
+var (
+	release070 = release{"0.7.0", upstream.Python}
+	release060 = release{"0.6.0", upstream.TelemetryPython}
+)
+
+// bin is the path of one of the release's console scripts (gym, ...).
+func (r release) bin(t testing.TB, name string) string {
+	return filepath.Join(filepath.Dir(r.python(t)), name)
+}
+
 // cleanEnv is the test process's environment minus telemetry settings,
 // plus what keeps upstream's Ray on loopback and quiet, plus extra.
 func cleanEnv(extra ...string) []string {
@@ -44,9 +64,9 @@ func cleanEnv(extra ...string) []string {
 // each <type>/<impl> it will start, a .venv that is upstream's own
 // installed venv (with skip_venv_if_present the launcher activates it and
 // installs nothing: uv cannot fetch an interpreter here).
-func venvDir(t *testing.T, dirs ...string) string {
+func venvDir(t *testing.T, rel release, dirs ...string) string {
 	t.Helper()
-	venv := filepath.Dir(filepath.Dir(upstream.Python(t)))
+	venv := filepath.Dir(filepath.Dir(rel.python(t)))
 	root := t.TempDir()
 	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -66,11 +86,11 @@ type upstreamFleet struct {
 	log  *testenv.Buffer
 }
 
-// startUpstreamFleet runs upstream's `gym env start` in dir with the given
-// config files and search directories and waits until its head server
-// says the fleet is ready (GET /readyz 200, upstream 0.7's readiness).
-// The fleet is stopped when the test ends.
-func startUpstreamFleet(t *testing.T, dir string, headPort int, configs, searchDirs []string) *upstreamFleet {
+// startUpstreamFleet runs the release's `gym env start` in dir with the
+// given config files and search directories and waits until its head
+// server lists every server it started and each answers GET /, as
+// upstream's clients find them. The fleet is stopped when the test ends.
+func startUpstreamFleet(t *testing.T, rel release, dir string, headPort int, configs, searchDirs []string) *upstreamFleet {
 	t.Helper()
 	args := []string{"env", "start"}
 	for _, s := range searchDirs {
@@ -79,7 +99,7 @@ func startUpstreamFleet(t *testing.T, dir string, headPort int, configs, searchD
 	for _, c := range configs {
 		args = append(args, "--config", c)
 	}
-	cmd := exec.Command(upstream.Bin(t, "gym"), args...)
+	cmd := exec.Command(rel.bin(t, "gym"), args...)
 	cmd.Dir = dir
 	cmd.Env = cleanEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -87,24 +107,50 @@ func startUpstreamFleet(t *testing.T, dir string, headPort int, configs, searchD
 	cmd.Stdout, cmd.Stderr = log, log
 	f := &upstreamFleet{proc: testenv.Start(t, cmd, launchBound), head: fmt.Sprintf("http://127.0.0.1:%d", headPort), log: log}
 	t.Cleanup(func() { f.stop(t) })
-	ctx, cancel := context.WithTimeout(context.Background(), launchBound)
+	waitFleet(t, f.head, f.proc, log, launchBound, 0)
+	return f
+}
+
+// waitFleet polls a head server until its /server_instances lists servers
+// (want of them, when want > 0) and every one answers GET /. The process
+// proc ending first, or the bound passing, fails the test with log's end.
+func waitFleet(t *testing.T, head string, proc *testenv.Proc, log fmt.Stringer, bound time.Duration, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	c := &http.Client{Timeout: 5 * time.Second}
+	get := func(url string) ([]byte, bool) {
+		res, err := c.Get(url)
+		if err != nil {
+			return nil, false
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		return b, err == nil && res.StatusCode == http.StatusOK
+	}
 	for {
-		res, err := c.Get(f.head + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return f
+		if raw, ok := get(head + "/server_instances"); ok {
+			var insts []struct {
+				URL string `json:"url"`
+			}
+			if json.Unmarshal(raw, &insts) == nil && len(insts) > 0 && (want == 0 || len(insts) == want) {
+				up := 0
+				for _, in := range insts {
+					if _, ok := get(in.URL + "/"); ok {
+						up++
+					}
+				}
+				if up == len(insts) {
+					return
+				}
 			}
 		}
 		select {
-		case <-f.proc.Done():
-			t.Fatalf("upstream's gym env start exited %d before the fleet was ready:\n%s", f.proc.ExitCode(), tailLines(log.String(), 60))
+		case <-proc.Done():
+			t.Fatalf("the fleet's launcher exited %d before its fleet was up:\n%s", proc.ExitCode(), tailLines(log.String(), 60))
 		case <-ctx.Done():
-			t.Fatalf("upstream's fleet not ready after %s:\n%s", launchBound, tailLines(log.String(), 60))
-		case <-time.After(500 * time.Millisecond):
+			t.Fatalf("fleet not up after %s:\n%s", bound, tailLines(log.String(), 60))
+		case <-time.After(300 * time.Millisecond):
 		}
 	}
 }
@@ -122,11 +168,11 @@ func (f *upstreamFleet) stop(t *testing.T) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
-// collectUpstream runs upstream's collector (gym eval run --no-serve)
+// collectUpstream runs the release's collector (gym eval run --no-serve)
 // in dir against the fleet whose head server is headPort and returns the
 // output file's path. args are passed on (agent, repeats, ...); fleetLog,
 // when not nil, is shown with a failure.
-func collectUpstream(t *testing.T, dir string, headPort int, fleetLog fmt.Stringer, tasks string, args ...string) string {
+func collectUpstream(t *testing.T, rel release, dir string, headPort int, fleetLog fmt.Stringer, tasks string, args ...string) string {
 	t.Helper()
 	headCfg := filepath.Join(dir, "collect-head.yaml")
 	writeFile(t, headCfg, fmt.Sprintf("head_server: {host: 127.0.0.1, port: %d}\n", headPort))
@@ -134,7 +180,7 @@ func collectUpstream(t *testing.T, dir string, headPort int, fleetLog fmt.String
 	all := append([]string{"eval", "run", "--no-serve", "--config", headCfg, "-i", tasks, "-o", out, "--no-health-check"}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, upstream.Bin(t, "gym"), all...)
+	cmd := exec.CommandContext(ctx, rel.bin(t, "gym"), all...)
 	cmd.Dir = dir
 	cmd.Env = cleanEnv()
 	var log bytes.Buffer
