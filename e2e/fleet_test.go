@@ -54,7 +54,7 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 	if code := exitCode(res.err); code != 1 || !strings.Contains(res.stderr, "9 rollouts failed after every attempt") {
 		t.Fatalf("gym run: exit %d (%v), want 1 naming 9 failed rollouts\nstdout:\n%s\nstderr:\n%s", code, res.err, res.stdout, res.stderr)
 	}
-	for _, want := range []string{"rollouts        30 (9 failed)", "servers seen    4", "traces found"} {
+	for _, want := range []string{"rollouts        30 (9 failed)", "servers seen    5", "traces found"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, res.stdout)
 		}
@@ -214,15 +214,16 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 	}
 
 	// gym.servers.active: only the orchestrator writes it, and it shows
-	// the three servers once started and 0 after shutdown.
+	// the four servers (three and the agent's relay) once started and 0
+	// after shutdown.
 	for name, p := range procs {
 		if vals := p.metricValues("gym.servers.active"); len(vals) > 0 && name != "orchestrator" {
 			t.Errorf("%s exported gym.servers.active %v", name, vals)
 		}
 	}
 	vals := procs["orchestrator"].metricValues("gym.servers.active")
-	if len(vals) < 2 || vals[0] != 3 || vals[len(vals)-1] != 0 {
-		t.Errorf("orchestrator gym.servers.active over time = %v, want 3 first and 0 last", vals)
+	if len(vals) < 2 || vals[0] != 4 || vals[len(vals)-1] != 0 {
+		t.Errorf("orchestrator gym.servers.active over time = %v, want 4 first and 0 last", vals)
 	}
 
 	// Verify counts match the rollouts: 9 panicking verifications, 21 that
@@ -346,8 +347,8 @@ func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
 	}
 	run := runDir(t, runs)
 	procs := readRun(t, run) // fails on any truncated or corrupt line
-	if len(procs) != 4 {
-		t.Fatalf("telemetry from %v, want 4 processes", names(procs))
+	if len(procs) != 5 {
+		t.Fatalf("telemetry from %v, want 5 processes (the orchestrator, three servers, the relay)", names(procs))
 	}
 	lines := readLines(t, filepath.Join(run, "rollouts.jsonl"))
 	if len(lines) == 0 || len(lines) >= 100000 {
@@ -377,7 +378,7 @@ func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
 func TestEnvStartMalformedBodiesAre422AndNotCounted(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
-	fleet := startEnv(t, gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_SPAN_GROUPS=all"), 3, "--runs-dir", runs)
+	fleet := startEnv(t, gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_SPAN_GROUPS=all"), 4, "--runs-dir", runs)
 	urls := fleet.urls()
 	checkHeadServer(t, fleet.head, urls, fleet.runDir)
 
@@ -467,15 +468,15 @@ func checkHeadServer(t *testing.T, head string, urls map[string]string, run stri
 			}
 		}
 	}
-	if found != 3 {
-		t.Errorf("dict has %d of the 3 servers:\n%s", found, text)
+	if found != 4 {
+		t.Errorf("dict has %d of the 4 servers (three and the agent's relay):\n%s", found, text)
 	}
 	var list []struct {
 		ProcessName string `json:"process_name"`
 		URL         string `json:"url"`
 		PID         int    `json:"pid"`
 	}
-	if err := json.Unmarshal(get("/server_instances"), &list); err != nil || len(list) != 3 {
+	if err := json.Unmarshal(get("/server_instances"), &list); err != nil || len(list) != 4 {
 		t.Fatalf("/server_instances: %+v, %v", list, err)
 	}
 	for _, in := range list {

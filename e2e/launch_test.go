@@ -58,7 +58,7 @@ func TestNeMoGymFleetWithSDKEnvironment(t *testing.T) {
 	runs := filepath.Join(dir, "runs")
 
 	// The fleet, until SIGTERM. Its stdout names the head server.
-	fleet := startEnv(t, gymEnv(), 3, "--config", cfg, "--runs-dir", runs)
+	fleet := startEnv(t, gymEnv(), 4, "--config", cfg, "--runs-dir", runs) // and the agent's relay
 	head := fleet.head
 
 	// Rows for the wallet agent: the built-in policy calls none of the

@@ -95,8 +95,8 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	}
 	mustPromtool(t, promtool, nil, "check", "config", filepath.Join(promDir, "prometheus.yml"))
 	targets := readPromTargets(t, targetsPath)
-	if len(targets) != 4 {
-		t.Fatalf("targets.json lists %d processes, want 4 (orchestrator + 3 servers): %+v", len(targets), targets)
+	if len(targets) != 5 {
+		t.Fatalf("targets.json lists %d processes, want 5 (orchestrator, 3 servers, the agent's relay): %+v", len(targets), targets)
 	}
 
 	// A raw scrape of every process parses, and lints clean except for the
@@ -119,12 +119,12 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	truthA := promReadTruth(t, rollouts)
 
 	prom := startPrometheus(t, promBin, filepath.Join(promDir, "prometheus.yml"), filepath.Join(dir, "tsdb"))
-	prom.waitScraped(t, afterA, 4, 25*time.Second)
+	prom.waitScraped(t, afterA, 5, 25*time.Second)
 	t.Logf("prometheus scraped all targets after %s", time.Since(testStart).Round(time.Millisecond))
 
 	promCollect(t, fl.agentURL, filepath.Join(dir, "b.jsonl"), rollouts, batchB)
 	afterB := time.Now()
-	prom.waitEvaluated(t, prom.waitScraped(t, afterB, 4, 20*time.Second), 20*time.Second)
+	prom.waitEvaluated(t, prom.waitScraped(t, afterB, 5, 20*time.Second), 20*time.Second)
 	t.Logf("prometheus scraped and evaluated after batch B at %s", time.Since(testStart).Round(time.Millisecond))
 
 	truth := promReadTruth(t, rollouts)
@@ -145,8 +145,8 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 			t.Errorf("%s label %s = %q, want %q (labels %v)", serversActive, k, active[0].labels[k], v, active[0].labels)
 		}
 	}
-	if active[0].value != 3 {
-		t.Errorf("%s = %v, want 3", serversActive, active[0].value)
+	if active[0].value != 4 {
+		t.Errorf("%s = %v, want 4 (three servers and the agent's relay)", serversActive, active[0].value)
 	}
 	t.Logf("%s = %v from %s", serversActive, active[0].value, active[0].labels["gym_server_name"])
 
@@ -280,10 +280,10 @@ func TestPrometheusScrapesFleet(t *testing.T) {
 	if err := syscall.Kill(fl.pids["policy_model"], syscall.SIGKILL); err != nil {
 		t.Fatalf("kill policy_model (pid %d): %v", fl.pids["policy_model"], err)
 	}
-	promWaitGauge(t, targets[0], serversActive, 2, 10*time.Second)
+	promWaitGauge(t, targets[0], serversActive, 3, 10*time.Second)
 	prom.waitEvaluated(t, prom.waitScraped(t, time.Now(), 1, 20*time.Second), 20*time.Second)
-	if got := prom.scalar(t, serversActive); got != 2 {
-		t.Errorf("%s after a server died = %v, want 2", serversActive, got)
+	if got := prom.scalar(t, serversActive); got != 3 {
+		t.Errorf("%s after a server died = %v, want 3", serversActive, got)
 	}
 	alerts := prom.alerts(t, "GymServersBelowStarted")
 	if len(alerts) != 1 || alerts[0].Labels["gym_run_id"] != fl.runID || (alerts[0].State != "pending" && alerts[0].State != "firing") {
@@ -307,7 +307,7 @@ func startPromFleet(t *testing.T, runs, cfgPath string) promFleetProc {
 	t.Helper()
 	e := startEnv(t, gymEnv("NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_EXPORTER=prometheus",
 		// The orchestrator's own endpoint on a free port, never 9464.
-		"NEMO_GYM_OTEL_PROMETHEUS_ADDR=127.0.0.1:0"), 3, "--config", cfgPath, "--runs-dir", runs)
+		"NEMO_GYM_OTEL_PROMETHEUS_ADDR=127.0.0.1:0"), 4, "--config", cfgPath, "--runs-dir", runs)
 	fl := promFleetProc{runID: e.runID, runDir: e.runDir, pids: map[string]int{}}
 	for name, s := range e.servers {
 		fl.pids[name] = s.pid

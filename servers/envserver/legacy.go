@@ -2,6 +2,7 @@ package envserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/protocol"
@@ -234,7 +238,7 @@ func (r *relay) relayRun(w http.ResponseWriter, req *http.Request) {
 			header[k] = vs[len(vs)-1:]
 		}
 	}
-	reply, err := r.client.Post(req.Context(), r.run, server.RawJSON(body), nil, server.Call{
+	reply, err := r.client.Post(withRolloutID(req.Context(), body), r.run, server.RawJSON(body), nil, server.Call{
 		Cookies: req.Cookies(), Header: header, AnyStatus: true,
 	})
 	if err != nil {
@@ -253,6 +257,28 @@ func (r *relay) relayRun(w http.ResponseWriter, req *http.Request) {
 	out.Set("Content-Length", strconv.Itoa(len(reply.Body)))
 	w.WriteHeader(reply.Status)
 	_, _ = w.Write(reply.Body)
+}
+
+// withRolloutID names the rollout of a relayed /run on the request's
+// SERVER span and, through ctx, on the CLIENT span of the call to the
+// agent, as every other span of a rollout carries it. The relay passes
+// the body on unread; it reads the row's bookkeeping only when that span
+// records, and a body it cannot read names no rollout.
+func withRolloutID(ctx context.Context, body []byte) context.Context {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return ctx
+	}
+	var row protocol.RunRequest
+	if json.Unmarshal(body, &row) != nil {
+		return ctx
+	}
+	id, ok, err := row.ResolveRolloutID()
+	if err != nil || !ok {
+		return ctx
+	}
+	span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
+	return server.WithRolloutID(ctx, id)
 }
 
 // fail answers a call to the agent that got no answer as upstream answers
