@@ -1085,7 +1085,7 @@ func (f *Fleet) stop(ctx context.Context) error {
 		}
 		select {
 		case <-c.done:
-			if c.stoppedByUs && c.waitErr != nil {
+			if c.stoppedByUs && c.waitErr != nil && !diedOf(c.waitErr, syscall.SIGTERM) {
 				errs = append(errs, fmt.Errorf("server %q stopped with %v", c.spec.Name, c.waitErr))
 			}
 		default:
@@ -1164,4 +1164,18 @@ func (t *tailBuffer) Lines() []string {
 		out = append(out, t.partial)
 	}
 	return out
+}
+
+// diedOf reports whether a process's wait error says the signal sig ended
+// it. A server that ends by the very signal it was sent to stop has
+// stopped as asked: uvicorn (NeMo Gym's Python servers) handles SIGTERM by
+// shutting down cleanly and then raising the signal again on itself, so
+// its exit status is "terminated", not 0.
+func diedOf(err error, sig syscall.Signal) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,4 +158,75 @@ simple_agent:
 	}
 	wantActive(t, reader, 0)
 	wantNoLeftovers(t, runDir)
+}
+
+// signalServer is an external server that answers GET / on the port of its
+// first argument and, on SIGTERM, does what uvicorn (NeMo Gym's Python
+// servers) does: stops, then raises the signal again on itself, so that it
+// ends "terminated" rather than with status 0. With "exit3" as its second
+// argument it exits with status 3 instead.
+const signalServer = `
+import http.server, os, signal, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'{"status":"ok"}')
+    def log_message(self, *args):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+def stop(sig, frame):
+    if sys.argv[2:] == ["exit3"]:
+        os._exit(3)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+signal.signal(signal.SIGTERM, stop)
+srv.serve_forever()
+`
+
+// A server that ends by the SIGTERM the fleet sent it has stopped as
+// asked (NeMo Gym's Python servers end so); one that exits with an error
+// status on it has not, and Stop says so.
+func TestFleetStopAcceptsAServerEndedByItsSignal(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not on PATH")
+	}
+	cleanEnv(t)
+	for _, tc := range []struct {
+		mode, want string
+	}{{"", ""}, {"exit3", `server "sig" stopped with exit status 3`}} {
+		t.Run("mode="+tc.mode, func(t *testing.T) {
+			dir := t.TempDir()
+			runDir := filepath.Join(dir, "run")
+			guardRunDir(t, runDir)
+			if err := os.WriteFile(filepath.Join(dir, "sig.py"), []byte(signalServer), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			port := testenv.FreePort(t)
+			doc := fmt.Sprintf(`sig:
+  resources_servers:
+    sig:
+      command: [python3, sig.py, "%d", "%s"]
+      domain: other
+      host: 127.0.0.1
+      port: %d
+`, port, tc.mode, port)
+			path := filepath.Join(dir, "fleet.yaml")
+			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := orchestrator.LoadConfig(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := startFleet(t, cfg, orchestrator.Options{RunDir: runDir, ExtraEnv: []string{"NEMO_GYM_OTEL_ENABLED=0"}})
+			err = f.Stop(ctxFor(t, 30*time.Second))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Stop: %v, want nil for a server ended by the SIGTERM it was sent", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Stop: %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
 }
