@@ -6,13 +6,17 @@
 // (bounded) until Jaeger knows the fleet's services and holds a complete
 // trace for every rollout in rollouts.jsonl, then checks:
 //
-//   - the orchestrator, agent, model and resources services exist;
+//   - the orchestrator, environment server, agent, model and resources
+//     services exist;
 //   - every rollout has exactly one trace, the one rollouts.jsonl names, and
 //     it holds spans from the orchestrator, agent, model and resources
 //     processes;
 //   - every hop between processes is a CLIENT span whose CHILD_OF child in
 //     the next process is a SERVER span, and each rollout has the
-//     orchestrator->agent, agent->model and agent->resources hops;
+//     orchestrator->environment server, environment server->agent,
+//     agent->model and agent->resources hops (NeMo Gym 0.7's collector
+//     reaches the agent through the relay in front of it; with -environment
+//     "" the orchestrator calls the agent itself);
 //   - every span of a rollout's trace, in every process, carries
 //     nemo.gym.rollout.id with the rollout's upstream id, and the agent's
 //     calls (CLIENT spans) were sent under /ng-rollout/<id>/;
@@ -187,11 +191,28 @@ type config struct {
 	label    string
 	prefix   string
 	orch     string
+	env      string // the environment server in front of the agent, or ""
 	agent    string
 	model    string
 	res      string
 	wait     time.Duration
 	minSpans int
+}
+
+// procs are the fleet's processes every rollout's trace has spans from.
+func (c config) procs() []string {
+	if c.env == "" {
+		return []string{c.orch, c.agent, c.model, c.res}
+	}
+	return []string{c.orch, c.env, c.agent, c.model, c.res}
+}
+
+// callers maps each process of a rollout to the one that calls it.
+func (c config) callers() map[string]string {
+	if c.env == "" {
+		return map[string]string{c.agent: c.orch, c.model: c.agent, c.res: c.agent}
+	}
+	return map[string]string{c.env: c.orch, c.agent: c.env, c.model: c.agent, c.res: c.agent}
 }
 
 func main() {
@@ -201,6 +222,7 @@ func main() {
 	flag.StringVar(&c.label, "label", "", "label printed after every figure, e.g. the OTLP protocol")
 	flag.StringVar(&c.prefix, "service-prefix", "nemo-gym/", "prefix of every service name")
 	flag.StringVar(&c.orch, "orchestrator", "orchestrator", "orchestrator server name")
+	flag.StringVar(&c.env, "environment", "simple_agent_environment_server", "environment server in front of the agent (\"\": none, the orchestrator calls the agent)")
 	flag.StringVar(&c.agent, "agent", "simple_agent", "agent server name")
 	flag.StringVar(&c.model, "model", "policy_model", "model server name")
 	flag.StringVar(&c.res, "resources", "arithmetic", "resources server name")
@@ -293,7 +315,10 @@ func run(c config, w io.Writer) (bool, error) {
 	rep.check(len(rollouts) > 0 && failedRollouts == 0, "rollouts recorded by gym run: %d (%d failed), run %s", len(rollouts), failedRollouts, runID)
 
 	// Services.
-	want := []string{c.svc(c.orch), c.svc(c.agent), c.svc(c.model), c.svc(c.res)}
+	var want []string
+	for _, p := range c.procs() {
+		want = append(want, c.svc(p))
+	}
 	var services []string
 	for {
 		services, err = api.services()
@@ -360,7 +385,11 @@ func run(c config, w io.Writer) (bool, error) {
 	rep.detail(idMismatch)
 	rep.check(len(notOne)+len(incomplete) == 0, "rollouts with a complete trace (orchestrator, agent, model, resources spans): %d/%d", n-len(notOne)-len(incomplete), n)
 	rep.detail(incomplete)
-	pairs := []string{c.orch + "->" + c.agent, c.agent + "->" + c.model, c.agent + "->" + c.res}
+	var pairs []string
+	for callee, caller := range c.callers() {
+		pairs = append(pairs, caller+"->"+callee)
+	}
+	slices.Sort(pairs)
 	var hopFig []string
 	for _, p := range pairs {
 		hopFig = append(hopFig, fmt.Sprintf("%s %d", p, hops[p]))
@@ -373,7 +402,7 @@ func run(c config, w io.Writer) (bool, error) {
 	// path of the agent's calls.
 	ids := judgeRolloutIDs(c, rollouts, traces)
 	var procFig []string
-	for _, p := range []string{c.orch, c.agent, c.model, c.res} {
+	for _, p := range c.procs() {
 		procFig = append(procFig, fmt.Sprintf("%s %d/%d", p, ids.withID[p], ids.spans[p]))
 	}
 	rep.check(len(notOne) == 0 && ids.total > 0 && len(ids.idProblems) == 0,
@@ -559,12 +588,12 @@ func judgeRollouts(c config, rollouts []rolloutRecord, traces map[string]*jTrace
 			byID[s.SpanID] = s
 			procs[name(t, s)] = true
 		}
-		for _, p := range []string{c.orch, c.agent, c.model, c.res} {
+		for _, p := range c.procs() {
 			if !procs[p] {
 				res.missingProcs = append(res.missingProcs, p)
 			}
 		}
-		callers := map[string]string{c.agent: c.orch, c.model: c.agent, c.res: c.agent}
+		callers := c.callers()
 		seenHop := map[string]bool{}
 		for i := range t.Spans {
 			s := &t.Spans[i]
