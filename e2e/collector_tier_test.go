@@ -148,7 +148,7 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 		// Prometheus, agree.
 		fmt.Sprintf("rollouts   %d (%d in rollouts.jsonl, %d in rollouts_failures.jsonl): %d failed", rollouts, rollouts-failing, failing, failing),
 		fmt.Sprintf("agents counted %d failed of %d (gym.rollout.completed_total)", failing, rollouts),
-		"Processes seen: 4",
+		"Processes seen: 5", // the orchestrator, three servers, the agent's relay
 		fmt.Sprintf("histogram gym.rollout.duration_ms: %d values at the last export", rollouts),
 		fmt.Sprintf("arithmetic  %d of %d completed", rollouts-failing, rollouts),
 		"HTTP server requests", "Active servers", "Slowest rollouts: 3",
@@ -162,23 +162,23 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 		t.Logf("gym report from the backends:\n%s\nstderr:\n%s", out, rep.stderr.String())
 	}
 
-	// Host 3's server killed under gym env start: the gauge drops to 2.
+	// Host 3's server killed under gym env start: the gauge drops to 3.
 	envModel, envRes := tr.join(fleetEnv)
 	fleet := service(head, "gym env start", fleetEnv, gymBin, "env", "start", "--config", cfg, "--runs-dir", filepath.Join(dir, "env-runs"))
 	waitFor(t, 2*time.Minute, "the second fleet to start", func() bool {
 		return strings.Contains(fleet.stdout.String(), "on another host") && strings.Count(fleet.stdout.String(), "\n") >= 5
 	})
 	envRunID := strings.Fields(fleet.stdout.String())[1]
-	waitFor(t, time.Minute, "gym_servers_active = 3 in Prometheus", func() bool {
+	waitFor(t, time.Minute, "gym_servers_active = 4 in Prometheus (three servers and the agent's relay)", func() bool {
 		v, ok := promValue(obsClient, fmt.Sprintf(`gym_servers_active{nemo_run_id=%q}`, envRunID))
-		return ok && v == 3
+		return ok && v == 4
 	})
 	if err := syscall.Kill(envRes.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "gym_servers_active = 2 in Prometheus after host 3's server died", func() bool {
+	waitFor(t, time.Minute, "gym_servers_active = 3 in Prometheus after host 3's server died", func() bool {
 		v, ok := promValue(obsClient, fmt.Sprintf(`gym_servers_active{nemo_run_id=%q}`, envRunID))
-		return ok && v == 2
+		return ok && v == 3
 	})
 	_ = fleet.cmd.Process.Signal(syscall.SIGTERM)
 	fleet.wait(t, time.Minute)
