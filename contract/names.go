@@ -109,7 +109,7 @@ const (
 // Values of AttrConcurrencySite gymlens records.
 const (
 	// SiteRolloutCollection is the collection driver's limit on rollouts
-	// in flight (num_samples_in_parallel, gym rollouts collect
+	// in flight (num_samples_in_parallel, gymlens rollouts collect
 	// --concurrency).
 	SiteRolloutCollection = "rollout_collection"
 )
@@ -193,7 +193,7 @@ func upper(s string) string {
 	return string(b)
 }
 
-// OpenTelemetry resource attribute keys gymlens reads back (gym report).
+// OpenTelemetry resource attribute keys gymlens reads back (gymlens report).
 const (
 	AttrServiceName       = "service.name"
 	AttrServiceInstanceID = "service.instance.id"

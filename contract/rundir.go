@@ -1,7 +1,7 @@
 package contract
 
-// The layout of a run directory (runs/<run id>/), which gym run, gym env
-// start and the orchestrator write and gym report reads.
+// The layout of a run directory (runs/<run id>/), which gymlens run, gym env
+// start and the orchestrator write and gymlens report reads.
 const (
 	// RunConfigFile is the fleet configuration the run used, secrets
 	// redacted and URLs scrubbed of credentials.
@@ -9,10 +9,10 @@ const (
 	// RunIdentityFile identifies the work of the run, written once when the
 	// run directory is created: the command that created it and, for gym
 	// run, the seed, the number of repeats and the dataset's row count and
-	// SHA-256. `gym run --resume` continues a run only when what it would
+	// SHA-256. `gymlens run --resume` continues a run only when what it would
 	// run has the same identity.
 	RunIdentityFile = "run.json"
-	// RunTasksFile is gym run's copy of the dataset it ran.
+	// RunTasksFile is gymlens run's copy of the dataset it ran.
 	RunTasksFile = "tasks.jsonl"
 	// RunRolloutsFile is the collected rollouts, one JSON line each.
 	RunRolloutsFile = "rollouts.jsonl"

@@ -7,7 +7,7 @@ package contract
 // reads gymlens's too. They go to the process's file in RunTelemetryDir
 // (whatever the exporter: over OTLP a dead collector would swallow the very
 // record of its losses) as ordinary metric lines, which every reader of the
-// format already understands, and the report and `gym run` read them back.
+// format already understands, and the report and `gymlens run` read them back.
 //
 // SDKSpanProcessed counts the spans a batch processor was handed, by
 // outcome: no error type for those it passed on to its exporter,

@@ -14,7 +14,7 @@ import (
 	"github.com/gymlens/gymlens/report"
 )
 
-// `gym run` against a collector at fault, over loopback: one that accepts
+// `gymlens run` against a collector at fault, over loopback: one that accepts
 // connections and never answers, and OTLP/HTTP endpoints answering 500
 // and 429. Start-up must not wait on the collector (measured against a
 // run with a healthy receiver in the same test: the fault may add well
@@ -45,7 +45,7 @@ func collAnswering(t *testing.T, status int) string {
 	return "http://" + ln.Addr().String()
 }
 
-// collRun runs `gym run` exporting over OTLP to endpoint with protocol,
+// collRun runs `gymlens run` exporting over OTLP to endpoint with protocol,
 // and returns its exit code, output, run directory and how long after the
 // start the orchestrator logged "fleet started".
 func collRun(t *testing.T, endpoint, protocol string) (code int, stdout, stderr, dir string, startup time.Duration) {
@@ -75,7 +75,7 @@ func collRun(t *testing.T, endpoint, protocol string) (code int, stdout, stderr,
 	mu.Lock()
 	defer mu.Unlock()
 	if at.IsZero() {
-		t.Fatalf("gym run never logged \"fleet started\" (exit %d)\nstderr:\n%s", code, tail(p.stderr.String(), 30))
+		t.Fatalf("gymlens run never logged \"fleet started\" (exit %d)\nstderr:\n%s", code, tail(p.stderr.String(), 30))
 	}
 	return code, p.stdout.String(), p.stderr.String(), runDir(t, runs), at.Sub(started)
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/gymlens/gymlens/protocol"
 )
 
-// Collector faults: `gym serve resources_servers` exporting over OTLP/gRPC
+// Collector faults: `gymlens serve resources_servers` exporting over OTLP/gRPC
 // to an endpoint that is down, that accepts connections but never answers,
 // or that goes away and comes back. Serving must not depend on the
 // collector, warnings must stay rare, shutdown must stay bounded and export
@@ -42,7 +42,7 @@ const (
 	collWarnEvery = 30 * time.Second
 )
 
-// collServe starts `gym serve resources_servers --name arithmetic` with
+// collServe starts `gymlens serve resources_servers --name arithmetic` with
 // every span group on and the OTLP exporter (gRPC, the default protocol)
 // pointed at endpoint, metrics exported every 500 ms. It returns the
 // process, its base URL and the time it was started.
@@ -315,7 +315,7 @@ func TestOTLPEndpointDownServesAndWarnsRarely(t *testing.T) {
 	stderr := srv.stderr.String()
 	t.Logf("SIGTERM -> exit %d after %v (process lived %v)", code, took.Round(time.Millisecond), lifetime.Round(time.Millisecond))
 	if code != 0 {
-		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, tail(stderr, 30))
+		t.Errorf("gymlens serve exited %d, want 0\nstderr:\n%s", code, tail(stderr, 30))
 	}
 	got, allowed := collWarnings(stderr, lifetime)
 	t.Logf("%q lines: %d (at most %d allowed over %v); \"telemetry flush\" lines: %d; \"spans dropped\" lines: %d",
@@ -357,7 +357,7 @@ func TestOTLPBlackholeEndpoint(t *testing.T) {
 		code, took.Round(time.Millisecond), collExportWarning, strings.Count(stderr, collExportWarning),
 		strings.Count(stderr, "spans dropped"))
 	if code != 0 {
-		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, tail(stderr, 30))
+		t.Errorf("gymlens serve exited %d, want 0\nstderr:\n%s", code, tail(stderr, 30))
 	}
 }
 
@@ -433,6 +433,6 @@ func TestOTLPEndpointRestartResumes(t *testing.T) {
 	code, shut := collTerminate(t, srv, 30*time.Second)
 	t.Logf("SIGTERM -> exit %d after %v\nstderr:\n%s", code, shut.Round(time.Millisecond), tail(srv.stderr.String(), 10))
 	if code != 0 {
-		t.Errorf("gym serve exited %d, want 0\nstderr:\n%s", code, tail(srv.stderr.String(), 30))
+		t.Errorf("gymlens serve exited %d, want 0\nstderr:\n%s", code, tail(srv.stderr.String(), 30))
 	}
 }

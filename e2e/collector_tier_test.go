@@ -67,7 +67,7 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 	fleetEnv := []string{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_BSP_SCHEDULE_DELAY=200", "OTEL_METRIC_EXPORT_INTERVAL=1000"}
 	model, res := tr.join(fleetEnv)
 	const rollouts, failing = 160, 9
-	run := service(head, "gym run", fleetEnv, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
+	run := service(head, "gymlens run", fleetEnv, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
 		"--concurrency", "4", "--runs-dir", filepath.Join(dir, "runs"), "--quiet")
 	run.wait(t, 4*time.Minute) // exit 1 is expected: nine rollouts fail
 	if n := countLines(filepath.Join(runDir(t, filepath.Join(dir, "runs")), "rollouts.jsonl")); n != rollouts-failing {
@@ -134,13 +134,13 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 		return ok
 	})
 
-	// gym report from the backends (the fleet exported nothing to files),
+	// gymlens report from the backends (the fleet exported nothing to files),
 	// with the head's run directory for the rollouts.
 	headRun := runDir(t, filepath.Join(dir, "runs"))
-	rep := service(obs, "gym report", nil, gymBin, "report", "--jaeger", "http://127.0.0.1:16686",
+	rep := service(obs, "gymlens report", nil, gymBin, "report", "--jaeger", "http://127.0.0.1:16686",
 		"--prometheus", "http://127.0.0.1:9090", "--run-id", runID, "--slowest", "3", headRun)
 	if code := rep.wait(t, 2*time.Minute); code != 0 {
-		t.Fatalf("gym report from the backends exited %d:\n%s", code, tail(rep.stderr.String(), 20))
+		t.Fatalf("gymlens report from the backends exited %d:\n%s", code, tail(rep.stderr.String(), 20))
 	}
 	out := rep.stdout.String()
 	for _, want := range []string{
@@ -155,16 +155,16 @@ func TestCollectorTierAcrossHosts(t *testing.T) {
 		"Problems\n  none found",
 	} {
 		if !strings.Contains(out, want) {
-			t.Errorf("gym report from the backends lacks %q", want)
+			t.Errorf("gymlens report from the backends lacks %q", want)
 		}
 	}
 	if t.Failed() {
-		t.Logf("gym report from the backends:\n%s\nstderr:\n%s", out, rep.stderr.String())
+		t.Logf("gymlens report from the backends:\n%s\nstderr:\n%s", out, rep.stderr.String())
 	}
 
-	// Host 3's server killed under gym env start: the gauge drops to 3.
+	// Host 3's server killed under gymlens env start: the gauge drops to 3.
 	envModel, envRes := tr.join(fleetEnv)
-	fleet := service(head, "gym env start", fleetEnv, gymBin, "env", "start", "--config", cfg, "--runs-dir", filepath.Join(dir, "env-runs"))
+	fleet := service(head, "gymlens env start", fleetEnv, gymBin, "env", "start", "--config", cfg, "--runs-dir", filepath.Join(dir, "env-runs"))
 	waitFor(t, 2*time.Minute, "the second fleet to start", func() bool {
 		return strings.Contains(fleet.stdout.String(), "on another host") && strings.Count(fleet.stdout.String(), "\n") >= 5
 	})
@@ -196,7 +196,7 @@ func TestTailSamplingKeepsSlowRollouts(t *testing.T) {
 	env := []string{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_BSP_SCHEDULE_DELAY=200"}
 	tr.join(env)
 	const rollouts = 40
-	run := tr.service(tr.head, "gym run", env, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
+	run := tr.service(tr.head, "gymlens run", env, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
 		"--concurrency", "4", "--runs-dir", filepath.Join(tr.dir, "runs"), "--quiet")
 	run.wait(t, 4*time.Minute) // exit 1: nine rollouts fail
 	runID := filepath.Base(runDir(t, filepath.Join(tr.dir, "runs")))
@@ -281,7 +281,7 @@ func (tr *tier) fleetConfig(t *testing.T, edits ...string) string {
 }
 
 // join starts the model server on hostB and the resources server on
-// hostC with `gym serve --head`, each with env.
+// hostC with `gymlens serve --head`, each with env.
 func (tr *tier) join(env []string) (model, resources *gymProc) {
 	headURL := "http://" + tr.head.ip + ":11000"
 	start := func(h labHost, name string) *gymProc {

@@ -139,7 +139,7 @@ func TestEnvironmentsEndToEnd(t *testing.T) {
 				res := runGym(t, 3*time.Minute, gymEnv(), "run", "--config", cfg, "--input", input,
 					"--num-repeats", "2", "--concurrency", "4", "--runs-dir", runs, "--quiet")
 				if res.err != nil {
-					t.Fatalf("gym run: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, tail(res.stderr, 30))
+					t.Fatalf("gymlens run: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, tail(res.stderr, 30))
 				}
 				run := runDir(t, runs)
 				lines := readObjects(t, filepath.Join(run, "rollouts.jsonl"))

@@ -12,7 +12,7 @@ import (
 )
 
 // Issue 16, item 2: a server stopped with SIGSTOP answers nothing and never
-// exits. gym run must notice it (liveness probes: DefaultLivenessFailures
+// exits. gymlens run must notice it (liveness probes: DefaultLivenessFailures
 // probes DefaultLivenessInterval apart, each with DefaultLivenessTimeout,
 // 12 s with the defaults), kill it and end the run, where it used to
 // crawl on at one timed-out rollout per client timeout.
@@ -63,15 +63,15 @@ func TestGymRunEndsWhenAServerHangs(t *testing.T) {
 			t.Errorf("hang detected after %s, want within %s", took, bound)
 		}
 	case <-orch.done:
-		t.Fatalf("gym run ended before the hang was detected: %v\nstderr:\n%s", orch.err, tail(orch.stderr.String(), 30))
+		t.Fatalf("gymlens run ended before the hang was detected: %v\nstderr:\n%s", orch.err, tail(orch.stderr.String(), 30))
 	case <-time.After(bound + 30*time.Second):
 		t.Fatalf("hung server not killed %s after SIGSTOP\nstderr:\n%s", bound+30*time.Second, tail(orch.stderr.String(), 30))
 	}
 	code := orch.wait(t, 60*time.Second)
 	errOut := orch.stderr.String()
-	t.Logf("gym run exited %d %s after SIGSTOP", code, time.Since(t0).Round(time.Millisecond))
+	t.Logf("gymlens run exited %d %s after SIGSTOP", code, time.Since(t0).Round(time.Millisecond))
 	if code != 1 {
-		t.Errorf("gym run exited %d, want 1\nstderr:\n%s", code, tail(errOut, 30))
+		t.Errorf("gymlens run exited %d, want 1\nstderr:\n%s", code, tail(errOut, 30))
 	}
 	for _, want := range []string{"server policy_model (pid " + strconv.Itoa(model) + ") died: stopped answering GET /",
 		"stopped early after a server died"} {
@@ -81,7 +81,7 @@ func TestGymRunEndsWhenAServerHangs(t *testing.T) {
 	}
 	for name, pid := range orch.servers() {
 		if gymAlive(pid) {
-			t.Errorf("server %s (pid %d) still alive after gym run exited", name, pid)
+			t.Errorf("server %s (pid %d) still alive after gymlens run exited", name, pid)
 		}
 	}
 }
@@ -112,7 +112,7 @@ func TestGymRunInterruptedStopReportsAKill(t *testing.T) {
 	code := orch.wait(t, 90*time.Second)
 	errOut := orch.stderr.String()
 	if code != 1 {
-		t.Errorf("gym run exited %d, want 1\nstderr:\n%s", code, tail(errOut, 30))
+		t.Errorf("gymlens run exited %d, want 1\nstderr:\n%s", code, tail(errOut, 30))
 	}
 	if !strings.Contains(errOut, `server "arithmetic" did not stop within`) || !strings.Contains(errOut, "killed") {
 		t.Errorf("stderr does not report the kill:\n%s", tail(errOut, 30))

@@ -25,7 +25,7 @@ import (
 // verifier that panics. Every process here is real and talks over loopback;
 // every wait is bounded and every PID started is cleaned up.
 
-// startServe runs `gym serve resources_servers --name arithmetic` with its
+// startServe runs `gymlens serve resources_servers --name arithmetic` with its
 // telemetry in dir/telemetry/arithmetic.jsonl (so readRun(dir) reads it)
 // and returns the process and the base URL it reported in its ready line.
 func startServe(t *testing.T, dir string, extraEnv ...string) (*gymProc, string) {
@@ -38,7 +38,7 @@ func startServe(t *testing.T, dir string, extraEnv ...string) (*gymProc, string)
 	}, extraEnv...)...))
 }
 
-// serveArithmetic starts `gym serve resources_servers --name arithmetic`
+// serveArithmetic starts `gymlens serve resources_servers --name arithmetic`
 // with env and waits (bounded) for its ready line; it returns the process
 // and the base URL it reported.
 func serveArithmetic(t *testing.T, env []string) (*gymProc, string) {
@@ -46,7 +46,7 @@ func serveArithmetic(t *testing.T, env []string) (*gymProc, string) {
 	return serveWith(t, env, "resources_servers", "--name", "arithmetic")
 }
 
-// serveWith starts `gym serve` with args and env and waits (bounded) for
+// serveWith starts `gymlens serve` with args and env and waits (bounded) for
 // its ready line; it returns the process and the base URL it reported.
 func serveWith(t *testing.T, env []string, args ...string) (*gymProc, string) {
 	t.Helper()
@@ -67,9 +67,9 @@ func serveWith(t *testing.T, env []string, args ...string) (*gymProc, string) {
 	case addr := <-ready:
 		return p, "http://" + addr
 	case <-p.done:
-		t.Fatalf("gym serve exited before it was ready: %v\nstderr:\n%s", p.err, p.stderr.String())
+		t.Fatalf("gymlens serve exited before it was ready: %v\nstderr:\n%s", p.err, p.stderr.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("gym serve printed no ready line within 30s\nstderr:\n%s", p.stderr.String())
+		t.Fatalf("gymlens serve printed no ready line within 30s\nstderr:\n%s", p.stderr.String())
 	}
 	return nil, ""
 }
@@ -136,7 +136,7 @@ func TestSIGTERMUnderLoadExportsEveryCompletedSpan(t *testing.T) {
 		t.Fatalf("load saw %d problems, first: %s", len(problems), problems[0])
 	}
 	if code != 0 {
-		t.Fatalf("gym serve exited %d after SIGTERM\nstderr:\n%s", code, tail(srv.stderr.String(), 40))
+		t.Fatalf("gymlens serve exited %d after SIGTERM\nstderr:\n%s", code, tail(srv.stderr.String(), 40))
 	}
 	if atSIGTERM == 0 {
 		t.Fatal("no request completed before SIGTERM")
@@ -282,13 +282,13 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	code := orch.wait(t, 60*time.Second)
 	errOut := orch.stderr.String()
 	if code != 1 {
-		t.Errorf("gym run exited %d after a server died, want 1\nstderr:\n%s", code, tail(errOut, 30))
+		t.Errorf("gymlens run exited %d after a server died, want 1\nstderr:\n%s", code, tail(errOut, 30))
 	}
 	if !strings.Contains(errOut, "stopped early after a server died") {
-		t.Errorf("gym run did not say it stopped early:\n%s", tail(errOut, 30))
+		t.Errorf("gymlens run did not say it stopped early:\n%s", tail(errOut, 30))
 	}
 	if !strings.Contains(errOut, `server "policy_model" had died`) {
-		t.Errorf("gym run did not name the dead server on exit:\n%s", tail(errOut, 30))
+		t.Errorf("gymlens run did not name the dead server on exit:\n%s", tail(errOut, 30))
 	}
 
 	completed := readRolloutFile(t, output)
@@ -360,7 +360,7 @@ func TestSIGKILLOfServerMidRun(t *testing.T) {
 	// No server is left: the orchestrator reaped them all.
 	for name, pid := range orch.servers() {
 		if gymAlive(pid) {
-			t.Errorf("server %s (pid %d) still alive after gym run exited", name, pid)
+			t.Errorf("server %s (pid %d) still alive after gymlens run exited", name, pid)
 		}
 	}
 }
@@ -406,7 +406,7 @@ func hasValue(vals []float64, want float64) bool {
 func TestPanickingVerifierKeepsServing(t *testing.T) {
 	checkVerifyBody(t, "boom-0")
 	dir := t.TempDir()
-	// The fault matches the row's task_id field; gym serve takes the
+	// The fault matches the row's task_id field; gymlens serve takes the
 	// config from --config-json (it reads no config variable).
 	srv, base := serveWith(t, gymEnv(
 		"NEMO_GYM_OTEL_ENABLED=1",
@@ -456,7 +456,7 @@ func TestPanickingVerifierKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code := srv.wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("gym serve exited %d, want 0 (it must never crash)\nstderr:\n%s", code, tail(srv.stderr.String(), 30))
+		t.Fatalf("gymlens serve exited %d, want 0 (it must never crash)\nstderr:\n%s", code, tail(srv.stderr.String(), 30))
 	}
 	if got := strings.Count(srv.stderr.String(), `msg="handler panicked"`); got != rounds {
 		t.Errorf("%d panics logged, want %d", got, rounds)

@@ -50,9 +50,9 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 	// One attempt per rollout, so the 9 failing rollouts are 9 verifications.
 	res := runGym(t, 3*time.Minute, gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1"), "run", "--rollouts", "30", "--concurrency", "4",
 		"--config", cfg, "--runs-dir", runs, "--quiet")
-	// Failed rollouts make gym run exit 1, after the whole run.
+	// Failed rollouts make gymlens run exit 1, after the whole run.
 	if code := exitCode(res.err); code != 1 || !strings.Contains(res.stderr, "9 rollouts failed after every attempt") {
-		t.Fatalf("gym run: exit %d (%v), want 1 naming 9 failed rollouts\nstdout:\n%s\nstderr:\n%s", code, res.err, res.stdout, res.stderr)
+		t.Fatalf("gymlens run: exit %d (%v), want 1 naming 9 failed rollouts\nstdout:\n%s\nstderr:\n%s", code, res.err, res.stdout, res.stderr)
 	}
 	for _, want := range []string{"rollouts        30 (9 failed)", "servers seen    5", "traces found"} {
 		if !strings.Contains(res.stdout, want) {
@@ -340,7 +340,7 @@ func TestGymRunInterruptedLeavesCompleteFiles(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(2 * time.Minute):
-		t.Fatal("gym run did not stop after SIGINT")
+		t.Fatal("gymlens run did not stop after SIGINT")
 	}
 	if err == nil {
 		t.Fatalf("interrupted run exited 0\n%s", out.String())

@@ -17,11 +17,11 @@ import (
 	"github.com/gymlens/gymlens/lens/telfile"
 )
 
-// gymBin is the gym binary, built once for the whole test binary.
+// gymBin is the gymlens binary, built once for the whole test binary.
 var gymBin string
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildGym("gymlens-e2e-", "../cmd/gym")
+	bin, remove, err := testenv.BuildGym("gymlens-e2e-", "../cmd/gymlens")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -52,7 +52,7 @@ type result struct {
 	err            error
 }
 
-// runGym runs the gym binary to completion, bounded by timeout. The child
+// runGym runs the gymlens binary to completion, bounded by timeout. The child
 // is killed by PID (its whole process group) if it outlives the bound.
 func runGym(t *testing.T, timeout time.Duration, env []string, args ...string) result {
 	t.Helper()

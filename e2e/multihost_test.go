@@ -37,10 +37,10 @@ telemetry:
 // TestServersOnOtherHosts runs one fleet over three simulated hosts: the
 // orchestrator and the agent on the head's host, the model server and the
 // resources server each on a host of its own, started there with
-// `gym serve --head`. Every rollout is one trace across the three hosts,
+// `gymlens serve --head`. Every rollout is one trace across the three hosts,
 // each hop a CLIENT span on one side and its SERVER child on the other;
 // the joined servers take the fleet's run id and leave when the run ends.
-// Then, with `gym env start`, the head lists the joined servers in
+// Then, with `gymlens env start`, the head lists the joined servers in
 // /server_instances, and when host 3's server is killed the fleet drops
 // it within the liveness bound and gym.servers.active goes from 4 to 3
 // (the agent's relay, generated on the head's host, counts too).
@@ -69,7 +69,7 @@ func TestServersOnOtherHosts(t *testing.T) {
 		run := startProc(t, env, &lineLog{}, &lineLog{}, head.inNS(gymBin, "run", "--config", cfg,
 			"--rollouts", fmt.Sprint(rollouts), "--concurrency", "4", "--runs-dir", runsHead, "--quiet")...)
 		if code := run.wait(t, 3*time.Minute); code != 0 {
-			t.Fatalf("gym run exited %d\nstdout:\n%s\nstderr:\n%s\nmodel host stderr:\n%s\nresources host stderr:\n%s",
+			t.Fatalf("gymlens run exited %d\nstdout:\n%s\nstderr:\n%s\nmodel host stderr:\n%s\nresources host stderr:\n%s",
 				code, run.stdout, tail(run.stderr.String(), 40), tail(model.stderr.String(), 20), tail(res.stderr.String(), 20))
 		}
 		// The run is over, so the head server is gone: the joined servers

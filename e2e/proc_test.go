@@ -66,14 +66,14 @@ type gymProc struct {
 	err    error         // Wait's result, valid after done
 }
 
-// startGymProc starts the gym binary in a process group of its own. The
+// startGymProc starts the gymlens binary in a process group of its own. The
 // test's cleanup kills that group if the process is still running.
 func startGymProc(t *testing.T, env []string, stdout, stderr *lineLog, args ...string) *gymProc {
 	t.Helper()
 	return startProc(t, env, stdout, stderr, append([]string{gymBin}, args...)...)
 }
 
-// startProc is startGymProc for any argv (the gym binary run inside a
+// startProc is startGymProc for any argv (the gymlens binary run inside a
 // network namespace, say).
 func startProc(t *testing.T, env []string, stdout, stderr *lineLog, argv ...string) *gymProc {
 	t.Helper()
@@ -121,7 +121,7 @@ func (p *gymProc) wait(t *testing.T, bound time.Duration) int {
 	return -1
 }
 
-// envProc is a running `gym env start` and what its start-up report said.
+// envProc is a running `gymlens env start` and what its start-up report said.
 type envProc struct {
 	*gymProc
 	runID, runDir, head string
@@ -134,7 +134,7 @@ type envServer struct {
 	pid      int
 }
 
-// startEnv runs `gym env start args...` and waits (bounded) until it has
+// startEnv runs `gymlens env start args...` and waits (bounded) until it has
 // reported its run, its head server and want servers. Cleanup stops it
 // the way a user does, SIGTERM, and fails the test if the fleet ignores
 // it for 20 s or leaves a server running; either is then killed by PID.
@@ -171,7 +171,7 @@ func startEnv(t *testing.T, env []string, want int, args ...string) *envProc {
 		select {
 		case <-e.done:
 		case <-time.After(20 * time.Second):
-			t.Errorf("gym env start (pid %d) ignored SIGTERM for 20 s; killing it", e.cmd.Process.Pid)
+			t.Errorf("gymlens env start (pid %d) ignored SIGTERM for 20 s; killing it", e.cmd.Process.Pid)
 			_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
 			<-e.done
 		}
@@ -184,16 +184,16 @@ func startEnv(t *testing.T, env []string, want int, args ...string) *envProc {
 			}
 		}
 		if t.Failed() {
-			t.Logf("gym env start stdout:\n%s\nstderr (tail):\n%s", stdout.String(), tail(stderr.String(), 40))
+			t.Logf("gymlens env start stdout:\n%s\nstderr (tail):\n%s", stdout.String(), tail(stderr.String(), 40))
 		}
 	})
 	select {
 	case <-ready:
 	case <-e.done:
-		t.Fatalf("gym env start ended (%v) before reporting its fleet\nstdout:\n%s\nstderr:\n%s",
+		t.Fatalf("gymlens env start ended (%v) before reporting its fleet\nstdout:\n%s\nstderr:\n%s",
 			e.err, stdout.String(), tail(stderr.String(), 40))
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("gym env start did not report %d servers within 2 minutes\nstdout:\n%s\nstderr:\n%s",
+		t.Fatalf("gymlens env start did not report %d servers within 2 minutes\nstdout:\n%s\nstderr:\n%s",
 			want, stdout.String(), tail(stderr.String(), 40))
 	}
 	mu.Lock()
@@ -220,18 +220,18 @@ func (e *envProc) stop(t *testing.T, bound time.Duration) {
 		t.Fatal(err)
 	}
 	if code := e.wait(t, bound); code != 0 {
-		t.Fatalf("gym env start exited %d after SIGTERM\nstderr:\n%s", code, tail(e.stderr.String(), 40))
+		t.Fatalf("gymlens env start exited %d after SIGTERM\nstderr:\n%s", code, tail(e.stderr.String(), 40))
 	}
 }
 
-// runProc is a running `gym run` and the servers its log says it started.
+// runProc is a running `gymlens run` and the servers its log says it started.
 type runProc struct {
 	*gymProc
 	mu   sync.Mutex
 	pids map[string]int // server name -> PID, from the "server up" lines
 }
 
-// startRun runs `gym run args...`, offers every line of its stderr to
+// startRun runs `gymlens run args...`, offers every line of its stderr to
 // onLine (which may be nil), and waits (bounded) until the fleet has
 // started. Cleanup continues and kills, by process group, every server the
 // log named that is still alive, stopped ones included.
@@ -266,7 +266,7 @@ func startRun(t *testing.T, env []string, onLine func(line string, at time.Time)
 	select {
 	case <-started:
 	case <-r.done:
-		t.Fatalf("gym run ended before the fleet started: %v\nstderr:\n%s", r.err, r.stderr.String())
+		t.Fatalf("gymlens run ended before the fleet started: %v\nstderr:\n%s", r.err, r.stderr.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("fleet did not start within 60s\nstderr:\n%s", r.stderr.String())
 	}

@@ -301,7 +301,7 @@ type promFleetProc struct {
 	pids                    map[string]int
 }
 
-// startPromFleet starts `gym env start` with the prometheus exporter and
+// startPromFleet starts `gymlens env start` with the prometheus exporter and
 // waits (bounded) for its start-up report; startEnv's cleanup stops it.
 func startPromFleet(t *testing.T, runs, cfgPath string) promFleetProc {
 	t.Helper()
@@ -397,7 +397,7 @@ func promCheckScrape(t *testing.T, promtool string, tg promTarget) {
 	}
 }
 
-// promCollect runs rows through the agent with `gym rollouts collect`,
+// promCollect runs rows through the agent with `gymlens rollouts collect`,
 // appending to output. One attempt per rollout, so every counter counts
 // each rollout once.
 func promCollect(t *testing.T, agentURL, input, output string, rows []protocol.RunRequest) {
@@ -416,7 +416,7 @@ func promCollect(t *testing.T, agentURL, input, output string, rows []protocol.R
 		"--input", input, "--output", output, "--resume", "--agent-url", agentURL, "--concurrency", "4")
 	// A failed rollout makes the command exit 1: that is expected here.
 	if res.err != nil && !strings.Contains(res.stderr, "rollouts failed") {
-		t.Fatalf("gym rollouts collect: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, res.stderr)
+		t.Fatalf("gymlens rollouts collect: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, res.stderr)
 	}
 }
 

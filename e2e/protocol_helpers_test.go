@@ -15,7 +15,7 @@ import (
 )
 
 // NeMo Gym wire-protocol helpers for the fault tests: the /verify body
-// they send, and the rollout lines `gym run` writes.
+// they send, and the rollout lines `gymlens run` writes.
 
 // verifyBodyTemplate is a NeMo Gym verify request for the arithmetic task
 // "What is 1 + 1?" (expected answer 2), with the model's episode answering

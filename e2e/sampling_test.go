@@ -32,7 +32,7 @@ telemetry:
 // sampler set by the standard environment variables, which every process
 // inherits. A rollout's trace starts in the orchestrator; the agent, model
 // and resources servers follow the sampled flag they receive, so each
-// rollout's trace is either in all four files or in none, and gym report
+// rollout's trace is either in all four files or in none, and gymlens report
 // finds no span whose parent is missing.
 func TestGymRunSamplerKeepsOrDropsWholeRollouts(t *testing.T) {
 	for _, tc := range []struct {
@@ -57,7 +57,7 @@ func TestGymRunSamplerKeepsOrDropsWholeRollouts(t *testing.T) {
 			res := runGym(t, 3*time.Minute, env, "run", "--rollouts", fmt.Sprint(tc.rollouts), "--concurrency", "4",
 				"--config", cfg, "--runs-dir", runs, "--quiet")
 			if res.err != nil {
-				t.Fatalf("gym run: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, res.stderr)
+				t.Fatalf("gymlens run: %v\nstdout:\n%s\nstderr:\n%s", res.err, res.stdout, res.stderr)
 			}
 			run := runDir(t, runs)
 			procs := readRun(t, run)
@@ -104,7 +104,7 @@ func TestGymRunSamplerKeepsOrDropsWholeRollouts(t *testing.T) {
 				}
 				switch {
 				case inServers == 0 || jobTraces[tr]:
-					continue // the job's trace; gym report checks it has its parents
+					continue // the job's trace; gymlens report checks it has its parents
 				case !rolloutTraces[tr]:
 					t.Errorf("trace %s has spans from %v but no gym.rollout span: %v", tr, in, spanNames[tr])
 				case inServers != len(servers) || !in["orchestrator"]:
@@ -159,11 +159,11 @@ func TestGymRunSamplerKeepsOrDropsWholeRollouts(t *testing.T) {
 
 			loaded, err := report.Load(run)
 			if err != nil {
-				t.Fatalf("gym report's loader: %v", err)
+				t.Fatalf("gymlens report's loader: %v", err)
 			}
 			for _, p := range loaded.Problems() {
 				if p.Kind == report.ProblemBrokenTrace {
-					t.Errorf("broken trace in gym report's problems: %+v", p)
+					t.Errorf("broken trace in gymlens report's problems: %+v", p)
 				}
 			}
 		})

@@ -75,10 +75,10 @@ func measureScale(t *testing.T, c scaleCase, rollouts int) string {
 	lo0 := netBytes(t, tr.hostB, "lo") + netBytes(t, tr.hostC, "lo")
 	gw0 := netBytes(t, tr.obs, "eth0")
 	start := time.Now()
-	run := tr.service(tr.head, "gym run", env, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
+	run := tr.service(tr.head, "gymlens run", env, gymBin, "run", "--config", cfg, "--rollouts", strconv.Itoa(rollouts),
 		"--concurrency", "8", "--runs-dir", filepath.Join(tr.dir, "runs"), "--quiet")
 	if code := run.wait(t, 10*time.Minute); code != 0 {
-		t.Fatalf("gym run exited %d:\n%s", code, tail(run.stderr.String(), 20))
+		t.Fatalf("gymlens run exited %d:\n%s", code, tail(run.stderr.String(), 20))
 	}
 	elapsed := time.Since(start)
 	for _, p := range joined {

@@ -62,10 +62,10 @@
 // Run an environment with Main (flags or NeMo Gym's launch contract,
 // signals, telemetry), ListenAndServe
 // (the same under a caller's context), Register (its routes on a
-// server.Server built with ServerOptions, as gym serve does for the
+// server.Server built with ServerOptions, as gymlens serve does for the
 // built-in environments) or Handler (tests).
 //
-// Started by a fleet's launcher: NeMo Gym's launcher (and gym env start,
+// Started by a fleet's launcher: NeMo Gym's launcher (and gymlens env start,
 // for a fleet block with a command: list) starts a server with no
 // arguments and two environment variables, NEMO_GYM_CONFIG_DICT (the YAML
 // of the whole fleet config, interpolations unresolved) and

@@ -187,7 +187,7 @@ func ExampleScore_With() {
 	// 0.98 {"extracted_answer":"42","rule":"soft_numeric"}
 }
 
-// Register puts an environment on a server of the caller's, as gym serve
+// Register puts an environment on a server of the caller's, as gymlens serve
 // does for the built-in environments.
 func ExampleEnvironment_Register() {
 	env := environment.New("exact_match", environment.Verify(

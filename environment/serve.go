@@ -78,7 +78,7 @@ func (e *Environment) serve(ctx context.Context, addr, instance string, log *slo
 // as ListenAndServe does until SIGINT or SIGTERM.
 //
 // Started without arguments and with NEMO_GYM_CONFIG_PATH set, as NeMo
-// Gym's launcher (or gym env start) starts a server, it follows the
+// Gym's launcher (or gymlens env start) starts a server, it follows the
 // launch contract: NEMO_GYM_CONFIG_DICT is the fleet's config (YAML,
 // interpolations unresolved) and NEMO_GYM_CONFIG_PATH the name of this
 // server's instance in it. The instance must be a resources_servers

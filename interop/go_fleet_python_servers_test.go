@@ -13,7 +13,7 @@ import (
 	"github.com/gymlens/gymlens/internal/upstream"
 )
 
-// goFleetRun runs gymlens's `gym run --config` with fleet (YAML) on tasks,
+// goFleetRun runs gymlens's `gymlens run --config` with fleet (YAML) on tasks,
 // two rollouts each, and returns the output lines keyed by
 // "<task index>-<rollout index>".
 func goFleetRun(t *testing.T, dir, fleet, tasks string) map[string]map[string]any {
@@ -33,10 +33,10 @@ func goFleetRun(t *testing.T, dir, fleet, tasks string) map[string]map[string]an
 	case <-time.After(3 * time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("gym run did not finish in 3 minutes:\n%s", tailLines(string(out), 40))
+		t.Fatalf("gymlens run did not finish in 3 minutes:\n%s", tailLines(string(out), 40))
 	}
 	if err != nil {
-		t.Fatalf("gym run: %v\n%s", err, tailLines(string(out), 40))
+		t.Fatalf("gymlens run: %v\n%s", err, tailLines(string(out), 40))
 	}
 	runDirs, _ := filepath.Glob(filepath.Join(runs, "*"))
 	if len(runDirs) != 1 {
@@ -53,7 +53,7 @@ func goFleetRun(t *testing.T, dir, fleet, tasks string) map[string]map[string]an
 }
 
 // Scenario (b) of issue 34: a Go fleet with Python servers. gymlens's
-// `gym run --config` starts upstream's own string_match and mcqa resources
+// `gymlens run --config` starts upstream's own string_match and mcqa resources
 // servers and upstream's own simple_agent (each from its block as upstream
 // writes it, plus the `command:` that names the interpreter), beside
 // gymlens's policy model and a gymlens simple_agent for mcqa, under the
@@ -137,5 +137,5 @@ sm_agent:
 	if seen[0] == 0 || seen[1] == 0 {
 		t.Errorf("rewards %v: want both right and wrong answers", seen)
 	}
-	t.Logf("%d rollouts through gym run with upstream's string_match, mcqa and simple_agent: rewards %v equal the all-Go fleet's", len(mixed), seen)
+	t.Logf("%d rollouts through gymlens run with upstream's string_match, mcqa and simple_agent: rewards %v equal the all-Go fleet's", len(mixed), seen)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/gymlens/gymlens/internal/testenv"
 )
 
-// startGymlensFleet runs gymlens's `gym env start --config config` in dir
+// startGymlensFleet runs gymlens's `gymlens env start --config config` in dir
 // and waits until its head server lists want server instances and every
 // one of them answers GET /, as upstream's clients would find them. The
 // fleet is stopped (SIGTERM, then its process group killed) when the test

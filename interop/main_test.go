@@ -12,7 +12,7 @@ import (
 var gymBin string
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildGym("gymlens-interop-", "../cmd/gym")
+	bin, remove, err := testenv.BuildGym("gymlens-interop-", "../cmd/gymlens")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -32,10 +32,10 @@ asyncio.run(main())
 `
 
 // Scenario (a) of issue 34: a Python fleet with Go servers. Upstream's
-// launcher (gym env start, 0.7.0) starts its own simple_agent (and the
+// launcher (gymlens env start, 0.7.0) starts its own simple_agent (and the
 // legacy_agent relay its parser generates for it) beside a gymlens
 // string_match resources server and a gymlens policy model, both from
-// `gym env scaffold` directories found through --search-dir; upstream's
+// `gymlens env scaffold` directories found through --search-dir; upstream's
 // collector (gym eval run --no-serve) writes the rollouts. Every reward and
 // extracted answer must equal what upstream's own string_match verifier
 // gives on the same episode.

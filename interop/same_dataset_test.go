@@ -52,7 +52,7 @@ for line in sys.stdin:
 
 // Scenario (d) of issue 34: the same dataset through an all-Python fleet
 // (upstream's launcher, string_match, simple_agent, legacy_agent relay,
-// openai_model and collector) and an all-Go fleet (gymlens's gym run). The
+// openai_model and collector) and an all-Go fleet (gymlens's gymlens run). The
 // policy behind both is gymlens's seeded policy model: upstream ships no
 // model server that answers offline, so its openai_model forwards to one
 // (an OpenAI-compatible endpoint, as it would to vLLM). The outputs must
@@ -131,7 +131,7 @@ string_match_simple_agent:
 	cmd.Dir = goDir
 	cmd.Env = cleanEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gym run: %v\n%s", err, out)
+		t.Fatalf("gymlens run: %v\n%s", err, out)
 	}
 	runDirs, _ := filepath.Glob(filepath.Join(runs, "*"))
 	if len(runDirs) != 1 {

@@ -45,17 +45,29 @@ func (r release) bin(t testing.TB, name string) string {
 }
 
 // cleanEnv is the test process's environment minus telemetry settings,
-// plus what keeps upstream's Ray on loopback and quiet, plus extra.
+// plus what keeps upstream's Ray on loopback and quiet, plus extra. Its
+// PATH leads with gymlens's binary and upstream 0.7.0's console scripts
+// (where installed), as a user who has both has them: NeMo Gym's `gym`
+// and gymlens's `gymlens` on one PATH.
 func cleanEnv(extra ...string) []string {
 	var env []string
+	path := filepath.Dir(gymBin)
+	if py, err := upstream.Find(); err == nil {
+		path += string(os.PathListSeparator) + filepath.Dir(py)
+	}
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
+		name, value, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "NEMO_GYM_") || strings.HasPrefix(name, "NEMO_LENS_") ||
 			strings.HasPrefix(name, "OTEL_") || strings.HasPrefix(name, "RAY_") || name == "SLURM_JOB_ID" {
 			continue
 		}
+		if name == "PATH" {
+			path += string(os.PathListSeparator) + value
+			continue
+		}
 		env = append(env, kv)
 	}
+	env = append(env, "PATH="+path)
 	env = append(env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0", "RAY_USAGE_STATS_ENABLED=0", "PYTHONDONTWRITEBYTECODE=1")
 	return append(env, extra...)
 }
@@ -242,7 +254,7 @@ func runGym(t *testing.T, args ...string) string {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, gymBin, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("gym %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("gymlens %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
 }

@@ -244,7 +244,7 @@ func newAggregation(cfg Config, opts Options) *agg.Registry {
 // DescribeMetricAggregation says what aggregates the contract's
 // synchronous histograms and counters in a process configured by cfg
 // with the readers lens builds (getenv reads the variables the SDK reads
-// itself): "lens", or "sdk" and why. gym telemetry check prints it.
+// itself): "lens", or "sdk" and why. gymlens telemetry check prints it.
 func DescribeMetricAggregation(cfg Config, getenv func(string) string) string {
 	if why := ownAggregation(cfg, Options{}, getenv); why != "" {
 		return "sdk (" + why + ")"

@@ -110,7 +110,7 @@ const (
 	KeyAttributeValueLengthLimit     = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
 	KeySpanAttributeValueLengthLimit = "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"
 	// KeyMaxSpanLoss is the fraction of its spans a process may lose
-	// before `gym run` fails the run (see DefaultMaxSpanLoss).
+	// before `gymlens run` fails the run (see DefaultMaxSpanLoss).
 	KeyMaxSpanLoss = "MAX_SPAN_LOSS"
 	// KeySemconvStabilityOptIn picks the HTTP server metric conventions
 	// (server/semconv.go): "http" new only, "http/dup" old and new.
@@ -147,7 +147,7 @@ const (
 const DefaultAttributeValueLengthLimit = 8192
 
 // DefaultMaxSpanLoss is the fraction of its ended spans a process may lose
-// (queue full, failed exports, unflushed at shutdown) before `gym run`
+// (queue full, failed exports, unflushed at shutdown) before `gymlens run`
 // exits non-zero: 1 %. Losses below it are still reported.
 const DefaultMaxSpanLoss = 0.01
 
@@ -214,7 +214,7 @@ var settings = []Setting{
 		value: lengthLimitValue(true)},
 	{Key: KeySpanAttributeValueLengthLimit, Standard: true, YAML: "span_attribute_value_length_limit", Default: "", Doc: "the attribute value length limit for spans; OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT when empty",
 		value: lengthLimitValue(false)},
-	{Key: KeyMaxSpanLoss, YAML: "max_span_loss", Default: strconv.FormatFloat(DefaultMaxSpanLoss, 'g', -1, 64), Doc: "fraction of a process's spans telemetry may lose (queue full, failed exports) before gym run exits 1, in [0,1]",
+	{Key: KeyMaxSpanLoss, YAML: "max_span_loss", Default: strconv.FormatFloat(DefaultMaxSpanLoss, 'g', -1, 64), Doc: "fraction of a process's spans telemetry may lose (queue full, failed exports) before gymlens run exits 1, in [0,1]",
 		value: fractionValue(func(c *Config) *float64 { return &c.MaxSpanLoss })},
 	// A batch above the queue size is not an error: the processor caps it
 	// at the queue size, as the OpenTelemetry SDK does.

@@ -55,7 +55,7 @@ type DecideOptions struct {
 }
 
 // Decision is whether, and why, one process exports telemetry. lens.Setup
-// acts on it and `gym telemetry check` prints it.
+// acts on it and `gymlens telemetry check` prints it.
 type Decision struct {
 	// Enabled is the ENABLED setting.
 	Enabled bool
@@ -93,7 +93,7 @@ func (d Decision) HasSignal(signal string) bool {
 
 // Decide works out whether the process described by cfg and opts exports,
 // and why not when it does not. It is the one place that decision is made:
-// Setup follows it, and `gym telemetry check` prints it. The error reports
+// Setup follows it, and `gymlens telemetry check` prints it. The error reports
 // a placement that cannot be used (a rank variable that is not an integer,
 // a world size below 1, a rank outside [0, world size)), an unknown export
 // strategy or one that panicked; the Decision is still filled in as far as

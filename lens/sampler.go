@@ -52,7 +52,7 @@ func DescribeSampler(getenv func(string) string) SamplerInfo {
 
 // samplerFromEnv builds the sampler the SDK would build from the
 // variables read through getenv, and describes it. lens hands the sampler
-// to the tracer provider itself, so the one gym telemetry check describes
+// to the tracer provider itself, so the one gymlens telemetry check describes
 // is the one in use by construction.
 func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, SamplerInfo) {
 	name := strings.ToLower(strings.TrimSpace(getenv(KeyTracesSampler)))

@@ -204,7 +204,7 @@ func TestUserSpanProcessorSeesEverySpan(t *testing.T) {
 	}
 }
 
-// TestDescribeSampler: the sampler gym telemetry check reports is the one
+// TestDescribeSampler: the sampler gymlens telemetry check reports is the one
 // the SDK builds from the same variables.
 func TestDescribeSampler(t *testing.T) {
 	for _, tc := range []struct {

@@ -49,7 +49,7 @@ type ServerSpec struct {
 	// launcher keys and references (gymconfig.Instance.ImplConfig).
 	Config map[string]any `yaml:"config,omitempty" json:"config,omitempty"`
 	// Command is the argv of an external server (the block's `command:`);
-	// nil for a built-in, which runs as `gym serve`.
+	// nil for a built-in, which runs as `gymlens serve`.
 	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
 	// Dir is the directory of the config file: relative paths of Command
 	// are resolved against it and an external server runs in it. Empty

@@ -25,13 +25,13 @@
 // unresolved) and NEMO_GYM_CONFIG_PATH (their instance name), the
 // telemetry settings the orchestrator wrote with telemetry.ConfigureEnv,
 // a per-process telemetry file in the run directory and a prometheus
-// port. Built-in servers run as `gym serve` with no arguments; a block
+// port. Built-in servers run as `gymlens serve` with no arguments; a block
 // with command: runs that program instead. Each child is killed by the
 // kernel if the orchestrator itself dies (Pdeathsig), so no server
 // outlives its fleet.
 //
 // A block whose host is not this machine is a server on another host: it
-// is not spawned but waited for (JoinTimeout) until `gym serve --head`
+// is not spawned but waited for (JoinTimeout) until `gymlens serve --head`
 // starts it there, with the dict from the head server and the telemetry
 // environment from HeadTelemetryPath. It is probed, counted and listed as
 // a child is; one that stops answering is dropped from the fleet, not

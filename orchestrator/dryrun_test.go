@@ -44,7 +44,7 @@ func wantUnbound(t *testing.T, what, host string, port int) {
 	ln.Close()
 }
 
-// The built-in fleet under dry_run: every server runs as `gym serve`
+// The built-in fleet under dry_run: every server runs as `gymlens serve`
 // under the launch contract, says its config is valid and exits 0; no
 // process, port or head server is left, and gym.servers.active is never
 // recorded.

@@ -26,12 +26,12 @@ import (
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
-// ReadyPrefix starts the one line `gym serve` prints on stdout once it
+// ReadyPrefix starts the one line `gymlens serve` prints on stdout once it
 // listens; the rest of the line is a JSON Ready object. It is for people
 // and scripts: the orchestrator waits for GET / to answer instead.
 const ReadyPrefix = "GYM_READY "
 
-// Ready is what `gym serve` reports once it listens.
+// Ready is what `gymlens serve` reports once it listens.
 type Ready struct {
 	Addr        string `json:"addr"`
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -86,7 +86,7 @@ type Options struct {
 	// HealthTimeout bounds each server's start-up; 0 means 30 s.
 	HealthTimeout time.Duration
 	// JoinTimeout bounds the wait for a server on another host to answer
-	// (someone has to start it there with `gym serve --head`); 0 means
+	// (someone has to start it there with `gymlens serve --head`); 0 means
 	// DefaultJoinTimeout.
 	JoinTimeout time.Duration
 	// StopTimeout is how long servers get to drain and flush their
@@ -129,7 +129,7 @@ type ServerInfo struct {
 	Dir     string
 	// Remote is set for a server on another host (its block's host is
 	// not an address of this machine): the fleet did not start it, it
-	// joined with `gym serve --head`, and PID, Command and Dir are empty.
+	// joined with `gymlens serve --head`, and PID, Command and Dir are empty.
 	Remote bool
 }
 
@@ -677,7 +677,7 @@ func (f *Fleet) command(spec ServerSpec) (argv []string, dir string) {
 // ServerTelemetryEnv is the telemetry environment the orchestrator gives
 // the server called name on top of its own, whatever the user set: its own
 // file in the run directory and the address its prometheus exporter
-// serves on. `gym telemetry check --fleet` reads it to answer for a
+// serves on. `gymlens telemetry check --fleet` reads it to answer for a
 // server.
 func ServerTelemetryEnv(runDir, name, metricsAddr string) []string {
 	return []string{

@@ -205,7 +205,7 @@ func TestFleetStartHealthStop(t *testing.T) {
 	if f.AgentURL() != urls["simple_agent"] {
 		t.Errorf("AgentURL() = %q, want %q", f.AgentURL(), urls["simple_agent"])
 	}
-	// Every child is `gym serve` with no arguments: the launch contract
+	// Every child is `gymlens serve` with no arguments: the launch contract
 	// tells it who it is and where its peers are.
 	for _, s := range servers {
 		if args := cmdline(t, s.PID); !slices.Equal(args, []string{gymBin, "serve"}) {
@@ -764,7 +764,7 @@ simple_agent:
 	if f != nil {
 		t.Fatal("Start returned a fleet although a server never joined")
 	}
-	wantErr(t, err, `"arithmetic" on another host (http://192.0.2.7:12001) did not join`, "gym serve --head http://", "--name arithmetic")
+	wantErr(t, err, `"arithmetic" on another host (http://192.0.2.7:12001) did not join`, "gymlens serve --head http://", "--name arithmetic")
 	if _, statErr := os.Stat(filepath.Join(runDir, "logs", "arithmetic.log")); statErr == nil {
 		t.Error("the remote server got a log file here, as if spawned")
 	}

@@ -94,7 +94,7 @@ func TestFleetExternalServer(t *testing.T) {
 	guardRunDir(t, runDir)
 	prog := buildWallet(t, dir)
 	impl, command := "wallet", `[./bin/wallet]`
-	if prog == "" { // no SDK example here: the gym binary serves as one
+	if prog == "" { // no SDK example here: the gymlens binary serves as one
 		prog, impl, command = gymBin, "arithmetic", fmt.Sprintf("[%q, serve]", gymBin)
 	}
 	doc := `wallet:

@@ -22,7 +22,7 @@ import (
 	"github.com/gymlens/gymlens/orchestrator"
 )
 
-// gymBin is the gym binary the fleet tests run as children. It is built
+// gymBin is the gymlens binary the fleet tests run as children. It is built
 // once, with the race detector, for the whole test binary.
 var gymBin string
 
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(stubEnv); mode != "" {
 		os.Exit(runStub(mode))
 	}
-	bin, remove, err := testenv.BuildGym("gymlens-orchestrator-", "../cmd/gym")
+	bin, remove, err := testenv.BuildGym("gymlens-orchestrator-", "../cmd/gymlens")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

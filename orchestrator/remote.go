@@ -15,7 +15,7 @@ import (
 
 // HeadTelemetryPath is a route of gymlens's head server that NeMo Gym's
 // does not have: the telemetry environment every server of the fleet
-// runs with (see TelemetryEnv). `gym serve --head` reads it on another
+// runs with (see TelemetryEnv). `gymlens serve --head` reads it on another
 // host so that a server started there joins the run: same run id, same
 // exporters, sampler and presets.
 const HeadTelemetryPath = "/gymlens/telemetry_env"
@@ -111,13 +111,13 @@ func interfaceIPs() ([]net.IP, error) {
 // JoinCommand is the command that starts the named server on its own
 // host and joins it to this fleet.
 func (f *Fleet) JoinCommand(name string) string {
-	return "gym serve --head " + f.HeadURL() + " --name " + name
+	return "gymlens serve --head " + f.HeadURL() + " --name " + name
 }
 
 // joinRemote waits for a server on another host to answer GET / on its
 // configured address (within Options.JoinTimeout) and adds it to the
 // fleet. Nothing is spawned: the server is started there by
-// `gym serve --head`, which reads its block from the head server.
+// `gymlens serve --head`, which reads its block from the head server.
 func (f *Fleet) joinRemote(ctx context.Context, spec ServerSpec) error {
 	c := &child{spec: spec, remote: true, tail: newTailBuffer(1), done: make(chan struct{})}
 	c.info = ServerInfo{Spec: spec, Started: time.Now(), Remote: true, URL: serverURL(spec)}

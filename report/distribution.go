@@ -20,7 +20,7 @@ const (
 	FromBuckets
 )
 
-// ReportQuantiles are the percentiles gym report shows, as fractions.
+// ReportQuantiles are the percentiles gymlens report shows, as fractions.
 var ReportQuantiles = [3]float64{0.5, 0.9, 0.99}
 
 // Distribution is the duration distribution of one operation (a rollout,

@@ -50,7 +50,7 @@ func TestHTMLSections(t *testing.T) {
 		t.Errorf("not a complete HTML document: starts %q", out[:min(len(out), 40)])
 	}
 	for _, want := range []string{
-		"<title>gym report: run-small</title>",
+		"<title>gymlens report: run-small</title>",
 		`<h1><span class="lbl">Run</span>run-small</h1>`,
 		">Summary</h2>", ">Processes</h2>", ">Rollout duration</h2>", ">Verify duration</h2>",
 		">Verify success</h2>", ">HTTP server requests</h2>", ">Active servers</h2>",

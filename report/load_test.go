@@ -374,7 +374,7 @@ func TestBrokenRolloutLine(t *testing.T) {
 }
 
 func TestTelemetryOff(t *testing.T) {
-	// What gym run --no-telemetry leaves: an empty telemetry directory.
+	// What gymlens run --no-telemetry leaves: an empty telemetry directory.
 	dir := copyFixture(t)
 	if err := os.RemoveAll(filepath.Join(dir, contract.RunTelemetryDir)); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ type Run struct {
 	index spanIndex
 }
 
-// Config is the part of config.yaml (the effective configuration gym run
+// Config is the part of config.yaml (the effective configuration gymlens run
 // writes into the run directory) that the report uses.
 type Config struct {
 	// RunID is the run_id key.

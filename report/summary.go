@@ -1,6 +1,6 @@
 package report
 
-// Summary is the short account `gym run` prints after collecting.
+// Summary is the short account `gymlens run` prints after collecting.
 type Summary struct {
 	// Processes has one entry per telemetry file, sorted by file name.
 	Processes []Process

@@ -20,7 +20,7 @@ const (
 	DefaultWidth = 100
 	// MinWidth is the narrowest layout WriteText produces.
 	MinWidth = 60
-	// DefaultSlowestK is the number of waterfalls gym report shows unless
+	// DefaultSlowestK is the number of waterfalls gymlens report shows unless
 	// told otherwise.
 	DefaultSlowestK = 3
 	// maxWindows caps the rows of the "over time" table; longer runs get

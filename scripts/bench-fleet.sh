@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fleet throughput with telemetry on vs off, measured side by side: the same
-# `gym run` (built-in fleet, model latency MODEL_LATENCY_MS, default 0) alternated ROUNDS times so
+# `gymlens run` (built-in fleet, model latency MODEL_LATENCY_MS, default 0) alternated ROUNDS times so
 # machine drift hits every variant alike. Prints rollouts/s per run, the
 # median per variant and each variant's ratio to off, then the peak
 # resident set size of every process (median per variant) for off and the
@@ -40,13 +40,13 @@ check_variants bench-fleet "${variants[@]}"
 [ "${#variants[@]}" -ge 2 ] || { echo "bench-fleet: VARIANTS needs off and one more" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/gym" ./cmd/gym
+go build -o "$work/gymlens" ./cmd/gymlens
 
 # Only this script's settings reach the runs.
 set_clean_env
 
 declare -A rates # "variant round" -> rollouts/s
-rate() { # variant round: one gym run, its rollouts/s stored in rates
+rate() { # variant round: one gymlens run, its rollouts/s stored in rates
   local variant=$1 round=$2 out stats="$work/stats/$1-$2"
   mkdir -p "$stats"
   telemetry_variant "$variant"
@@ -54,12 +54,12 @@ rate() { # variant round: one gym run, its rollouts/s stored in rates
   # shellcheck disable=SC2206 # ON_ENV is a list of VAR=value words
   [ "$variant" != off ] && [ -n "${ON_ENV:-}" ] && extra+=($ON_ENV)
   out=$(env ${clean_env[@]+"${clean_env[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" ${extra[@]+"${extra[@]}"} \
-    ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run \
+    ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gymlens" run \
     --rollouts "$ROLLOUTS" --concurrency "$CONCURRENCY" --model-latency-ms "$MODEL_LATENCY_MS" --runs-dir "$work/runs" --quiet \
     ${flags[@]+"${flags[@]}"} 2>>"$work/stderr.log")
   rm -rf "$work/runs"
   rates["$variant $round"]=$(echo "$out" | sed -nE 's/.*rollouts .*, ([0-9.]+)\/s over.*/\1/p')
-  [ -n "${rates["$variant $round"]}" ] || { echo "bench-fleet: no rate from gym run ($variant, round $round); see $work/stderr.log" >&2; exit 1; }
+  [ -n "${rates["$variant $round"]}" ] || { echo "bench-fleet: no rate from gymlens run ($variant, round $round); see $work/stderr.log" >&2; exit 1; }
 }
 
 # The variants alternate, their order reversed every other round, so a

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the HTTP instrumentation costs a real server under load.
 #
-# Runs `gym serve resources_servers --name arithmetic` with
+# Runs `gymlens serve resources_servers --name arithmetic` with
 # config {"work_us": N} (each /verify first burns about N µs of CPU, default
 # 100, so the handler costs what a small real verifier costs) in five
 # variants:
@@ -109,8 +109,8 @@ set_clean_env
 t0=$(now_ns)
 # The gymbench tag adds one thing: server.New reads
 # GYMLENS_BENCH_UNINSTRUMENTED (the baseline). Every variant runs this binary.
-if ! (cd "$ROOT" && go build -tags gymbench -o "$WORK/gym" ./cmd/gym); then
-  fail "go build -tags gymbench ./cmd/gym failed"
+if ! (cd "$ROOT" && go build -tags gymbench -o "$WORK/gymlens" ./cmd/gymlens); then
+  fail "go build -tags gymbench ./cmd/gymlens failed"
   exit 1
 fi
 if ! (cd "$ROOT/tools" && go build -o "$WORK/otlpsink" ./otlpsink); then
@@ -135,7 +135,7 @@ BODY=$VERIFY_BODY
   echo "wrk.body = '$BODY'"
 } >"$WORK/verify.lua"
 info "load: $(wrk --version 2>&1 | head -n 1 | awk '{ print $1, $2 }'), $CONNECTIONS connections, $THREADS threads, ${WARMUP} s warm-up + ${DURATION} s measured per run, $ROUNDS rounds; traceparent $([[ $TRACEPARENT == 1 ]] && echo "sent (sampled)" || echo "not sent")"
-info "server: gym serve resources_servers --name arithmetic --config-json '{\"work_us\":$WORK_US}'"
+info "server: gymlens serve resources_servers --name arithmetic --config-json '{\"work_us\":$WORK_US}'"
 
 # ---- helpers --------------------------------------------------------------
 
@@ -248,7 +248,7 @@ run_variant() {
     "$variant" "$round" "$LOAD_RPS" "${LOAD_P50_MS:-0}" "${LOAD_P99_MS:-0}" "$cpu_req" "$allocs_req" "${spans:-?}" "$spr" "${points:-?}" "${dropped:-0}" "$LOAD_NON2XX" "$LOAD_SOCKERR" "$shut")"
 
   if [[ $code != 0 ]]; then
-    fail "$variant round $round: gym serve exited $code after SIGTERM"
+    fail "$variant round $round: gymlens serve exited $code after SIGTERM"
     tail -n 10 "$dir/serve.err" | sed 's/^/       /'
   fi
   if [[ $scode != 0 || -z $spans ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One verify load, two implementations of the same environment: gymlens's
-# Go string_match (`gym serve resources_servers --impl string_match`) and
+# Go string_match (`gymlens serve resources_servers --impl string_match`) and
 # upstream's Python string_match (resources_servers/string_match/app.py
 # of the released nemo-gym, from scripts/upstream.sh, started under NeMo
 # Gym's launch contract as its launcher starts it: one uvicorn worker),
@@ -86,7 +86,7 @@ if [[ " ${VARIANTS[*]} " == *" py06-"* ]]; then
 fi
 sed 's/^upstream: /     upstream: /' "$WORK/upstream.txt" | grep -E 'CPython|nemo-gym|nemo-lens|fastapi|uvicorn|opentelemetry' || true
 
-(cd "$ROOT" && go build -o "$WORK/gym" ./cmd/gym) || { fail "go build ./cmd/gym failed"; exit 1; }
+(cd "$ROOT" && go build -o "$WORK/gymlens" ./cmd/gymlens) || { fail "go build ./cmd/gymlens failed"; exit 1; }
 (cd "$ROOT/tools" && go build -o "$WORK/otlpsink" ./otlpsink) || { fail "go build ./otlpsink failed"; exit 1; }
 ensure_wrk "$WORK/apt.log" || { fail "wrk is not installed and apt-get could not install it"; exit 1; }
 
@@ -132,7 +132,7 @@ start_variant() {
       OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_METRIC_EXPORT_INTERVAL=1000)
   fi
   if [[ $v == go-* ]]; then
-    env ${clean_env[@]+"${clean_env[@]}"} ${env[@]+"${env[@]}"} "$WORK/gym" serve resources_servers --impl string_match \
+    env ${clean_env[@]+"${clean_env[@]}"} ${env[@]+"${env[@]}"} "$WORK/gymlens" serve resources_servers --impl string_match \
       --name string_match --addr "127.0.0.1:$port" >"$WORK/$v.out" 2>"$WORK/$v.err" &
   else
     local py=$PY site=$SITE prog=(app.py)

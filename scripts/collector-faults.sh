@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Collector faults, measured: `gym serve resources_servers --name arithmetic`
+# Collector faults, measured: `gymlens serve resources_servers --name arithmetic`
 # exporting over OTLP/gRPC to a collector that is
 #
 #   up        a real receiver (Jaeger v2 from tools/bin/jaeger, configured by
@@ -70,8 +70,8 @@ command -v python3 >/dev/null || {
 # ---- build ----------------------------------------------------------------
 
 t0=$(now_ns)
-if ! (cd "$ROOT" && go build -o "$WORK/gym" ./cmd/gym); then
-  fail "go build ./cmd/gym failed"
+if ! (cd "$ROOT" && go build -o "$WORK/gymlens" ./cmd/gymlens); then
+  fail "go build ./cmd/gymlens failed"
   exit 1
 fi
 info "gym built without -race in $(secs "$t0") s; $(nproc) CPUs shared by server, load generator and collector"
@@ -354,7 +354,7 @@ run_variant() {
   SOCKERR_TOTAL=$((SOCKERR_TOTAL + sockerr))
   ((window > MAX_WINDOW)) && MAX_WINDOW=$window
   if [[ $code != 0 ]]; then
-    fail "$variant round $round: gym serve exited $code after SIGTERM"
+    fail "$variant round $round: gymlens serve exited $code after SIGTERM"
     tail -n 10 "$dir/serve.err" | sed 's/^/       /'
   fi
   return 0

@@ -6,7 +6,7 @@
 # which start four simulated hosts (network namespaces: the fleet's three,
 # each with a collector agent, and one with the gateway, Jaeger and
 # Prometheus) and check traces, tail sampling, gym_servers_active and
-# gym report from the backends through the tier. Needs root (network
+# gymlens report from the backends through the tier. Needs root (network
 # namespaces) and prometheus on PATH (.ci/run installs Debian's).
 #
 #   scripts/collector-tier.sh

@@ -4,7 +4,7 @@
 # Builds Jaeger (tools/bin/jaeger, from the tools/ module; reused when it is
 # already there at the pinned version), then for each OTLP protocol - gRPC
 # (the default) and http/protobuf - starts a fresh in-memory Jaeger on free
-# loopback ports, runs `gym run` against it and lets tools/e2echeck assert,
+# loopback ports, runs `gymlens run` against it and lets tools/e2echeck assert,
 # through Jaeger's query API, that every rollout is one trace across the
 # orchestrator, agent, model and resources processes with CLIENT->SERVER
 # parentage on every hop, right span kinds and nothing sensitive exported.
@@ -24,7 +24,7 @@ JAEGER_CONFIG=$TOOLS/jaeger/config.yaml
 ROLLOUTS=${E2E_ROLLOUTS:-20}
 KEEP=${E2E_KEEP:-0}
 READY_TIMEOUT=30 # s for Jaeger to listen
-GYM_TIMEOUT=120  # s for one gym run
+GYM_TIMEOUT=120  # s for one gymlens run
 CHECK_WAIT=60s   # for spans to show up in Jaeger
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gym-e2e.XXXXXX")
@@ -72,7 +72,7 @@ else
 fi
 
 start_all=$(date +%s%N)
-if ! (cd "$ROOT" && go build -o "$WORK/gym" ./cmd/gym) ||
+if ! (cd "$ROOT" && go build -o "$WORK/gymlens" ./cmd/gymlens) ||
   ! (cd "$TOOLS" && GOWORK=off go build -o "$WORK/e2echeck" ./e2echeck); then
   fail "go build of gym or tools/e2echeck failed"
   echo "e2e: $passed passed, $failed failed"
@@ -85,7 +85,7 @@ fi
 fleet_pids() {
   local d
   for d in /proc/[0-9]*; do
-    [[ $(readlink "$d/exe" 2>/dev/null) == "$WORK/gym" ]] && echo "${d#/proc/}"
+    [[ $(readlink "$d/exe" 2>/dev/null) == "$WORK/gymlens" ]] && echo "${d#/proc/}"
   done
   return 0
 }
@@ -139,7 +139,7 @@ run_protocol() {
   t0=$(date +%s%N)
   env ${clean_env[@]+"${clean_env[@]}"} NEMO_GYM_OTEL_SPAN_GROUPS=all OTEL_EXPORTER_OTLP_ENDPOINT="$endpoint" \
     ${env_proto[@]+"${env_proto[@]}"} \
-    "$WORK/gym" run --rollouts "$ROLLOUTS" --runs-dir "$dir/runs" --quiet >"$dir/gym.out" 2>"$dir/gym.err" &
+    "$WORK/gymlens" run --rollouts "$ROLLOUTS" --runs-dir "$dir/runs" --quiet >"$dir/gym.out" 2>"$dir/gym.err" &
   local gpid=$! rc=0
   PIDS+=("$gpid")
   waited=0
@@ -148,7 +148,7 @@ run_protocol() {
     waited=$((waited + 1))
   done
   if kill -0 "$gpid" 2>/dev/null; then
-    fail "gym run still running after ${GYM_TIMEOUT}s; stopped ($label)"
+    fail "gymlens run still running after ${GYM_TIMEOUT}s; stopped ($label)"
     stop_pid "$gpid" 30
     stop_pid "$jpid"
     return
@@ -158,19 +158,19 @@ run_protocol() {
   local run_dir
   run_dir=$(find "$dir/runs" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n 1 || true)
   if [[ $rc != 0 || -z $run_dir ]]; then
-    fail "gym run exited $rc after $(secs_since "$t0")s ($label)"
+    fail "gymlens run exited $rc after $(secs_since "$t0")s ($label)"
     tail -n 20 "$dir/gym.err" | sed 's/^/       /'
     stop_pid "$jpid"
     return
   fi
-  ok "gym run: $ROLLOUTS rollouts to $endpoint in $(secs_since "$t0")s, exit 0 ($label)"
+  ok "gymlens run: $ROLLOUTS rollouts to $endpoint in $(secs_since "$t0")s, exit 0 ($label)"
 
   local left
   left=$(fleet_pids | tr '\n' ' ')
   if [[ -z $left ]]; then
-    ok "fleet processes left running after gym run: 0 ($label)"
+    ok "fleet processes left running after gymlens run: 0 ($label)"
   else
-    fail "fleet processes left running after gym run: $left($label)"
+    fail "fleet processes left running after gymlens run: $left($label)"
   fi
 
   # The OTel SDK reports failed exports on the processes' stderr.

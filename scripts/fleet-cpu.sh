@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a rollout's CPU goes, per process, telemetry off vs on: runs the
-# built-in fleet (`gym run`, model latency MODEL_LATENCY_MS, default 0) with GYM_RUNSTATS_DIR set,
+# built-in fleet (`gymlens run`, model latency MODEL_LATENCY_MS, default 0) with GYM_RUNSTATS_DIR set,
 # waits WARMUP seconds, then signals every process (SIGUSR1) at the start
 # and the end of a WINDOW-second steady-state window, and divides each
 # process's CPU time, allocations and GC cycles over the window by the
@@ -38,7 +38,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-go build -o "$work/gym" ./cmd/gym
+go build -o "$work/gymlens" ./cmd/gymlens
 # Only this script's settings reach the runs.
 set_clean_env
 
@@ -50,7 +50,7 @@ one() { # variant round
   local flags=(${variant_flags[@]+"${variant_flags[@]}"}) extra=(${variant_env[@]+"${variant_env[@]}"})
   # env execs gym, so $! is gym's pid and the signals below reach it.
   env ${clean_env[@]+"${clean_env[@]}"} ${extra[@]+"${extra[@]}"} GYM_RUNSTATS_DIR="$stats" NEMO_GYM_OTEL_SPAN_GROUPS="$SPANS" \
-    ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gym" run --rollouts "$ROLLOUTS" \
+    ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} "$work/gymlens" run --rollouts "$ROLLOUTS" \
     --concurrency "$CONCURRENCY" --model-latency-ms "$MODEL_LATENCY_MS" --runs-dir "$runs" --quiet ${flags[@]+"${flags[@]}"} \
     >"$work/run.out" 2>"$work/run.err" &
   gp=$!
@@ -59,7 +59,7 @@ one() { # variant round
   for ((i = 0; i < 600; i++)); do
     f=$(ls "$runs"/*/rollouts.jsonl 2>/dev/null || true)
     [ -n "$f" ] && [ -s "$f" ] && break
-    kill -0 "$gp" 2>/dev/null || { echo "gym run exited early:" >&2; tail -n 5 "$work/run.err" >&2; exit 1; }
+    kill -0 "$gp" 2>/dev/null || { echo "gymlens run exited early:" >&2; tail -n 5 "$work/run.err" >&2; exit 1; }
     sleep 0.1
   done
   [ -n "$f" ] || { echo "no rollouts after 60 s" >&2; exit 1; }

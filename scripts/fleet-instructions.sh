@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Telemetry's cost per rollout in user-space instructions, per process:
-# the built-in fleet (`gym run`, model latency 0) under valgrind's
+# the built-in fleet (`gymlens run`, model latency 0) under valgrind's
 # cachegrind, which counts every instruction each process executes. Every
 # variant runs twice, with SHORT and LONG rollouts; the difference of the
 # two counts divided by LONG-SHORT is the steady-state count per rollout,
@@ -44,10 +44,10 @@ check_variants fleet-instructions $VARIANTS
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Without cgo the binary has no C start-up for valgrind to trip on.
-CGO_ENABLED=0 go build -o "$work/gym" ./cmd/gym
+CGO_ENABLED=0 go build -o "$work/gymlens" ./cmd/gymlens
 set_clean_env
 
-one() { # variant rollouts: one gym run under cachegrind, a count file per process in $work/<variant>-<rollouts>
+one() { # variant rollouts: one gymlens run under cachegrind, a count file per process in $work/<variant>-<rollouts>
   local v=$1 n=$2 d="$work/$1-$2"
   mkdir -p "$d"
   telemetry_variant "$v"
@@ -56,8 +56,8 @@ one() { # variant rollouts: one gym run under cachegrind, a count file per proce
   env ${clean_env[@]+"${clean_env[@]}"} ${extra[@]+"${extra[@]}"} ${SAMPLER:+OTEL_TRACES_SAMPLER="$SAMPLER"} \
     ${SAMPLER_ARG:+OTEL_TRACES_SAMPLER_ARG="$SAMPLER_ARG"} GODEBUG=asyncpreemptoff=1 \
     valgrind --tool=cachegrind --cache-sim=no --trace-children=yes --cachegrind-out-file="$d/%p.cg" \
-    "$work/gym" run --rollouts "$n" --concurrency 16 --model-latency-ms 0 --runs-dir "$d/runs" --quiet "${flags[@]+"${flags[@]}"}" \
-    >"$d/out.txt" 2>"$d/err.txt" || { echo "fleet-instructions: gym run failed ($v, $n rollouts); see:" >&2; tail -n 5 "$d/err.txt" >&2; exit 1; }
+    "$work/gymlens" run --rollouts "$n" --concurrency 16 --model-latency-ms 0 --runs-dir "$d/runs" --quiet "${flags[@]+"${flags[@]}"}" \
+    >"$d/out.txt" 2>"$d/err.txt" || { echo "fleet-instructions: gymlens run failed ($v, $n rollouts); see:" >&2; tail -n 5 "$d/err.txt" >&2; exit 1; }
   echo "  $v, $n rollouts: $(sed -nE 's/.*rollouts +(.*)/\1/p' "$d/out.txt" | head -n 1)" >&2
 }
 

@@ -2,7 +2,7 @@
 # Memory, file descriptors and latency while 20 000 idle connections are
 # held against one server, under load.
 #
-# Runs one `gym serve resources_servers --name arithmetic` (telemetry off,
+# Runs one `gymlens serve resources_servers --name arithmetic` (telemetry off,
 # the runtime's limits at their defaults unless GYM_SERVER_* variables say
 # otherwise, see docs/performance.md) and, from a Python holder, opens
 # SOAK_IDLE connections (20 000) to it, each sending one GET /health and
@@ -21,7 +21,7 @@
 #     one GET /health on a new connection answers 200 (curl, 5 s)
 #   no load request failed: wrk reports no non-2xx answer and no socket error
 #   RSS stays under SOAK_RSS_LIMIT_MIB (512: 4 096 idle connections hold
-#     about 135 MiB, and gym serve's GOGC of 400 lets the heap grow to five
+#     about 135 MiB, and gymlens serve's GOGC of 400 lets the heap grow to five
 #     times its live size under load; without the cap it passed 1.2 GiB)
 #   the server exits cleanly within 40 s of SIGTERM
 #
@@ -76,8 +76,8 @@ fi
 set_clean_env
 
 t0=$(now_ns)
-if ! (cd "$ROOT" && go build -o "$WORK/gym" ./cmd/gym); then
-  fail "go build ./cmd/gym failed"
+if ! (cd "$ROOT" && go build -o "$WORK/gymlens" ./cmd/gymlens); then
+  fail "go build ./cmd/gymlens failed"
   exit 1
 fi
 info "gym built in $(secs "$t0") s; $(nproc) CPUs shared by server, holder and load generator; fd limit $(ulimit -n)"

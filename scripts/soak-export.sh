@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Memory and latency while the collector is unreachable, under full load.
 #
-# Runs one `gym serve resources_servers --name arithmetic` with telemetry on
+# Runs one `gymlens serve resources_servers --name arithmetic` with telemetry on
 # (span groups SOAK_SPANS, default `all`: a SERVER and a gym.verify span per
 # request, the most span pressure there is) exporting over OTLP/gRPC to a
 # loopback port nobody listens on, and drives it with wrk (Debian's; 64
@@ -86,8 +86,8 @@ set_clean_env
 # ---- build and load generator ---------------------------------------------
 
 t0=$(now_ns)
-if ! (cd "$ROOT" && go build -o "$WORK/gym" ./cmd/gym); then
-  fail "go build ./cmd/gym failed"
+if ! (cd "$ROOT" && go build -o "$WORK/gymlens" ./cmd/gymlens); then
+  fail "go build ./cmd/gymlens failed"
   exit 1
 fi
 info "gym built without -race in $(secs "$t0") s; $(nproc) CPUs shared by server and load generator"

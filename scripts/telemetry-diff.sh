@@ -59,7 +59,7 @@ PY=$(bash "$ROOT/scripts/upstream.sh" --release 0.6.0 2>"$WORK/upstream.txt") ||
 SITE=$("$PY" -c 'import nemo_gym, os; print(os.path.dirname(os.path.dirname(nemo_gym.__file__)))')
 
 say "building gym, otlpsink and teldiff"
-(cd "$ROOT" && go build -o "$WORK/gym" ./cmd/gym) || die "go build ./cmd/gym failed"
+(cd "$ROOT" && go build -o "$WORK/gymlens" ./cmd/gymlens) || die "go build ./cmd/gymlens failed"
 (cd "$ROOT/tools" && go build -o "$WORK/otlpsink" ./otlpsink && go build -o "$WORK/teldiff" ./teldiff) ||
   die "go build of tools/otlpsink and tools/teldiff failed"
 
@@ -114,7 +114,7 @@ telemetry_env() {
 read -r GO_PORT PY_PORT <<<"$(free_ports 2)"
 start_sink go
 telemetry_env "$SINK_PORT"
-env ${clean_env[@]+"${clean_env[@]}"} "${tel_env[@]}" "$WORK/gym" serve resources_servers --impl string_match \
+env ${clean_env[@]+"${clean_env[@]}"} "${tel_env[@]}" "$WORK/gymlens" serve resources_servers --impl string_match \
   --name string_match --addr "127.0.0.1:$GO_PORT" >"$WORK/go.out" 2>"$WORK/go.err" &
 SERVER_PID[go]=$!
 PIDS+=("${SERVER_PID[go]}")

@@ -150,7 +150,7 @@ func ServiceName(cfg lens.Config, serverName string) string {
 // GymAttributes are the NeMo Gym resource attributes Init gives the
 // process serverName of type serverType under cfg (the service group, the
 // gymlens version, the server's name and type when known). lens adds the
-// attributes every process of a run shares; `gym telemetry check` shows
+// attributes every process of a run shares; `gymlens telemetry check` shows
 // the same list.
 func GymAttributes(cfg lens.Config, serverName, serverType string) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{

@@ -1,5 +1,5 @@
 // Package prometheus carries the Prometheus files gymlens ships for a
-// fleet, embedded so that a gym binary can copy them next to the scrape
+// fleet, embedded so that a gymlens binary can copy them next to the scrape
 // configuration it generates without knowing where the source tree is.
 //
 // rules.yml holds the recording rules (fleet verify and rollout success

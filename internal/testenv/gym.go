@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 )
 
-// BuildGym builds the gym command with the race detector into a new
+// BuildGym builds the gymlens command with the race detector into a new
 // temporary directory and returns the binary's path and a function that
 // removes the directory. pkgDir is the relative path from the calling
-// test's package to cmd/gym (for example "../cmd/gym"). Test binaries that
+// test's package to cmd/gymlens (for example "../cmd/gymlens"). Test binaries that
 // start gym processes call it once, from TestMain.
 func BuildGym(prefix, pkgDir string) (bin string, remove func(), err error) {
 	dir, err := os.MkdirTemp("", prefix)
@@ -18,7 +18,7 @@ func BuildGym(prefix, pkgDir string) (bin string, remove func(), err error) {
 		return "", nil, err
 	}
 	remove = func() { os.RemoveAll(dir) }
-	bin = filepath.Join(dir, "gym")
+	bin = filepath.Join(dir, "gymlens")
 	build := exec.Command("go", "build", "-race", "-o", bin, pkgDir)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// gen regenerates the run-small fixture: it builds the gym binary, runs a
+// gen regenerates the run-small fixture: it builds the gymlens binary, runs a
 // small fleet whose resources server fails some verifications, and copies
 // the resulting run directory to testdata/run-small.
 //
@@ -78,10 +78,10 @@ func generate() error {
 	}
 	defer os.RemoveAll(work)
 
-	bin := filepath.Join(work, "gym")
+	bin := filepath.Join(work, "gymlens")
 	// -trimpath keeps this machine's directories out of the stack traces
 	// the server logs hold.
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/gymlens/gymlens/cmd/gym")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/gymlens/gymlens/cmd/gymlens")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build gym: %w", err)
@@ -93,11 +93,11 @@ func generate() error {
 	cmd.Dir = work
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	// The failing verifications make gym run exit 1, by design.
+	// The failing verifications make gymlens run exit 1, by design.
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			return fmt.Errorf("gym run: %w", err)
+			return fmt.Errorf("gymlens run: %w", err)
 		}
 	}
 

@@ -1,4 +1,4 @@
-# Helpers shared by the scripts that put `gym serve` under load from wrk
+# Helpers shared by the scripts that put `gymlens serve` under load from wrk
 # (collector-faults.sh, bench-http.sh, soak-export.sh). Source it after
 # procs.sh, with SCRIPT_NAME set. Needs python3 for free_ports.
 
@@ -60,7 +60,7 @@ for s in socks:
 ' "$1"
 }
 
-# telemetry_variant VARIANT: sets variant_flags (arguments for `gym run`)
+# telemetry_variant VARIANT: sets variant_flags (arguments for `gymlens run`)
 # and variant_env (VAR=value words for `env`) to run the fleet scripts'
 # variant VARIANT: off (telemetry off), on (as configured), metrics (traces
 # off) or traces (metrics off). Fails, setting nothing, for any other name.
@@ -110,7 +110,7 @@ ensure_wrk() {
 }
 
 # wait_ready OUT PID TIMEOUT: waits until process PID has written its
-# ready line ("GYM_READY {...}", see `gym serve -h`) to the file OUT, and
+# ready line ("GYM_READY {...}", see `gymlens serve -h`) to the file OUT, and
 # prints the address from it. Fails when the process exits first or
 # TIMEOUT seconds pass.
 wait_ready() {
@@ -126,10 +126,10 @@ wait_ready() {
 }
 
 # start_serve LABEL DIR [VAR=value...] -- [ARG...]: starts
-# `gym serve resources_servers --name arithmetic ARG...` from $WORK/gym with
+# `gymlens serve resources_servers --name arithmetic ARG...` from $WORK/gymlens with
 # the script's clean environment plus the VAR=value settings, its output in
 # DIR/serve.out and DIR/serve.err, and sets SERVE_PID and SERVE_ADDR. When it
-# does not get ready it fails "LABEL: gym serve did not get ready", shows the
+# does not get ready it fails "LABEL: gymlens serve did not get ready", shows the
 # end of its stderr, stops it and returns 1.
 start_serve() {
   local label=$1 dir=$2
@@ -141,12 +141,12 @@ start_serve() {
   done
   (($# > 0)) && shift
   env ${clean_env[@]+"${clean_env[@]}"} ${vars[@]+"${vars[@]}"} \
-    "$WORK/gym" serve resources_servers --name arithmetic "$@" >"$dir/serve.out" 2>"$dir/serve.err" &
+    "$WORK/gymlens" serve resources_servers --name arithmetic "$@" >"$dir/serve.out" 2>"$dir/serve.err" &
   SERVE_PID=$!
   PIDS+=("$SERVE_PID")
   SERVE_ADDR=$(wait_ready "$dir/serve.out" "$SERVE_PID" "$READY_TIMEOUT" || true)
   if [[ -z $SERVE_ADDR ]]; then
-    fail "$label: gym serve did not get ready"
+    fail "$label: gymlens serve did not get ready"
     tail -n 10 "$dir/serve.err" | sed 's/^/       /'
     stop_pid "$SERVE_PID"
     return 1

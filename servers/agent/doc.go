@@ -102,7 +102,7 @@
 // telemetry) and label their spans with the id. This agent prefixes a
 // rollout's calls to the resources server (seed_session, each tool route,
 // verify) and its model calls (/v1/responses) when observability_enabled
-// is true (Config.ObservabilityEnabled, which `gym serve` sets from the
+// is true (Config.ObservabilityEnabled, which `gymlens serve` sets from the
 // fleet config) OR when this process exports traces and the rollout's
 // trace was not sampled out: a fleet that traces then gets the id on the
 // gym.verify span of a Python resources server too, with no key to set,

@@ -1,7 +1,7 @@
 // Package registry is the one table of the fleet's built-in server
 // implementations: which server type each serves, its configuration type
 // and defaults, how it is registered on a server, and the server options
-// it needs. `gym serve` and the orchestrator both look implementations up
+// it needs. `gymlens serve` and the orchestrator both look implementations up
 // here, so adding one is one entry.
 package registry
 

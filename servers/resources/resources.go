@@ -16,7 +16,7 @@ import (
 )
 
 // ServerName is the name of this environment: its implementation name in
-// a fleet configuration (gym serve resources_servers --impl arithmetic).
+// a fleet configuration (gymlens serve resources_servers --impl arithmetic).
 const ServerName = "arithmetic"
 
 // Members the verify response adds to the echoed row.

@@ -1,5 +1,5 @@
 // Command e2echeck verifies, through Jaeger's HTTP query API, what one
-// `gym run` exported over OTLP. It is the assertion half of scripts/e2e.sh
+// `gymlens run` exported over OTLP. It is the assertion half of scripts/e2e.sh
 // and uses the standard library only.
 //
 // Given the run directory (runs/<run id>/) and the query address, it waits
@@ -218,7 +218,7 @@ func (c config) callers() map[string]string {
 func main() {
 	var c config
 	flag.StringVar(&c.query, "query", "http://127.0.0.1:16686", "base URL of Jaeger's query HTTP API")
-	flag.StringVar(&c.runDir, "run-dir", "", "the run directory gym run wrote (runs/<run id>); required")
+	flag.StringVar(&c.runDir, "run-dir", "", "the run directory gymlens run wrote (runs/<run id>); required")
 	flag.StringVar(&c.label, "label", "", "label printed after every figure, e.g. the OTLP protocol")
 	flag.StringVar(&c.prefix, "service-prefix", "nemo-gym/", "prefix of every service name")
 	flag.StringVar(&c.orch, "orchestrator", "orchestrator", "orchestrator server name")
@@ -312,7 +312,7 @@ func run(c config, w io.Writer) (bool, error) {
 			failedRollouts++
 		}
 	}
-	rep.check(len(rollouts) > 0 && failedRollouts == 0, "rollouts recorded by gym run: %d (%d failed), run %s", len(rollouts), failedRollouts, runID)
+	rep.check(len(rollouts) > 0 && failedRollouts == 0, "rollouts recorded by gymlens run: %d (%d failed), run %s", len(rollouts), failedRollouts, runID)
 
 	// Services.
 	var want []string

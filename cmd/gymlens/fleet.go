@@ -27,13 +27,13 @@ type fleetSession struct {
 	runID  string
 	runDir string
 	// resumed is true when the run directory was made by an earlier run
-	// (gym run --resume) and false when this session created it.
+	// (gymlens run --resume) and false when this session created it.
 	resumed bool
 	dir     *runDir
 	log     *slog.Logger
 }
 
-// defaultRunsDir is where gym run and gym env start create run
+// defaultRunsDir is where gymlens run and gymlens env start create run
 // directories unless --runs-dir says otherwise.
 const defaultRunsDir = "runs"
 
@@ -54,7 +54,7 @@ func telemetryDefaults(enabled bool, lookup func(string) (string, bool)) map[str
 
 // fleetTelemetry is the telemetry block a fleet command hands to
 // ConfigureEnv: the fleet config's block, or telemetryDefaults when there is
-// none (telemetry on when defaultOn, as for gym run), with the default
+// none (telemetry on when defaultOn, as for gymlens run), with the default
 // exporter when the block names none. The config's block is not modified.
 func fleetTelemetry(tel telemetry.Config, defaultOn bool, lookup func(string) (string, bool)) telemetry.Config {
 	if !tel.Present {

@@ -19,13 +19,13 @@ func TestUsage(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
 		code, out, errOut := runGym(t, args...)
 		if code != 0 {
-			t.Errorf("gym %v: exit %d, want 0", args, code)
+			t.Errorf("gymlens %v: exit %d, want 0", args, code)
 		}
 		if !strings.Contains(out, "Usage:") || !strings.Contains(out, "telemetry") {
-			t.Errorf("gym %v: usage does not list the commands:\n%s", args, out)
+			t.Errorf("gymlens %v: usage does not list the commands:\n%s", args, out)
 		}
 		if errOut != "" {
-			t.Errorf("gym %v: unexpected stderr %q", args, errOut)
+			t.Errorf("gymlens %v: unexpected stderr %q", args, errOut)
 		}
 	}
 }
@@ -44,13 +44,13 @@ func TestUnknownCommand(t *testing.T) {
 	for _, args := range [][]string{{"frobnicate"}, {"telemetry", "frobnicate"}, {"help", "frobnicate"}} {
 		code, out, errOut := runGym(t, args...)
 		if code != 2 {
-			t.Errorf("gym %v: exit %d, want 2", args, code)
+			t.Errorf("gymlens %v: exit %d, want 2", args, code)
 		}
 		if out != "" {
-			t.Errorf("gym %v: unexpected stdout %q", args, out)
+			t.Errorf("gymlens %v: unexpected stdout %q", args, out)
 		}
 		if !strings.Contains(errOut, `unknown command "frobnicate"`) || !strings.Contains(errOut, "Usage:") {
-			t.Errorf("gym %v: stderr lacks the error or the usage:\n%s", args, errOut)
+			t.Errorf("gymlens %v: stderr lacks the error or the usage:\n%s", args, errOut)
 		}
 	}
 }
@@ -58,12 +58,12 @@ func TestUnknownCommand(t *testing.T) {
 func TestHelpForSubcommands(t *testing.T) {
 	code, out, _ := runGym(t, "help", "telemetry")
 	if code != 0 || !strings.Contains(out, "check") {
-		t.Errorf("gym help telemetry: exit %d, output:\n%s", code, out)
+		t.Errorf("gymlens help telemetry: exit %d, output:\n%s", code, out)
 	}
 	for _, args := range [][]string{{"help", "telemetry", "check"}, {"telemetry", "check", "-h"}, {"telemetry", "help", "check"}} {
 		code, out, errOut := runGym(t, args...)
-		if code != 0 || !strings.Contains(out, "Usage: gym telemetry check") || !strings.Contains(out, "-world-size") {
-			t.Errorf("gym %v: exit %d, stdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+		if code != 0 || !strings.Contains(out, "Usage: gymlens telemetry check") || !strings.Contains(out, "-world-size") {
+			t.Errorf("gymlens %v: exit %d, stdout:\n%s\nstderr:\n%s", args, code, out, errOut)
 		}
 	}
 }

@@ -10,12 +10,12 @@ import (
 // being written and read again, and differs from another seed.
 func FuzzRunIdentity(f *testing.F) {
 	for _, seed := range []string{
-		`{"run_id":"x","command":"gym run","created_at":"2026-01-01T00:00:00Z","seed":1,"num_repeats":1,"dataset":{"source":"built-in","rows":3,"sha256":"ab"}}`,
-		`{"command":"gym env start"}`,
-		`{"command":"gym run"} {}`,
+		`{"run_id":"x","command":"gymlens run","created_at":"2026-01-01T00:00:00Z","seed":1,"num_repeats":1,"dataset":{"source":"built-in","rows":3,"sha256":"ab"}}`,
+		`{"command":"gymlens env start"}`,
+		`{"command":"gymlens run"} {}`,
 		`{"command":""}`,
-		`{"command":"gym run","seed":null,"dataset":null}`,
-		`[]`, ``, `{`, `{"command":"gym run","extra":true}`,
+		`{"command":"gymlens run","seed":null,"dataset":null}`,
+		`[]`, ``, `{`, `{"command":"gymlens run","extra":true}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/gymlens/gymlens/orchestrator"
 )
 
-// Joining a fleet from another host: `gym serve --head URL --name NAME`
+// Joining a fleet from another host: `gymlens serve --head URL --name NAME`
 // reads the fleet's config dict and telemetry environment from the head
 // server, then serves NAME's block exactly as a server the orchestrator
 // spawned would, and leaves when the head server stops answering.
@@ -38,12 +38,12 @@ const (
 	headProbeFailures = 3
 )
 
-// defaultHeadWait is how long `gym serve --head` waits, by default, for the
+// defaultHeadWait is how long `gymlens serve --head` waits, by default, for the
 // head server to answer: servers on other hosts may be started before the
 // orchestrator.
 const defaultHeadWait = 2 * time.Minute
 
-// wantsHead reports whether args are the `--head` form of gym serve.
+// wantsHead reports whether args are the `--head` form of gymlens serve.
 func wantsHead(args []string) bool {
 	return slices.ContainsFunc(args, func(a string) bool {
 		for _, p := range []string{"-head", "--head"} {
@@ -55,15 +55,15 @@ func wantsHead(args []string) bool {
 	})
 }
 
-// runJoin is `gym serve --head URL --name NAME`.
+// runJoin is `gymlens serve --head URL --name NAME`.
 func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gym serve --head", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens serve --head", flag.ContinueOnError)
 	head := fs.String("head", "", "base URL of the fleet's head server, http://HOST:PORT (required)")
 	name := fs.String("name", "", "the server instance of the fleet config to serve (required)")
 	runsDir := fs.String("runs-dir", defaultRunsDir, "where this host keeps runs/<run id>/telemetry/<name>.jsonl when the fleet exports to files")
 	wait := fs.Duration("wait", defaultHeadWait, "how long to wait for the head server to answer")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym serve --head http://HOST:PORT --name NAME [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gymlens serve --head http://HOST:PORT --name NAME [flags]\n\n"+
 			"Joins a running fleet from another host. It reads the fleet's config\n"+
 			"dict (%s) and telemetry environment (%s) from the head server,\n"+
 			"binds the host:port of NAME's block, and serves it as the orchestrator's\n"+
@@ -80,15 +80,15 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	base, err := headBase(*head)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: --head: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens serve: --head: %v\n", err)
 		return exitUsage
 	}
 	if *name == "" {
-		fmt.Fprintln(stderr, "gym serve: --name is required with --head")
+		fmt.Fprintln(stderr, "gymlens serve: --name is required with --head")
 		return exitUsage
 	}
 	if *wait <= 0 {
-		fmt.Fprintf(stderr, "gym serve: --wait %s: want a duration above 0\n", *wait)
+		fmt.Fprintf(stderr, "gymlens serve: --wait %s: want a duration above 0\n", *wait)
 		return exitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("server", *name)
@@ -96,7 +96,7 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer client.CloseIdleConnections()
 	dict, tel, err := readHead(ctx, client, base, *wait, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 		return 1
 	}
 	lookup := func(k string) (string, bool) {
@@ -110,11 +110,11 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	l, _, err := gymconfig.LaunchFromEnv(lookup)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: the head's config: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens serve: the head's config: %v\n", err)
 		return exitUsage
 	}
 	if err := joinTelemetry(tel, *runsDir, *name, log); err != nil {
-		fmt.Fprintf(stderr, "gym serve: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -22,11 +22,11 @@ import (
 	"github.com/gymlens/gymlens/servers/registry"
 )
 
-// EnvGymBinary overrides, at launch, the gym binary that an app.py written
-// by `gym env scaffold` for a built-in implementation execs.
-const EnvGymBinary = "GYMLENS_GYM_BINARY"
+// EnvGymBinary overrides, at launch, the gymlens binary that an app.py written
+// by `gymlens env scaffold` for a built-in implementation execs.
+const EnvGymBinary = "GYMLENS_BINARY"
 
-// Files of a server directory written by `gym env scaffold`.
+// Files of a server directory written by `gymlens env scaffold`.
 const (
 	scaffoldEntrypoint   = "app.py"
 	scaffoldRequirements = "requirements.txt"
@@ -54,7 +54,7 @@ var scaffoldCommand = command{
 	run:     runScaffold,
 }
 
-// scaffoldPlan is everything `gym env scaffold` writes, worked out before
+// scaffoldPlan is everything `gymlens env scaffold` writes, worked out before
 // anything is touched.
 type scaffoldPlan struct {
 	dir      string            // <out>/<type>/<impl>, absolute
@@ -66,18 +66,18 @@ type scaffoldPlan struct {
 }
 
 func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gym env scaffold", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens env scaffold", flag.ContinueOnError)
 	impl := fs.String("impl", "", "built-in implementation ("+implList()+"), or with --binary the directory name of yours (required)")
 	serverType := fs.String("type", "", "server type: "+strings.Join(contract.ServerTypes(), ", ")+" (default: the built-in's; required with --binary)")
 	name := fs.String("name", "", "instance name: the config's top-level key (default: the implementation)")
 	out := fs.String("out", ".", "root directory; the server goes to <out>/<type>/<impl>/")
-	binary := fs.String("binary", "", "your environment program, run with no arguments under the launch contract (default: this gym binary, run as `gym serve`)")
+	binary := fs.String("binary", "", "your environment program, run with no arguments under the launch contract (default: this gymlens binary, run as `gymlens serve`)")
 	domain := fs.String("domain", "", "resources servers: upstream's domain ("+strings.Join(upstreamDomains(), ", ")+"; default "+defaultDomain+")")
 	resourcesServer := fs.String("resources-server", "", "agents: instance name of the resources server (required for simple_agent)")
 	modelServer := fs.String("model-server", "", "agents: instance name of the model server (default policy_model for simple_agent)")
 	force := fs.Bool("force", false, "overwrite files that exist")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym env scaffold --impl IMPL [--type TYPE] [--name INSTANCE] [--out DIR] [--binary PATH] [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gymlens env scaffold --impl IMPL [--type TYPE] [--name INSTANCE] [--out DIR] [--binary PATH] [flags]\n\n"+
 			"Writes <out>/<type>/<impl>/, a server directory NeMo Gym's own `gym env start`\n"+
 			"accepts as it is: app.py, which replaces the Python process with a Go server\n"+
 			"(os.execv; environment, working directory and process id kept), a\n"+
@@ -98,7 +98,7 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		domain: *domain, domainSet: set["domain"], resourcesServer: *resourcesServer, modelServer: *modelServer,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "gym env scaffold: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens env scaffold: %v\n", err)
 		return exitUsage
 	}
 	if !*force {
@@ -109,29 +109,29 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			}
 		}
 		if len(existing) > 0 {
-			fmt.Fprintf(stderr, "gym env scaffold: not overwriting %s: pass --force to replace\n", strings.Join(existing, ", "))
+			fmt.Fprintf(stderr, "gymlens env scaffold: not overwriting %s: pass --force to replace\n", strings.Join(existing, ", "))
 			return exitUsage
 		}
 	}
 	for _, rel := range plan.order {
 		path := filepath.Join(plan.dir, rel)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			fmt.Fprintf(stderr, "gym env scaffold: %v\n", err)
+			fmt.Fprintf(stderr, "gymlens env scaffold: %v\n", err)
 			return 1
 		}
 		if err := os.WriteFile(path, plan.files[rel], 0o644); err != nil {
-			fmt.Fprintf(stderr, "gym env scaffold: %v\n", err)
+			fmt.Fprintf(stderr, "gymlens env scaffold: %v\n", err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", path)
 	}
 	root := filepath.Dir(filepath.Dir(plan.dir))
 	fmt.Fprintf(stdout, "app.py execs %s (set $%s to run another binary)\n", plan.binary, plan.override)
-	fmt.Fprintf(stdout, "start it with NeMo Gym: gym env start --search-dir %s --config %s\n", root, plan.config)
+	fmt.Fprintf(stdout, "start it with NeMo Gym: gymlens env start --search-dir %s --config %s\n", root, plan.config)
 	return exitOK
 }
 
-// scaffoldRequest is the command line of `gym env scaffold`.
+// scaffoldRequest is the command line of `gymlens env scaffold`.
 type scaffoldRequest struct {
 	impl, serverType, name, out, binary string
 	domain                              string
@@ -225,7 +225,7 @@ func planScaffold(r scaffoldRequest) (*scaffoldPlan, error) {
 	if r.binary == "" {
 		self, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("cannot find this gym binary (pass --binary): %w", err)
+			return nil, fmt.Errorf("cannot find this gymlens binary (pass --binary): %w", err)
 		}
 		if resolved, err := filepath.EvalSymlinks(self); err == nil {
 			self = resolved
@@ -298,7 +298,7 @@ func binaryOverrideVar(impl string) string {
 // a Gym checkout upstream pipes `grep -v` of the file into uv, and grep
 // selecting no line fails the pipeline when nemo_gym_log_dir sets
 // pipefail.
-const requirementsTxt = `# Written by gym env scaffold (gymlens). app.py needs only the Python
+const requirementsTxt = `# Written by gymlens env scaffold (gymlens). app.py needs only the Python
 # standard library: it replaces itself with a Go server. NeMo Gym installs
 # its own dependencies into this server's venv next to this (empty) list.
 `
@@ -312,7 +312,7 @@ func appPy(binary string, argv []string, override string) []byte {
 		args[i] = strconv.Quote(a)
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `"""NeMo Gym server entrypoint written by gym env scaffold (gymlens).
+	fmt.Fprintf(&b, `"""NeMo Gym server entrypoint written by gymlens env scaffold (gymlens).
 
 NeMo Gym's gym env start runs "python app.py" in this directory with
 NEMO_GYM_CONFIG_DICT (the fleet config as YAML) and NEMO_GYM_CONFIG_PATH (this
@@ -385,8 +385,8 @@ func scaffoldConfig(r scaffoldRequest, builtin registry.Impl) ([]byte, error) {
 	if r.binary == "" {
 		runBy = "gymlens's built-in " + r.impl
 	}
-	fmt.Fprintf(&b, "# Written by gym env scaffold (gymlens): the NeMo Gym %s instance\n"+
-		"# %q, served by %s. Give this file to gym env start\n"+
+	fmt.Fprintf(&b, "# Written by gymlens env scaffold (gymlens): the NeMo Gym %s instance\n"+
+		"# %q, served by %s. Give this file to gymlens env start\n"+
 		"# (--config); the launcher fills in host and port unless they are set here.\n", r.serverType, r.name, runBy)
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)

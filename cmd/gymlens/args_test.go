@@ -26,18 +26,18 @@ func TestExtraArgumentsAreUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "extra", "--rollouts", "5", "--runs-dir", runs}, `gym run: unexpected argument "extra": gym run takes no arguments, only flags` + "\n"},
-		{[]string{"run", "--runs-dir", runs, "--rollouts", "5", "extra"}, `gym run: unexpected argument "extra"`},
-		{[]string{"run", "--runs-dir", runs, "--", "--rollouts", "5"}, `gym run: unexpected argument "--rollouts"`},
-		{[]string{"env", "start", fleet, "--runs-dir", runs}, `gym env start: unexpected argument "` + fleet + `": gym env start takes no arguments, only flags (did you mean --config ` + fleet + `?)`},
-		{[]string{"rollouts", "collect", "-i", fleet, "-o", filepath.Join(runs, "o.jsonl"), "--agent-url", "http://127.0.0.1:1", "more"}, `gym rollouts collect: unexpected argument "more"`},
-		{[]string{"telemetry", "check", "extra"}, `gym telemetry check: unexpected argument "extra"`},
-		{[]string{"serve", "resources_servers", "--name", "x", "extra"}, `gym serve: unexpected argument "extra"`},
-		{[]string{"report", dir, runs}, `gym report: unexpected argument "` + runs + `": gym report takes one argument, a run directory`},
+		{[]string{"run", "extra", "--rollouts", "5", "--runs-dir", runs}, `gymlens run: unexpected argument "extra": gymlens run takes no arguments, only flags` + "\n"},
+		{[]string{"run", "--runs-dir", runs, "--rollouts", "5", "extra"}, `gymlens run: unexpected argument "extra"`},
+		{[]string{"run", "--runs-dir", runs, "--", "--rollouts", "5"}, `gymlens run: unexpected argument "--rollouts"`},
+		{[]string{"env", "start", fleet, "--runs-dir", runs}, `gymlens env start: unexpected argument "` + fleet + `": gymlens env start takes no arguments, only flags (did you mean --config ` + fleet + `?)`},
+		{[]string{"rollouts", "collect", "-i", fleet, "-o", filepath.Join(runs, "o.jsonl"), "--agent-url", "http://127.0.0.1:1", "more"}, `gymlens rollouts collect: unexpected argument "more"`},
+		{[]string{"telemetry", "check", "extra"}, `gymlens telemetry check: unexpected argument "extra"`},
+		{[]string{"serve", "resources_servers", "--name", "x", "extra"}, `gymlens serve: unexpected argument "extra"`},
+		{[]string{"report", dir, runs}, `gymlens report: unexpected argument "` + runs + `": gymlens report takes one argument, a run directory`},
 	} {
 		code, out, errOut := runGym(t, c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
-			t.Errorf("gym %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
+			t.Errorf("gymlens %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
 		}
 	}
 	if _, err := os.Stat(runs); !os.IsNotExist(err) {
@@ -61,11 +61,11 @@ func TestModelFlagsOutOfRangeExit2(t *testing.T) {
 	} {
 		code, out, errOut := runGym(t, append([]string{"run", "--quiet", "--runs-dir", runs}, c.args...)...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
-			t.Errorf("gym run %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
+			t.Errorf("gymlens run %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
 		}
 	}
 	if _, err := os.Stat(runs); !os.IsNotExist(err) {
-		t.Errorf("gym run created %s (%v)", runs, err)
+		t.Errorf("gymlens run created %s (%v)", runs, err)
 	}
 }
 
@@ -75,17 +75,17 @@ func TestUnknownCommandSuggests(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"runn"}, `gym: unknown command "runn" (did you mean "run"?)`},
-		{[]string{"raport"}, `gym: unknown command "raport" (did you mean "report"?)`},
-		{[]string{"env", "strat"}, `gym env: unknown command "strat" (did you mean "start"?)`},
-		{[]string{"rollouts", "colect"}, `gym rollouts: unknown command "colect" (did you mean "collect"?)`},
-		{[]string{"telemetry", "chek"}, `gym telemetry: unknown command "chek" (did you mean "check"?)`},
-		{[]string{"help", "serv"}, `gym: unknown command "serv" (did you mean "serve"?)`},
-		{[]string{"xyzzy"}, `gym: unknown command "xyzzy"` + "\n"},
+		{[]string{"runn"}, `gymlens: unknown command "runn" (did you mean "run"?)`},
+		{[]string{"raport"}, `gymlens: unknown command "raport" (did you mean "report"?)`},
+		{[]string{"env", "strat"}, `gymlens env: unknown command "strat" (did you mean "start"?)`},
+		{[]string{"rollouts", "colect"}, `gymlens rollouts: unknown command "colect" (did you mean "collect"?)`},
+		{[]string{"telemetry", "chek"}, `gymlens telemetry: unknown command "chek" (did you mean "check"?)`},
+		{[]string{"help", "serv"}, `gymlens: unknown command "serv" (did you mean "serve"?)`},
+		{[]string{"xyzzy"}, `gymlens: unknown command "xyzzy"` + "\n"},
 	} {
 		code, _, errOut := runGym(t, c.args...)
 		if code != exitUsage || !strings.Contains(errOut, c.want) {
-			t.Errorf("gym %q: exit %d, stderr %q; want exit 2 and %q", c.args, code, errOut, c.want)
+			t.Errorf("gymlens %q: exit %d, stderr %q; want exit 2 and %q", c.args, code, errOut, c.want)
 		}
 	}
 }
@@ -147,7 +147,7 @@ func TestFleetCommandsRefuseBadServerLimits(t *testing.T) {
 	} {
 		code, out, errOut := runGym(t, args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, server.EnvPrefix+"IDLE_TIMEOUT") {
-			t.Errorf("gym %q: exit %d, stdout %q, stderr %q; want exit 2 naming the variable", args, code, out, errOut)
+			t.Errorf("gymlens %q: exit %d, stdout %q, stderr %q; want exit 2 naming the variable", args, code, out, errOut)
 		}
 	}
 	if _, err := os.Stat(runs); !os.IsNotExist(err) {

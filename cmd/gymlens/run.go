@@ -28,7 +28,7 @@ var runCommand = command{
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gym run", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens run", flag.ContinueOnError)
 	n := fs.Int("rollouts", 100, "number of tasks of the built-in arithmetic dataset (ignored with --input)")
 	input := fs.String("input", "", "NeMo Gym task JSONL to run instead of the built-in dataset")
 	repeats := fs.Int("num-repeats", 1, "rollouts per task")
@@ -43,17 +43,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress output")
 	resume := fs.Bool("resume", false, "continue runs/<run id>/ when it exists (same run id: RUN_ID or SLURM_JOB_ID) and holds the same work (seed, dataset, num-repeats): only the rollouts it lacks run")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym run [--rollouts N] [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gymlens run [--rollouts N] [flags]\n\n"+
 			"Starts the fleet (telemetry on, exported to runs/<run id>/), runs N rollouts\n"+
 			"of a seeded arithmetic dataset, stops the fleet cleanly and prints a summary.\n"+
 			"OTEL_EXPORTER_OTLP_ENDPOINT switches export to OTLP; every NEMO_GYM_OTEL_*\n"+
 			"variable works as in NeMo Gym and beats the config file.\n\n"+
-			"With dry_run: true in the config, gym run collects nothing: it checks the\n"+
-			"fleet as `gym env start` does under dry_run (every server run once, one at\n"+
+			"With dry_run: true in the config, gymlens run collects nothing: it checks the\n"+
+			"fleet as `gymlens env start` does under dry_run (every server run once, one at\n"+
 			"a time, must exit 0 without listening), says so on stdout and exits 0 when\n"+
 			"every server passed, 1 otherwise. Flags and --input are still checked.\n\n"+
 			"A run directory is never reused: when runs/<run id>/ exists (the run id\n"+
-			"comes from NEMO_GYM_OTEL_RUN_ID, telemetry.run_id or SLURM_JOB_ID), gym run\n"+
+			"comes from NEMO_GYM_OTEL_RUN_ID, telemetry.run_id or SLURM_JOB_ID), gymlens run\n"+
 			"exits 2 unless --resume is given; --resume continues that run only if its\n"+
 			"seed, dataset (row count and SHA-256, in run.json) and --num-repeats match\n"+
 			"(exit 2 naming what differs), running just the rollouts it lacks and\n"+
@@ -64,14 +64,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *n < 1 || *concurrency < 1 || *repeats < 1 || *limit < 0 {
-		fmt.Fprintln(stderr, "gym run: --rollouts, --concurrency and --num-repeats must be at least 1, --limit at least 0")
+		fmt.Fprintln(stderr, "gymlens run: --rollouts, --concurrency and --num-repeats must be at least 1, --limit at least 0")
 		return exitUsage
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg, err := loadFleetConfig(*configPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		return exitUsage
 	}
 	// The flags tune the built-in policy: they become keys of its blocks in
@@ -97,13 +97,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, key := range slices.Sorted(maps.Keys(keys)) {
 			path, _ := cfg.ImplPath(s.Name, key)
 			if err := cfg.Set(path, keys[key]); err != nil {
-				fmt.Fprintf(stderr, "gym run: %v\n", err)
+				fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 				return exitUsage
 			}
 		}
 	}
 	if policies == 0 && (set["model-latency-ms"] || set["correct-probability"]) {
-		fmt.Fprintf(stderr, "gym run: --model-latency-ms and --correct-probability tune the built-in policy (a %s server of impl %s), and this fleet has none\n", contract.ServerTypeModel, model.ServerName)
+		fmt.Fprintf(stderr, "gymlens run: --model-latency-ms and --correct-probability tune the built-in policy (a %s server of impl %s), and this fleet has none\n", contract.ServerTypeModel, model.ServerName)
 		return exitUsage
 	}
 	if *noTelemetry {
@@ -113,7 +113,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *input != "" {
 		rows, err = readRows(*input)
 		if err != nil {
-			fmt.Fprintf(stderr, "gym run: %v\n", err)
+			fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 			return exitUsage
 		}
 	}
@@ -137,16 +137,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ds, err := identifyDataset(source, rows)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		return exitUsage
 	}
 	id := runIdentity{Command: identityRun, Seed: seed, NumRepeats: *repeats, Dataset: ds}
 	if cfg.DryRun() {
-		return dryRunFleet(ctx, cfg, *runsDir, id, "gym run", "no rollouts collected under dry_run", stdout, stderr)
+		return dryRunFleet(ctx, cfg, *runsDir, id, "gymlens run", "no rollouts collected under dry_run", stdout, stderr)
 	}
 	sess, err := openSession(cfg, *runsDir, true, id, *resume, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		return exitUsage
 	}
 	closed := false
@@ -165,14 +165,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	if sess.resumed {
-		fmt.Fprintf(stderr, "gym run: resuming run %s (%s): its seed, dataset and --num-repeats match\n", sess.runID, sess.runDir)
+		fmt.Fprintf(stderr, "gymlens run: resuming run %s (%s): its seed, dataset and --num-repeats match\n", sess.runID, sess.runDir)
 	} else if err := writeRows(filepath.Join(sess.runDir, tasksFile), rows); err != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		return 1
 	}
 	fleet, err := sess.start(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		return 1
 	}
 	// A server that dies ends the collection gently: rollouts in flight
@@ -183,7 +183,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	go func() {
 		select {
 		case ex := <-fleet.Exits():
-			fmt.Fprintf(stderr, "gym run: server %s (%s) died: %v; finishing the rollouts in flight and stopping\n", ex.Name, ex.Where(), ex.Err)
+			fmt.Fprintf(stderr, "gymlens run: server %s (%s) died: %v; finishing the rollouts in flight and stopping\n", ex.Name, ex.Where(), ex.Err)
 			close(stop)
 		case <-watchDone:
 		}
@@ -197,7 +197,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// sends them.
 	routes, err := rollout.FleetFromConfig(fleet.ConfigYAML(), os.LookupEnv)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
 		defer cancel()
 		_ = fleet.Stop(stopCtx)
@@ -230,23 +230,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if stopErr != nil {
 				how = "stopped, not cleanly (see below)"
 			}
-			fmt.Fprintf(stderr, "gym run: interrupted; the fleet was %s and the partial run is kept\n", how)
+			fmt.Fprintf(stderr, "gymlens run: interrupted; the fleet was %s and the partial run is kept\n", how)
 		} else if errors.Is(collectErr, rollout.ErrFailureRate) {
-			fmt.Fprintf(stderr, "gym run: %v\ngym run: stopped early: %d of %d tasks not run (see %s; `gym rollouts collect --resume` continues)\n",
+			fmt.Fprintf(stderr, "gymlens run: %v\ngym run: stopped early: %d of %d tasks not run (see %s; `gymlens rollouts collect --resume` continues)\n",
 				collectErr, sum.Remaining(), sum.Total, rollout.FailuresPath(filepath.Join(sess.runDir, contract.RunRolloutsFile)))
 		} else if errors.Is(collectErr, rollout.ErrFailedRollouts) {
-			fmt.Fprintf(stderr, "gym run: %d rollouts failed after every attempt (see %s)\n", sum.Failed,
+			fmt.Fprintf(stderr, "gymlens run: %d rollouts failed after every attempt (see %s)\n", sum.Failed,
 				rollout.FailuresPath(filepath.Join(sess.runDir, contract.RunRolloutsFile)))
 		} else if errors.Is(collectErr, rollout.ErrStopped) {
-			fmt.Fprintf(stderr, "gym run: stopped early after a server died: %d of %d tasks not run (rollouts.jsonl is kept; `gym rollouts collect` resumes it)\n",
+			fmt.Fprintf(stderr, "gymlens run: stopped early after a server died: %d of %d tasks not run (rollouts.jsonl is kept; `gymlens rollouts collect` resumes it)\n",
 				sum.Remaining(), sum.Total)
 		} else {
-			fmt.Fprintf(stderr, "gym run: collect: %v\n", collectErr)
+			fmt.Fprintf(stderr, "gymlens run: collect: %v\n", collectErr)
 		}
 		code = 1
 	}
 	if stopErr != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", stopErr)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", stopErr)
 		code = 1
 	}
 	// The summary draws DefaultSlowestK waterfalls; no other trace needs
@@ -254,19 +254,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	k := report.DefaultSlowestK
 	run, err := report.LoadWith(sess.runDir, report.LoadOptions{KeepSlowest: k})
 	if err != nil {
-		fmt.Fprintf(stderr, "gym run: read run back: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: read run back: %v\n", err)
 		return 1
 	}
 	printSummary(stdout, sess.runID, sess.runDir, run.Summary(), sum)
 	fmt.Fprintln(stdout)
 	if err := report.WriteText(stdout, run, report.TextOptions{SlowestK: k}); err != nil {
-		fmt.Fprintf(stderr, "gym run: report: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: report: %v\n", err)
 		return 1
 	}
 	// Telemetry that lost more spans than telemetry.max_span_loss allows
 	// fails the run: its traces cannot be trusted to be complete.
 	if err := run.Summary().CheckSpanLoss(lens.MaxSpanLoss(os.LookupEnv)); err != nil {
-		fmt.Fprintf(stderr, "gym run: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		code = max(code, 1)
 	}
 	return code

@@ -27,7 +27,7 @@ var reportCommand = command{
 const exitUnreadable = 1
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gym report", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens report", flag.ContinueOnError)
 	slowest := fs.Int("slowest", report.DefaultSlowestK, "number of slowest rollouts drawn as trace waterfalls (0: none)")
 	width := fs.Int("width", report.DefaultWidth, fmt.Sprintf("line width in columns (at least %d)", report.MinWidth))
 	htmlFile := fs.String("html", "", "also write the report as one self-contained HTML page to `FILE` (- for standard output)")
@@ -38,8 +38,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	since := fs.Duration("since", backends.DefaultLookback, "with --jaeger/--prometheus: how far back to look for the run")
 	save := fs.String("save", "", "with --jaeger/--prometheus: keep what was read as a run directory `DIR` (new), instead of a temporary one")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym report RUN_DIR [--slowest K] [--width N] [--html FILE [--quiet]]\n"+
-			"       gym report --run-id ID --jaeger URL --prometheus URL [RUN_DIR] [--since D] [--save DIR] [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gymlens report RUN_DIR [--slowest K] [--width N] [--html FILE [--quiet]]\n"+
+			"       gymlens report --run-id ID --jaeger URL --prometheus URL [RUN_DIR] [--since D] [--save DIR] [flags]\n\n"+
 			"Reads a run directory (runs/<run id>/: telemetry/*.jsonl, rollouts.jsonl,\n"+
 			"config.yaml) and prints its report: the run and its processes, rollout and\n"+
 			"verify duration distributions, verify success per process and over time,\n"+
@@ -68,32 +68,32 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fromBackends := *jaegerURL != "" || *promURL != ""
 	switch {
 	case fromBackends && *runID == "":
-		fmt.Fprintln(stderr, "gym report: --jaeger and --prometheus need --run-id")
+		fmt.Fprintln(stderr, "gymlens report: --jaeger and --prometheus need --run-id")
 		return exitUsage
 	case !fromBackends && (*runID != "" || *save != ""):
-		fmt.Fprintln(stderr, "gym report: --run-id and --save go with --jaeger or --prometheus")
+		fmt.Fprintln(stderr, "gymlens report: --run-id and --save go with --jaeger or --prometheus")
 		return exitUsage
 	case fromBackends && *since <= 0:
-		fmt.Fprintln(stderr, "gym report: --since must be above 0")
+		fmt.Fprintln(stderr, "gymlens report: --since must be above 0")
 		return exitUsage
 	case fromBackends && !validBase(*jaegerURL):
-		fmt.Fprintf(stderr, "gym report: --jaeger %q: want http://HOST:PORT\n", *jaegerURL)
+		fmt.Fprintf(stderr, "gymlens report: --jaeger %q: want http://HOST:PORT\n", *jaegerURL)
 		return exitUsage
 	case fromBackends && !validBase(*promURL):
-		fmt.Fprintf(stderr, "gym report: --prometheus %q: want http://HOST:PORT\n", *promURL)
+		fmt.Fprintf(stderr, "gymlens report: --prometheus %q: want http://HOST:PORT\n", *promURL)
 		return exitUsage
 	case !fromBackends && len(dirs) != 1:
-		fmt.Fprintf(stderr, "gym report: want exactly one run directory, got %d\n", len(dirs))
+		fmt.Fprintf(stderr, "gymlens report: want exactly one run directory, got %d\n", len(dirs))
 		fs.Usage()
 		return exitUsage
 	case *slowest < 0:
-		fmt.Fprintln(stderr, "gym report: --slowest must not be negative")
+		fmt.Fprintln(stderr, "gymlens report: --slowest must not be negative")
 		return exitUsage
 	case *width < report.MinWidth:
-		fmt.Fprintf(stderr, "gym report: --width must be at least %d\n", report.MinWidth)
+		fmt.Fprintf(stderr, "gymlens report: --width must be at least %d\n", report.MinWidth)
 		return exitUsage
 	case *quiet && *htmlFile == "":
-		fmt.Fprintln(stderr, "gym report: --quiet needs --html (it silences the text report in favour of the page)")
+		fmt.Fprintln(stderr, "gymlens report: --quiet needs --html (it silences the text report in favour of the page)")
 		return exitUsage
 	}
 	dir := ""
@@ -106,7 +106,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			Since: time.Now().Add(-*since), RunDir: dir,
 		}, *save, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "gym report: %v\n", err)
+			fmt.Fprintf(stderr, "gymlens report: %v\n", err)
 			return exitUnreadable
 		}
 		defer cleanup()
@@ -116,7 +116,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	// large run is read in bounded memory.
 	run, err := report.LoadWith(dir, report.LoadOptions{KeepSlowest: *slowest})
 	if err != nil {
-		fmt.Fprintf(stderr, "gym report: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens report: %v\n", err)
 		return exitUnreadable
 	}
 	if *htmlFile != "" {
@@ -136,7 +136,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			fmt.Fprintf(stderr, "gym report: cannot write the HTML report to %s: %v\n", *htmlFile, err)
+			fmt.Fprintf(stderr, "gymlens report: cannot write the HTML report to %s: %v\n", *htmlFile, err)
 			return exitUnreadable
 		}
 		if *htmlFile == "-" || *quiet {
@@ -144,7 +144,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	if err := report.WriteText(stdout, run, report.TextOptions{SlowestK: *slowest, Width: *width}); err != nil {
-		fmt.Fprintf(stderr, "gym report: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens report: %v\n", err)
 		return exitUnreadable
 	}
 	return exitOK
@@ -178,17 +178,17 @@ func fetchRun(ctx context.Context, opts backends.Options, save string, stderr io
 		cleanup()
 		return "", nil, err
 	}
-	fmt.Fprintf(stderr, "gym report: run %s from the backends: %d processes, %d traces (%d spans), %d metric series",
+	fmt.Fprintf(stderr, "gymlens report: run %s from the backends: %d processes, %d traces (%d spans), %d metric series",
 		opts.RunID, st.Processes, st.Traces, st.Spans, st.Series)
 	if len(st.Copied) > 0 {
 		fmt.Fprintf(stderr, "; %s from %s", strings.Join(st.Copied, ", "), opts.RunDir)
 	}
 	fmt.Fprintln(stderr)
 	if len(st.TraceLimitHit) > 0 {
-		fmt.Fprintf(stderr, "gym report: Jaeger returned the trace limit for %s; it may hold more traces of the run\n", strings.Join(st.TraceLimitHit, ", "))
+		fmt.Fprintf(stderr, "gymlens report: Jaeger returned the trace limit for %s; it may hold more traces of the run\n", strings.Join(st.TraceLimitHit, ", "))
 	}
 	if save != "" {
-		fmt.Fprintf(stderr, "gym report: saved as a run directory: %s\n", save)
+		fmt.Fprintf(stderr, "gymlens report: saved as a run directory: %s\n", save)
 	}
 	return dir, cleanup, nil
 }

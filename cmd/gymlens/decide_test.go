@@ -55,7 +55,7 @@ func initExports(t *testing.T) (exported bool, err error) {
 	return tracesOut, nil
 }
 
-// checkVerdict runs `gym telemetry check --json` in this process: exit 0
+// checkVerdict runs `gymlens telemetry check --json` in this process: exit 0
 // and whether it would export, or exit 2 and its stderr.
 func checkVerdict(t *testing.T) (code int, export bool, rep checkReport, stderr string) {
 	t.Helper()
@@ -121,7 +121,7 @@ func TestCheckAgreesWithInit(t *testing.T) {
 						code, errOut, initErr, initExported)
 				}
 				// The check names the variable; Init's error carries the same text.
-				line := strings.TrimPrefix(strings.SplitN(strings.TrimSpace(errOut), "\n", 2)[0], "gym telemetry check: ")
+				line := strings.TrimPrefix(strings.SplitN(strings.TrimSpace(errOut), "\n", 2)[0], "gymlens telemetry check: ")
 				if !strings.Contains(initErr.Error(), line) {
 					t.Errorf("check says %q, Init says %q", line, initErr)
 				}
@@ -160,7 +160,7 @@ func TestCheckRankWithSpacesIsInitsRank(t *testing.T) {
 	}
 }
 
-// `gym telemetry check --fleet` answers for a fleet started by gym run: the
+// `gymlens telemetry check --fleet` answers for a fleet started by gymlens run: the
 // same settings, from the same places, as the orchestrator recorded in
 // the run's config.yaml, and the same verdict for the orchestrator and
 // every server as the telemetry files the run wrote.
@@ -193,11 +193,11 @@ func TestCheckFleetAgreesWithGymRun(t *testing.T) {
 			for _, s := range fleetCfg.Servers {
 				checks[s.Name] = checkJSON(t, append([]string{"--fleet", "--server-name", s.Name}, args...)...)
 			}
-			// What gym run does: the real binary, the real fleet.
+			// What gymlens run does: the real binary, the real fleet.
 			runs := filepath.Join(t.TempDir(), "runs")
 			res := runGymProcess(t, append([]string{"run", "--rollouts", "2", "--quiet", "--runs-dir", runs}, args...)...)
 			if res.code != 0 {
-				t.Fatalf("gym run: exit %d\n%s", res.code, res.stderr)
+				t.Fatalf("gymlens run: exit %d\n%s", res.code, res.stderr)
 			}
 			entries, err := os.ReadDir(runs)
 			if err != nil || len(entries) != 1 {
@@ -225,17 +225,17 @@ func TestCheckFleetAgreesWithGymRun(t *testing.T) {
 				case lens.KeyRunID, lens.KeyFilePath:
 					// Each run has its own id and directory.
 					if (value == "") != (s.Raw == "") {
-						t.Errorf("%s: gym run %q, check %q", s.Key, value, s.Raw)
+						t.Errorf("%s: gymlens run %q, check %q", s.Key, value, s.Raw)
 					}
 				default:
 					if value != s.Raw {
-						t.Errorf("%s: gym run ran with %q, check says %q", s.Key, value, s.Raw)
+						t.Errorf("%s: gymlens run ran with %q, check says %q", s.Key, value, s.Raw)
 					}
 				}
-				// gym run's writes are env to the orchestrator; the check
-				// names gym run instead.
-				if strings.HasPrefix(s.Origin, "gym run: ") != (strings.HasPrefix(origin, "env ") && !isUserEnv(c.env, origin)) {
-					t.Errorf("%s: gym run's origin %q, check's %q", s.Key, origin, s.Origin)
+				// gymlens run's writes are env to the orchestrator; the check
+				// names gymlens run instead.
+				if strings.HasPrefix(s.Origin, "gymlens run: ") != (strings.HasPrefix(origin, "env ") && !isUserEnv(c.env, origin)) {
+					t.Errorf("%s: gymlens run's origin %q, check's %q", s.Key, origin, s.Origin)
 				}
 			}
 			// Whether each process exported: its telemetry file has lines.
@@ -247,7 +247,7 @@ func TestCheckFleetAgreesWithGymRun(t *testing.T) {
 				data, _ := os.ReadFile(file)
 				wrote := len(data) > 0
 				if wrote != rep.Export {
-					t.Errorf("%s: check says export %v (%s); gym run wrote %d bytes to %s", name, rep.Export, rep.Reason, len(data), file)
+					t.Errorf("%s: check says export %v (%s); gymlens run wrote %d bytes to %s", name, rep.Export, rep.Reason, len(data), file)
 				}
 				if rep.Export && !slices.Equal(rep.Signals, signalsIn(t, data)) {
 					t.Errorf("%s: check lists signals %v, the file holds %v", name, rep.Signals, signalsIn(t, data))

@@ -22,7 +22,7 @@ import (
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// telemetryCommand is "gym telemetry", a group of telemetry subcommands.
+// telemetryCommand is "gymlens telemetry", a group of telemetry subcommands.
 var telemetryCommand = command{
 	name:    "telemetry",
 	summary: "inspect the telemetry configuration",
@@ -32,8 +32,8 @@ var telemetryCommand = command{
 }
 
 var telemetryGroup = group{
-	path:     "gym telemetry",
-	synopsis: "gym telemetry inspects how telemetry is configured, without setting it up.",
+	path:     "gymlens telemetry",
+	synopsis: "gymlens telemetry inspects how telemetry is configured, without setting it up.",
 	commands: func() []command {
 		return []command{
 			{name: "check", summary: "show the effective configuration and whether this process would export", run: runTelemetryCheck},
@@ -41,7 +41,7 @@ var telemetryGroup = group{
 	},
 }
 
-const checkUsage = `Usage: gym telemetry check [flags]
+const checkUsage = `Usage: gymlens telemetry check [flags]
 
 Shows the telemetry configuration a Gym process would run with: every
 setting with its effective value and where that value came from (the
@@ -58,8 +58,8 @@ apart from reading --config. RANK, WORLD_SIZE and LOCAL_RANK are read from
 the environment like a server would; --rank, --world-size and --local-rank
 override them.
 
-With --fleet the answer is for a process of a fleet started by gym run:
---config is then a fleet config (default: the built-in fleet), gym run's
+With --fleet the answer is for a process of a fleet started by gymlens run:
+--config is then a fleet config (default: the built-in fleet), gymlens run's
 telemetry defaults apply (on, exported to the run directory, or over OTLP
 when OTEL_EXPORTER_OTLP_ENDPOINT is set), and the process is the
 orchestrator, or the server --server-name names, with the environment the
@@ -72,7 +72,7 @@ Exit status: 0 when the configuration is valid, whether or not it exports;
 Flags:
 `
 
-// checkFlags are the parsed flags of "gym telemetry check".
+// checkFlags are the parsed flags of "gymlens telemetry check".
 type checkFlags struct {
 	configFile string
 	// rank, worldSize and localRank are nil unless their flag was given;
@@ -87,14 +87,14 @@ type checkFlags struct {
 func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
 	var rank, worldSize, localRank int
-	fs := flag.NewFlagSet("gym telemetry check", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens telemetry check", flag.ContinueOnError)
 	fs.StringVar(&f.configFile, "config", "", "Gym YAML `file` whose telemetry: block to read (optional; with --fleet, the fleet config)")
 	fs.IntVar(&rank, "rank", 0, "this process's rank `N` (default $RANK, else 0)")
 	fs.IntVar(&worldSize, "world-size", 0, "number of ranks `N` (default $WORLD_SIZE, else 1)")
 	fs.IntVar(&localRank, "local-rank", 0, "this process's rank on its node `N` (default $LOCAL_RANK, else 0)")
 	fs.StringVar(&f.serverName, "server-name", "", "server `name` in the fleet config, as given to telemetry.Init")
 	fs.StringVar(&f.serverType, "server-type", "", "server `type`: "+strings.Join(roleNames(), ", "))
-	fs.BoolVar(&f.fleet, "fleet", false, "answer for a process of a fleet started by gym run, with its defaults")
+	fs.BoolVar(&f.fleet, "fleet", false, "answer for a process of a fleet started by gymlens run, with its defaults")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), checkUsage)
@@ -117,7 +117,7 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 	rep, errs := check(f)
 	if len(errs) > 0 {
 		for _, line := range errorLines(errs) {
-			fmt.Fprintf(stderr, "gym telemetry check: %s\n", line)
+			fmt.Fprintf(stderr, "gymlens telemetry check: %s\n", line)
 		}
 		return exitUsage
 	}
@@ -125,7 +125,7 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "gym telemetry check: %v\n", err)
+			fmt.Fprintf(stderr, "gymlens telemetry check: %v\n", err)
 			return exitUsage
 		}
 		return exitOK
@@ -134,7 +134,7 @@ func runTelemetryCheck(_ context.Context, args []string, stdout, stderr io.Write
 	return exitOK
 }
 
-// checkReport is everything "gym telemetry check" prints. The text output
+// checkReport is everything "gymlens telemetry check" prints. The text output
 // and the JSON output are two renderings of it.
 type checkReport struct {
 	ConfigFile    string           `json:"config_file"`
@@ -162,7 +162,7 @@ type checkReport struct {
 	Enabled           bool           `json:"enabled"`
 	Export            bool           `json:"export"`
 	Reason            string         `json:"reason,omitempty"`
-	// Fleet is set with --fleet: the answer is for a process of a gym run
+	// Fleet is set with --fleet: the answer is for a process of a gymlens run
 	// fleet, and RunDir is an example of its run directory.
 	Fleet  bool   `json:"fleet"`
 	RunDir string `json:"run_dir,omitempty"`
@@ -311,19 +311,19 @@ func (e checkEnv) lookup(name string) (string, bool) {
 	return e.base(name)
 }
 
-// relabel names gym run as the origin of every value it would set, so the
+// relabel names gymlens run as the origin of every value it would set, so the
 // settings table does not credit the user's environment with them.
 func (e checkEnv) relabel(cfg *lens.Config) {
 	for i, src := range cfg.Sources {
 		name, fromEnv := strings.CutPrefix(src.Origin, "env ")
 		if v, ok := e.set[name]; ok && fromEnv {
-			cfg.Sources[i].Origin = "gym run: " + v.From
+			cfg.Sources[i].Origin = "gymlens run: " + v.From
 		}
 	}
 }
 
-// fleetEnv works out the environment gym run would give the process f
-// names, with the functions gym run and the orchestrator use themselves:
+// fleetEnv works out the environment gymlens run would give the process f
+// names, with the functions gymlens run and the orchestrator use themselves:
 // the fleet's telemetry defaults, ConfigureEnv's writes, the orchestrator's
 // own variables and, for a server, what the orchestrator adds for it. It
 // sets f.serverName and f.serverType from the fleet config.
@@ -414,7 +414,7 @@ func (r *checkReport) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "config file: %s\n", file)
 	if r.Fleet {
-		fmt.Fprintf(w, "fleet:       as started by gym run (run directory, for example, %s)\n", r.RunDir)
+		fmt.Fprintf(w, "fleet:       as started by gymlens run (run directory, for example, %s)\n", r.RunDir)
 	}
 	fmt.Fprintln(w)
 

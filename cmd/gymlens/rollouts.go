@@ -30,15 +30,15 @@ var rolloutsCommand = command{
 }
 
 var rolloutsGroup = group{
-	path:     "gym rollouts",
-	synopsis: "gym rollouts runs tasks through a fleet's agent server.",
+	path:     "gymlens rollouts",
+	synopsis: "gymlens rollouts runs tasks through a fleet's agent server.",
 	commands: func() []command {
 		return []command{{name: "collect", summary: "run every task of a JSONL file, one output line per rollout", run: runCollect}}
 	},
 }
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gym rollouts collect", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens rollouts collect", flag.ContinueOnError)
 	var input, output string
 	fs.StringVar(&input, "input", "", "NeMo Gym task JSONL: responses_create_params, task fields, agent_ref (required)")
 	fs.StringVar(&input, "i", "", "short for --input")
@@ -55,7 +55,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	noAggregate := fs.Bool("disable-aggregation", false, "do not ask the agent for aggregate metrics")
 	resume := fs.Bool("resume", false, "continue an existing output: skip the (task, rollout) pairs it completed, retry its failures")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym rollouts collect -i tasks.jsonl -o rollouts.jsonl (--agent-url URL | --head URL) [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gymlens rollouts collect -i tasks.jsonl -o rollouts.jsonl (--agent-url URL | --head URL) [flags]\n\n"+
 			"Runs each task (num-repeats times) through the agent's POST /run and writes\n"+
 			"NeMo Gym's output line per rollout as it finishes. A rollout whose /run\n"+
 			"fails is retried up to $NEMO_GYM_MAX_ROLLOUT_ATTEMPTS times (default 3), then\n"+
@@ -63,7 +63,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			"output is continued with --resume (only what is not done yet runs) and\n"+
 			"never overwritten without it.\n\n"+
 			"With --head the fleet comes from a running fleet's head server (NeMo Gym's\n"+
-			"or gym env start's): GET /global_config_dict_yaml. A row's agent_ref.name\n"+
+			"or gymlens env start's): GET /global_config_dict_yaml. A row's agent_ref.name\n"+
 			"picks the agent (a row without one: its task_source, resolved as NeMo Gym\n"+
 			"resolves it), and the row goes to the environment server that names that\n"+
 			"agent, whose answers carry _ng_environment_server and _ng_result_type; an\n"+
@@ -76,15 +76,15 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	if *agentURL != "" && *headURL != "" {
-		fmt.Fprintln(stderr, "gym rollouts collect: --agent-url and --head are exclusive: give the agent's URL or the head server's, not both")
+		fmt.Fprintln(stderr, "gymlens rollouts collect: --agent-url and --head are exclusive: give the agent's URL or the head server's, not both")
 		return exitUsage
 	}
 	if input == "" || output == "" || (*agentURL == "" && *headURL == "") {
-		fmt.Fprintln(stderr, "gym rollouts collect: --input, --output and --agent-url (or --head) are required")
+		fmt.Fprintln(stderr, "gymlens rollouts collect: --input, --output and --agent-url (or --head) are required")
 		return exitUsage
 	}
 	if *concurrency < 1 || *repeats < 1 || *limit < 0 {
-		fmt.Fprintln(stderr, "gym rollouts collect: --concurrency and --num-repeats must be at least 1, --limit at least 0")
+		fmt.Fprintln(stderr, "gymlens rollouts collect: --concurrency and --num-repeats must be at least 1, --limit at least 0")
 		return exitUsage
 	}
 	if !*resume {
@@ -92,14 +92,14 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// neither is overwritten without being asked to.
 		for _, path := range []string{output, rollout.FailuresPath(output)} {
 			if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-				fmt.Fprintf(stderr, "gym rollouts collect: %s already holds rollouts: pass --resume to continue it, or choose another output\n", path)
+				fmt.Fprintf(stderr, "gymlens rollouts collect: %s already holds rollouts: pass --resume to continue it, or choose another output\n", path)
 				return exitUsage
 			}
 		}
 	}
 	rows, err := readRows(input)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
 		return exitUsage
 	}
 	agentSet := false
@@ -107,7 +107,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fleet := rollout.Fleet{Agents: map[string]string{agentName: *agentURL}}
 	if *headURL != "" {
 		if fleet, err = headFleet(ctx, *headURL, rows, *limit, agentName, agentSet); err != nil {
-			fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
+			fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
 			return exitUsage
 		}
 	}
@@ -116,7 +116,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		override, fallback = agentName, ""
 	}
 	if _, err := telemetry.Init(telemetry.InitOptions{ServerName: "collector"}); err != nil {
-		fmt.Fprintf(stderr, "gym rollouts collect: telemetry is off: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens rollouts collect: telemetry is off: %v\n", err)
 	}
 	defer func() { _ = shutdownTelemetry() }()
 	sum, err := rollout.Collect(ctx, rows, rollout.Options{
@@ -127,7 +127,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	})
 	printCollectSummary(stdout, output, sum)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym rollouts collect: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
 		if errors.Is(err, rollout.ErrInvalidInput) {
 			return exitUsage
 		}

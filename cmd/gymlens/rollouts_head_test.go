@@ -64,10 +64,10 @@ func TestCollectHeadUsageErrors(t *testing.T) {
 		want string
 	}{
 		"both": {[]string{"--head", "http://127.0.0.1:11000", "--agent-url", "http://127.0.0.1:1"},
-			"gym rollouts collect: --agent-url and --head are exclusive: give the agent's URL or the head server's, not both\n"},
-		"neither": {nil, "gym rollouts collect: --input, --output and --agent-url (or --head) are required\n"},
+			"gymlens rollouts collect: --agent-url and --head are exclusive: give the agent's URL or the head server's, not both\n"},
+		"neither": {nil, "gymlens rollouts collect: --input, --output and --agent-url (or --head) are required\n"},
 		"unreachable": {[]string{"--head", closed},
-			"gym rollouts collect: head server " + closed + ": GET /global_config_dict_yaml: "},
+			"gymlens rollouts collect: head server " + closed + ": GET /global_config_dict_yaml: "},
 		"raw YAML": {[]string{"--head", serveHead(t, fleetDict(1, 2, 3, ""))},
 			"/global_config_dict_yaml did not answer a JSON string (NeMo Gym's head API sends the config YAML as one)"},
 		// Without --agent, each row's agent_ref routes it.
@@ -95,7 +95,7 @@ func TestCollectHeadUsageErrors(t *testing.T) {
 	}
 }
 
-// TestCollectThroughHead runs a real fleet of gym serve processes under
+// TestCollectThroughHead runs a real fleet of gymlens serve processes under
 // the launch contract and collects against it with only the head
 // server's address: the agents are found in its config.
 func TestCollectThroughHead(t *testing.T) {

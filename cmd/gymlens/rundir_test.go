@@ -4,7 +4,7 @@ package main
 // runs, a rerun is refused unless --resume, --resume checks the run's
 // identity and completes what is missing, and what a run writes is
 // private to its user and free of credentials. Every gym here is a real
-// process of the gym binary.
+// process of the gymlens binary.
 
 import (
 	"bufio"
@@ -27,7 +27,7 @@ import (
 	"github.com/gymlens/gymlens/protocol"
 )
 
-// gymWith runs the gym binary with args and extra environment (on top of
+// gymWith runs the gymlens binary with args and extra environment (on top of
 // the test's, whose telemetry variables cleanEnv cleared) to its end, in
 // its own process group, killed by its PID if it outlives launchTimeout.
 func gymWith(t *testing.T, env []string, args ...string) dryRunResult {

@@ -71,15 +71,15 @@ func TestEmptyHostListensOnLoopbackOnly(t *testing.T) {
 	for !strings.Contains(p.Stdout.String(), orchestrator.ReadyPrefix) {
 		select {
 		case <-p.Done():
-			t.Fatalf("gym serve exited %d before it was ready:\n%s", p.ExitCode(), p.Stderr.String())
+			t.Fatalf("gymlens serve exited %d before it was ready:\n%s", p.ExitCode(), p.Stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gym serve not ready after %s:\n%s", launchTimeout, p.Stderr.String())
+			t.Fatalf("gymlens serve not ready after %s:\n%s", launchTimeout, p.Stderr.String())
 		}
 	}
 	addrs := listeners(t, cmd.Process.Pid)
-	t.Logf("gym serve listens on %v", addrs)
+	t.Logf("gymlens serve listens on %v", addrs)
 	if len(addrs) != 2 {
 		t.Errorf("%d listening sockets %v, want 2 (the server and its prometheus endpoint)", len(addrs), addrs)
 	}

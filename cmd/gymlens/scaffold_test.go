@@ -88,7 +88,7 @@ func TestScaffoldWritesServerDir(t *testing.T) {
 		"wrote " + filepath.Join(dir, "requirements.txt") + "\n",
 		"wrote " + config + "\n",
 		"app.py execs " + self + " (set $" + EnvGymBinary + " to run another binary)\n",
-		"start it with NeMo Gym: gym env start --search-dir " + root + " --config " + config + "\n",
+		"start it with NeMo Gym: gymlens env start --search-dir " + root + " --config " + config + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
@@ -210,10 +210,10 @@ func TestScaffoldUsageErrors(t *testing.T) {
 		args := append([]string{"env", "scaffold", "--out", root}, c.args...)
 		code, out, errOut := runGym(t, args...)
 		if code != 2 || !strings.Contains(errOut, c.want) || out != "" {
-			t.Errorf("gym %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, c.want)
+			t.Errorf("gymlens %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, c.want)
 		}
 		if entries, _ := os.ReadDir(root); len(entries) != 0 {
-			t.Errorf("gym %v: wrote %d entries into --out", args, len(entries))
+			t.Errorf("gymlens %v: wrote %d entries into --out", args, len(entries))
 		}
 	}
 }
@@ -230,7 +230,7 @@ func TestScaffoldRefusesToOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runGym(t, args...)
-	want := "gym env scaffold: not overwriting " + app + ", " + filepath.Join(dir, "requirements.txt") + ", " +
+	want := "gymlens env scaffold: not overwriting " + app + ", " + filepath.Join(dir, "requirements.txt") + ", " +
 		filepath.Join(dir, "configs", "mcqa.yaml") + ": pass --force to replace\n"
 	if code != 2 || out != "" || errOut != want {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
@@ -313,7 +313,7 @@ func (c *launchedChild) wait(t *testing.T) error {
 }
 
 // scaffoldFleet scaffolds a built-in string_match resources server with
-// the gym binary bin and returns its directory and the YAML of a whole
+// the gymlens binary bin and returns its directory and the YAML of a whole
 // fleet config holding its block, with host and port filled in as
 // upstream's parser fills them before spawning servers.
 func scaffoldFleet(t *testing.T, bin string, port int, dryRun bool) (dir string, dict []byte) {
@@ -323,7 +323,7 @@ func scaffoldFleet(t *testing.T, bin string, port int, dryRun bool) (dir string,
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "env", "scaffold", "--impl", "string_match", "--domain", "knowledge", "--out", root).CombinedOutput()
 	if err != nil {
-		t.Fatalf("gym env scaffold: %v\n%s", err, out)
+		t.Fatalf("gymlens env scaffold: %v\n%s", err, out)
 	}
 	dir = filepath.Join(root, contract.ServerTypeResources, "string_match")
 	block, err := os.ReadFile(filepath.Join(dir, "configs", "string_match.yaml"))
@@ -395,7 +395,7 @@ func TestScaffoldedServerUnderUpstreamLaunch(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", child.Cmd.Process.Pid))
 		if want, _ := filepath.EvalSymlinks(bin); err != nil || exe != want {
-			t.Errorf("pid %d runs %q (%v), want the gym binary %s", child.Cmd.Process.Pid, exe, err, want)
+			t.Errorf("pid %d runs %q (%v), want the gymlens binary %s", child.Cmd.Process.Pid, exe, err, want)
 		}
 	}
 
@@ -452,7 +452,7 @@ func TestScaffoldedServerDryRun(t *testing.T) {
 		t.Errorf("override to a missing binary: %v; output:\n%s", err, child.out.String())
 	}
 
-	// A program of the user's own (here a script that runs gym serve) is
+	// A program of the user's own (here a script that runs gymlens serve) is
 	// exec'd the same way.
 	script := filepath.Join(t.TempDir(), "my-env")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+strconv.Quote(bin)+" serve\n"), 0o755); err != nil {

@@ -21,19 +21,19 @@ var envCommand = command{
 }
 
 var envGroup = group{
-	path:     "gym env",
-	synopsis: "gym env manages a fleet: an orchestrator process and one child process per server.",
+	path:     "gymlens env",
+	synopsis: "gymlens env manages a fleet: an orchestrator process and one child process per server.",
 	commands: func() []command {
 		return []command{{name: "start", summary: "start a fleet and run it until Ctrl-C", run: runEnvStart}, scaffoldCommand}
 	},
 }
 
 func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gym env start", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens env start", flag.ContinueOnError)
 	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
 	runsDir := fs.String("runs-dir", defaultRunsDir, "parent directory of run directories")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym env start [--config FILE] [--runs-dir DIR]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gymlens env start [--config FILE] [--runs-dir DIR]\n\n"+
 			"Starts every server of the fleet as a child process, waits until each is\n"+
 			"healthy and runs until SIGINT/SIGTERM; then stops the servers (SIGTERM,\n"+
 			"SIGKILL after a deadline). Each server gets NeMo Gym's launch contract\n"+
@@ -53,21 +53,21 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	cfg, err := loadFleetConfig(*configPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens env start: %v\n", err)
 		return exitUsage
 	}
 	if cfg.DryRun() {
-		return dryRunFleet(ctx, cfg, *runsDir, runIdentity{Command: identityEnvStart}, "gym env start", "", stdout, stderr)
+		return dryRunFleet(ctx, cfg, *runsDir, runIdentity{Command: identityEnvStart}, "gymlens env start", "", stdout, stderr)
 	}
 	sess, err := openSession(cfg, *runsDir, false, runIdentity{Command: identityEnvStart}, false, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens env start: %v\n", err)
 		return exitUsage
 	}
 	defer sess.close()
 	fleet, err := sess.start(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens env start: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "run %s (%s)\n", sess.runID, sess.runDir)
@@ -86,9 +86,9 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			running = false
 		case ex := <-fleet.Exits():
 			failed = true
-			fmt.Fprintf(stderr, "gym env start: server %s (%s) died: %v; %d still running\n", ex.Name, ex.Where(), ex.Err, fleet.Active())
+			fmt.Fprintf(stderr, "gymlens env start: server %s (%s) died: %v; %d still running\n", ex.Name, ex.Where(), ex.Err, fleet.Active())
 			if fleet.Active() == 0 {
-				fmt.Fprintln(stderr, "gym env start: no server left running")
+				fmt.Fprintln(stderr, "gymlens env start: no server left running")
 				running = false
 			}
 		}
@@ -96,7 +96,7 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
 	defer cancel()
 	if err := fleet.Stop(stopCtx); err != nil {
-		fmt.Fprintf(stderr, "gym env start: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens env start: %v\n", err)
 		failed = true
 	}
 	if failed {

@@ -3,22 +3,22 @@
 // Usage:
 //
 //	gym <command> [arguments]
-//	gym help [command ...]
+//	gymlens help [command ...]
 //
 // Commands are organised as a tree: a top-level command may be a group
-// whose first argument names a subcommand (gym telemetry check). Each
+// whose first argument names a subcommand (gymlens telemetry check). Each
 // command parses its own flags with a flag.FlagSet of its own, through
 // parseArgs: flags may come before or after the positional arguments a
 // command declares, and any other argument is an error, so nothing on the
 // command line is ignored. Exit status 2 means a usage error: an unknown
 // command (with the nearest one suggested), a bad flag, an argument the
 // command does not take, a bad configuration, or a run directory that may
-// not be used (an existing one without gym run --resume, or one whose
+// not be used (an existing one without gymlens run --resume, or one whose
 // run.json holds other work); it is given before anything is created.
 //
-// # gym telemetry check
+// # gymlens telemetry check
 //
-//	gym telemetry check [--config FILE] [--rank N] [--world-size N]
+//	gymlens telemetry check [--config FILE] [--rank N] [--world-size N]
 //	                    [--server-name NAME] [--server-type TYPE] [--json]
 //
 // check prints the telemetry configuration a Gym process would run with,
@@ -41,7 +41,7 @@
 //
 // The rank, world size and local rank come from --rank, --world-size and
 // --local-rank, else from RANK, WORLD_SIZE and LOCAL_RANK. With --fleet the
-// answer is for a process of a fleet started by gym run, with gym run's
+// answer is for a process of a fleet started by gymlens run, with gymlens run's
 // defaults. With --json the same report is printed as a single JSON object.
 //
 // The exit status is 0 for a valid configuration whether or not it

@@ -21,16 +21,16 @@ import (
 )
 
 // runIdentity is what a run directory's contract.RunIdentityFile holds:
-// what the run was made by and, for gym run, what identifies the work it
-// collects. `gym run --resume` continues a directory only when the work it
+// what the run was made by and, for gymlens run, what identifies the work it
+// collects. `gymlens run --resume` continues a directory only when the work it
 // would do has the same identity (see runIdentity.mismatch).
 type runIdentity struct {
 	RunID     string    `json:"run_id"`
 	Command   string    `json:"command"`
 	CreatedAt time.Time `json:"created_at"`
-	// Seed is gym run's --seed: the built-in dataset's and policy's.
+	// Seed is gymlens run's --seed: the built-in dataset's and policy's.
 	Seed *int64 `json:"seed,omitempty"`
-	// NumRepeats is gym run's --num-repeats.
+	// NumRepeats is gymlens run's --num-repeats.
 	NumRepeats int `json:"num_repeats,omitempty"`
 	// Dataset is the task list as tasks.jsonl holds it.
 	Dataset *datasetIdentity `json:"dataset,omitempty"`
@@ -93,8 +93,8 @@ func (want runIdentity) mismatch(have runIdentity) []string {
 
 // Commands as a run identity names them.
 const (
-	identityRun      = "gym run"
-	identityEnvStart = "gym env start"
+	identityRun      = "gymlens run"
+	identityEnvStart = "gymlens env start"
 )
 
 // runDir is an open run directory: its path, whether an earlier run made

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Every broken fleet config makes `gym run` and `gym env start` exit 2
+// Every broken fleet config makes `gymlens run` and `gymlens env start` exit 2
 // with one exact message, before anything is created: no run directory,
 // no process.
 func TestBrokenFleetConfigs(t *testing.T) {
@@ -125,8 +125,8 @@ func TestBrokenFleetConfigs(t *testing.T) {
 				name string
 				args []string
 			}{
-				{"gym run", []string{"run", "--quiet"}},
-				{"gym env start", []string{"env", "start"}},
+				{"gymlens run", []string{"run", "--quiet"}},
+				{"gymlens env start", []string{"env", "start"}},
 			} {
 				runs := filepath.Join(dir, "runs")
 				code, out, errOut := runGym(t, append(cmd.args, "--config", path, "--runs-dir", runs)...)
@@ -148,12 +148,12 @@ func TestRunModelFlagsCheckedLikeTheConfig(t *testing.T) {
 	cleanEnv(t)
 	runs := filepath.Join(t.TempDir(), "runs")
 	code, out, errOut := runGym(t, "run", "--correct-probability", "7", "--runs-dir", runs, "--quiet")
-	want := "gym run: policy_model.responses_api_models.policy_model: model: correct_probability must be in [0, 1], got 7\n"
+	want := "gymlens run: policy_model.responses_api_models.policy_model: model: correct_probability must be in [0, 1], got 7\n"
 	if code != exitUsage || errOut != want || out != "" {
 		t.Errorf("exit %d, stdout %q\nstderr: %s\nwant:   %s", code, out, errOut, want)
 	}
 	if _, err := os.Stat(runs); !os.IsNotExist(err) {
-		t.Errorf("gym run created %s (%v)", runs, err)
+		t.Errorf("gymlens run created %s (%v)", runs, err)
 	}
 }
 
@@ -162,7 +162,7 @@ func TestMissingFleetConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "nope.yaml")
 	code, _, errOut := runGym(t, "env", "start", "--config", path, "--runs-dir", filepath.Join(dir, "runs"))
-	if want := "gym env start: fleet config: open " + path + ": no such file or directory\n"; code != exitUsage || errOut != want {
+	if want := "gymlens env start: fleet config: open " + path + ": no such file or directory\n"; code != exitUsage || errOut != want {
 		t.Errorf("exit %d, stderr %q, want %q", code, errOut, want)
 	}
 }

@@ -1,6 +1,6 @@
 package main
 
-// Tests of `gym serve` started as NeMo Gym's launcher starts a server:
+// Tests of `gymlens serve` started as NeMo Gym's launcher starts a server:
 // no arguments, only NEMO_GYM_CONFIG_DICT and NEMO_GYM_CONFIG_PATH in the
 // environment, and a working directory of its own.
 
@@ -21,7 +21,7 @@ import (
 	"github.com/gymlens/gymlens/internal/testenv"
 )
 
-// gymBin is the gym binary the launch tests start, built once by TestMain.
+// gymBin is the gymlens binary the launch tests start, built once by TestMain.
 var gymBin string
 
 func TestMain(m *testing.M) {
@@ -49,7 +49,7 @@ const launchTimeout = 60 * time.Second
 // launched is one process started under the launch contract.
 type launched struct{ *testenv.Proc }
 
-// launch starts `gym serve` with no arguments, in a new working
+// launch starts `gymlens serve` with no arguments, in a new working
 // directory, with an environment holding only the two launch variables
 // (dict unset when it is "") and env ("VAR=value"). The process is killed
 // by its PID and reaped when the test ends.
@@ -222,8 +222,8 @@ judge_model:
 	}
 	// The servers that do read them still refuse to start.
 	for _, c := range []struct{ instance, want string }{
-		{"judge_model", `gym serve: NEMO_GYM_CONFIG_DICT: judge_model.responses_api_models.policy_model.api_key: ${oc.env:GYM_LAUNCH_TEST_UNSET_VAR}: oc.env: environment variable "GYM_LAUNCH_TEST_UNSET_VAR" is not set`},
-		{"policy_model", `gym serve: NEMO_GYM_CONFIG_DICT: policy_model.responses_api_models.policy_model.correct_probability: ${oc.env:MODEL_P}: oc.env: environment variable "MODEL_P" is not set`},
+		{"judge_model", `gymlens serve: NEMO_GYM_CONFIG_DICT: judge_model.responses_api_models.policy_model.api_key: ${oc.env:GYM_LAUNCH_TEST_UNSET_VAR}: oc.env: environment variable "GYM_LAUNCH_TEST_UNSET_VAR" is not set`},
+		{"policy_model", `gymlens serve: NEMO_GYM_CONFIG_DICT: policy_model.responses_api_models.policy_model.correct_probability: ${oc.env:MODEL_P}: oc.env: environment variable "MODEL_P" is not set`},
 	} {
 		p := launch(t, dict, c.instance)
 		if code := p.Wait(t); code != 2 || p.Stderr.String() != c.want+"\n" {
@@ -266,30 +266,30 @@ func TestLaunchBadConfigsExit2WithOneLine(t *testing.T) {
 		want                 string
 	}{
 		{"unknown impl", strings.Replace(good, "    arithmetic:", "    arithmatic:", 1), "math", p1,
-			`gym serve: math: no resources_servers implementation "arithmatic" (did you mean "arithmetic"? known: arithmetic, string_match, mcqa, equivalence_rule, counter; a server of your own needs a command: list in its block)`},
+			`gymlens serve: math: no resources_servers implementation "arithmatic" (did you mean "arithmetic"? known: arithmetic, string_match, mcqa, equivalence_rule, counter; a server of your own needs a command: list in its block)`},
 		{"unknown impl, nothing near", strings.Replace(good, "    arithmetic:", "    wallet:", 1), "math", p1,
-			`gym serve: math: no resources_servers implementation "wallet" (known: arithmetic, string_match, mcqa, equivalence_rule, counter; a server of your own needs a command: list in its block)`},
+			`gymlens serve: math: no resources_servers implementation "wallet" (known: arithmetic, string_match, mcqa, equivalence_rule, counter; a server of your own needs a command: list in its block)`},
 		{"unknown key", strings.Replace(good, "max_steps:", "max_stpes:", 1), "math_simple_agent", p1,
-			`gym serve: ` + agent + `.max_stpes: unknown key (did you mean "max_steps"?)`},
+			`gymlens serve: ` + agent + `.max_stpes: unknown key (did you mean "max_steps"?)`},
 		{"bad value from oc.env", good, "policy_model", []string{"MODEL_P=1", "MODEL_SEED=seven"},
-			`gym serve: policy_model.responses_api_models.policy_model.seed: want an integer, got string "seven"`},
+			`gymlens serve: policy_model.responses_api_models.policy_model.seed: want an integer, got string "seven"`},
 		{"sensitive value", strings.Replace(good, "      seed: ${oc.env:MODEL_SEED,7}\n", "      seed: 1\n      upstream: {api_key: [\"${policy_api_key}\"]}\n", 1), "policy_model", p1,
-			`gym serve: policy_model.responses_api_models.policy_model.upstream.api_key: want a string, got array`},
+			`gymlens serve: policy_model.responses_api_models.policy_model.upstream.api_key: want a string, got array`},
 		{"invalid value", good, "policy_model", []string{"MODEL_P=1.5"},
-			`gym serve: policy_model.responses_api_models.policy_model: model: correct_probability must be in [0, 1], got 1.5`},
+			`gymlens serve: policy_model.responses_api_models.policy_model: model: correct_probability must be in [0, 1], got 1.5`},
 		{"missing peer", strings.Replace(good, "name: math}", "name: maths}", 1), "math_simple_agent", p1,
-			`gym serve: instance "math_simple_agent" field "resources_server" references resources_servers "maths", which is not defined (did you mean "math"?)`},
+			`gymlens serve: instance "math_simple_agent" field "resources_server" references resources_servers "maths", which is not defined (did you mean "math"?)`},
 		{"no reference", strings.Replace(good, "      model_server:", "      modelserver:", 1), "math_simple_agent", p1,
-			`gym serve: instance "math_simple_agent" has no reference field "model_server" (did you mean "modelserver"?)`},
+			`gymlens serve: instance "math_simple_agent" has no reference field "model_server" (did you mean "modelserver"?)`},
 		{"no port", strings.Replace(good, "      port: 10001\n", "", 1), "math", p1,
-			`gym serve: math.resources_servers.arithmetic: the block needs a host and a port to listen on (got host "127.0.0.1", port 0)`},
-		{"dict unset", "", "math", p1, `gym serve: NEMO_GYM_CONFIG_DICT is not set, but NEMO_GYM_CONFIG_PATH is ("math")`},
+			`gymlens serve: math.resources_servers.arithmetic: the block needs a host and a port to listen on (got host "127.0.0.1", port 0)`},
+		{"dict unset", "", "math", p1, `gymlens serve: NEMO_GYM_CONFIG_DICT is not set, but NEMO_GYM_CONFIG_PATH is ("math")`},
 		{"broken yaml", good + "  oops: [\n", "math", p1,
-			`gym serve: NEMO_GYM_CONFIG_DICT: parse config YAML: yaml: line 30: did not find expected node content`},
+			`gymlens serve: NEMO_GYM_CONFIG_DICT: parse config YAML: yaml: line 30: did not find expected node content`},
 		{"no such instance", good, "maths", p1,
-			`gym serve: NEMO_GYM_CONFIG_PATH: no instance "maths" in NEMO_GYM_CONFIG_DICT (did you mean "math"?)`},
+			`gymlens serve: NEMO_GYM_CONFIG_PATH: no instance "maths" in NEMO_GYM_CONFIG_DICT (did you mean "math"?)`},
 		{"oc.env unset", good, "policy_model", nil,
-			`gym serve: NEMO_GYM_CONFIG_DICT: policy_model.responses_api_models.policy_model.correct_probability: ${oc.env:MODEL_P}: oc.env: environment variable "MODEL_P" is not set`},
+			`gymlens serve: NEMO_GYM_CONFIG_DICT: policy_model.responses_api_models.policy_model.correct_probability: ${oc.env:MODEL_P}: oc.env: environment variable "MODEL_P" is not set`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := launch(t, c.dict, c.instance, c.env...)
@@ -304,13 +304,13 @@ func TestLaunchBadConfigsExit2WithOneLine(t *testing.T) {
 func TestServeWithoutArgumentsOrLaunchIsAUsageError(t *testing.T) {
 	testenv.Unset(t, "NEMO_GYM_CONFIG_PATH", "NEMO_GYM_CONFIG_DICT")
 	code, out, errOut := runGym(t, "serve")
-	if code != 2 || out != "" || errOut != "gym serve: missing server type\n" {
+	if code != 2 || out != "" || errOut != "gymlens serve: missing server type\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// Arguments mean flag mode even with the launch variables set.
 	t.Setenv("NEMO_GYM_CONFIG_PATH", "math")
 	code, _, errOut = runGym(t, "serve", "resources_servers")
-	if code != 2 || errOut != "gym serve: --name is required\n" {
+	if code != 2 || errOut != "gymlens serve: --name is required\n" {
 		t.Errorf("flag mode: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -1,7 +1,7 @@
 package main
 
-// Tests of `gym env start` and `gym run` on a fleet whose config sets
-// dry_run: true, run as real processes of the gym binary.
+// Tests of `gymlens env start` and `gymlens run` on a fleet whose config sets
+// dry_run: true, run as real processes of the gymlens binary.
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ type dryRunResult struct {
 	stdout, stderr string
 }
 
-// runGymProcess runs the gym binary with args to its end, in its own
+// runGymProcess runs the gymlens binary with args to its end, in its own
 // process group; one still running after launchTimeout is killed, group
 // and all, by its PID.
 func runGymProcess(t *testing.T, args ...string) dryRunResult {
@@ -124,7 +124,7 @@ func wantPortsFree(t *testing.T, ports map[string]int) {
 	}
 }
 
-// `gym env start` on a dry_run fleet of built-ins: one line per server,
+// `gymlens env start` on a dry_run fleet of built-ins: one line per server,
 // a final line, exit 0; the children said their config is valid, and no
 // process or port is left.
 func TestEnvStartDryRunPasses(t *testing.T) {
@@ -192,7 +192,7 @@ arithmetic:
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
 	for _, want := range []string{
-		`gym env start: server "wallet" failed the dry run: exited with exit status 1 (dry_run wants exit status 0)`,
+		`gymlens env start: server "wallet" failed the dry run: exited with exit status 1 (dry_run wants exit status 0)`,
 		"last stderr lines:\n    wallet: no ledger configured for wallet\n",
 	} {
 		if !strings.Contains(res.stderr, want) {
@@ -223,7 +223,7 @@ func TestEnvStartDryRunConfigErrorExits2(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runGymProcess(t, "env", "start", "--config", cfg, "--runs-dir", runs)
-	want := "gym env start: fleet config " + cfg + `: policy_model.responses_api_models.policy_model.corect_probability: unknown key (did you mean "correct_probability"?)` + "\n"
+	want := "gymlens env start: fleet config " + cfg + `: policy_model.responses_api_models.policy_model.corect_probability: unknown key (did you mean "correct_probability"?)` + "\n"
 	if res.code != exitUsage || res.stdout != "" || res.stderr != want {
 		t.Errorf("exit %d, stdout %q\nstderr: %s\nwant:   %s", res.code, res.stdout, res.stderr, want)
 	}
@@ -232,7 +232,7 @@ func TestEnvStartDryRunConfigErrorExits2(t *testing.T) {
 	}
 }
 
-// `gym run` on a dry_run fleet checks it the same way, collects nothing
+// `gymlens run` on a dry_run fleet checks it the same way, collects nothing
 // and says so.
 func TestRunDryRunCollectsNothing(t *testing.T) {
 	cleanEnv(t)

@@ -37,7 +37,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(args) == 0 {
 		l, launched, err := gymconfig.LaunchFromEnv(os.LookupEnv)
 		if err != nil {
-			fmt.Fprintf(stderr, "gym serve: %v\n", err)
+			fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 			return exitUsage
 		}
 		if launched {
@@ -47,7 +47,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if wantsHead(args) {
 		return runJoin(ctx, args, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("gym serve", flag.ContinueOnError)
+	fs := flag.NewFlagSet("gymlens serve", flag.ContinueOnError)
 	name := fs.String("name", "", "server name in the fleet (required)")
 	impl := fs.String("impl", "", "implementation (default: the type's): "+implList())
 	addr := fs.String("addr", "127.0.0.1:0", "listen address; an empty host (\":0\") is 127.0.0.1, every interface must be written 0.0.0.0")
@@ -57,9 +57,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	agentURL := fs.String("agent-url", "", "environment server only: base URL of the agent it relays to")
 	maxBody := fs.Int64("max-body-bytes", server.DefaultMaxBodyBytes, "request body limit (overrides $"+server.EnvPrefix+"MAX_BODY_BYTES)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gym serve <resources_servers|responses_api_models|responses_api_agents|environment_servers> --name NAME [flags]\n"+
-			"       gym serve    (with $%s and $%s set, as a fleet's launcher starts it)\n"+
-			"       gym serve --head http://HOST:PORT --name NAME   (joins a fleet from another host; --head -h for more)\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: gymlens serve <resources_servers|responses_api_models|responses_api_agents|environment_servers> --name NAME [flags]\n"+
+			"       gymlens serve    (with $%s and $%s set, as a fleet's launcher starts it)\n"+
+			"       gymlens serve --head http://HOST:PORT --name NAME   (joins a fleet from another host; --head -h for more)\n\n"+
 			"Runs one server until SIGINT or SIGTERM, then drains in-flight requests\n"+
 			"and flushes telemetry. Once listening it prints one line to stdout:\n"+
 			"%s{\"addr\":...}\n\n"+
@@ -80,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if code, done := parseFlags(fs, args, stdout, stderr); done {
 			return code
 		}
-		fmt.Fprintln(stderr, "gym serve: missing server type")
+		fmt.Fprintln(stderr, "gymlens serve: missing server type")
 		return exitUsage
 	}
 	serverType := args[0]
@@ -88,13 +88,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	if *name == "" {
-		fmt.Fprintln(stderr, "gym serve: --name is required")
+		fmt.Fprintln(stderr, "gymlens serve: --name is required")
 		return exitUsage
 	}
 	// Checked here to exit 2 before anything starts; the server reads it
 	// the same way when it listens (an empty host is loopback).
 	if _, err := contract.ListenAddr(*addr); err != nil {
-		fmt.Fprintf(stderr, "gym serve: --addr: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens serve: --addr: %v\n", err)
 		return exitUsage
 	}
 	maxBodySet := false
@@ -102,7 +102,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !maxBodySet {
 		*maxBody = 0 // the environment's or the default
 	} else if *maxBody <= 0 {
-		fmt.Fprintf(stderr, "gym serve: --max-body-bytes %d: want a whole number of bytes above 0\n", *maxBody)
+		fmt.Fprintf(stderr, "gymlens serve: --max-body-bytes %d: want a whole number of bytes above 0\n", *maxBody)
 		return exitUsage
 	}
 	if *impl == "" {
@@ -110,7 +110,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	entry, ok := registry.Lookup(serverType, *impl)
 	if !ok {
-		fmt.Fprintf(stderr, "gym serve: %s: no implementation %q for server type %q (known: %s)\n", *name, *impl, serverType, implList())
+		fmt.Fprintf(stderr, "gymlens serve: %s: no implementation %q for server type %q (known: %s)\n", *name, *impl, serverType, implList())
 		return exitUsage
 	}
 	cfg, err := entry.Decode([]byte(*configJSON))
@@ -156,14 +156,14 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 		if near := gymconfig.Nearest(self.Impl, known); near != "" {
 			hint = fmt.Sprintf("did you mean %q? ", near)
 		}
-		fmt.Fprintf(stderr, "gym serve: %s: no %s implementation %q (%sknown: %s; a server of your own needs a command: list in its block)\n",
+		fmt.Fprintf(stderr, "gymlens serve: %s: no %s implementation %q (%sknown: %s; a server of your own needs a command: list in its block)\n",
 			self.Name, self.Type, self.Impl, hint, strings.Join(known, ", "))
 		return exitUsage
 	}
 	implConfig := self.ImplConfig()
 	raw, err := json.Marshal(implConfig)
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: %s: %v\n", path, err)
+		fmt.Fprintf(stderr, "gymlens serve: %s: %v\n", path, err)
 		return exitUsage
 	}
 	cfg, err := entry.DecodeAt(raw, path)
@@ -191,7 +191,7 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 			}
 			u, err := l.PeerURL(p.ref)
 			if err != nil {
-				fmt.Fprintf(stderr, "gym serve: %v\n", err)
+				fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 				return exitUsage
 			}
 			if p.ref == "model_server" {
@@ -211,19 +211,19 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 		if _, hasRef := self.Refs()[gymconfig.KeyAgentServer]; hasRef {
 			u, err := l.PeerURL(gymconfig.KeyAgentServer)
 			if err != nil {
-				fmt.Fprintf(stderr, "gym serve: %v\n", err)
+				fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 				return exitUsage
 			}
 			peers.AgentURL, peers.AgentName = u, self.Refs()[gymconfig.KeyAgentServer].Name
 		}
 	}
 	if self.Port() <= 0 || self.Host() == "" {
-		fmt.Fprintf(stderr, "gym serve: %s: the block needs a host and a port to listen on (got host %q, port %d)\n", path, self.Host(), self.Port())
+		fmt.Fprintf(stderr, "gymlens serve: %s: the block needs a host and a port to listen on (got host %q, port %d)\n", path, self.Host(), self.Port())
 		return exitUsage
 	}
 	dryRun, err := l.DryRun()
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: %v\n", err)
+		fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 		return exitUsage
 	}
 	return serveOne(ctx, serveSpec{
@@ -236,14 +236,14 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 // on rollout correlation: the rollout-id path prefix on a rollout's calls.
 const keyObservabilityEnabled = "observability_enabled"
 
-// printConfigError writes err, one problem a line, each "gym serve: "
+// printConfigError writes err, one problem a line, each "gymlens serve: "
 // and prefix (when not empty) first.
 func printConfigError(w io.Writer, prefix string, err error) {
 	if prefix != "" {
 		prefix += ": "
 	}
 	for line := range strings.SplitSeq(err.Error(), "\n") {
-		fmt.Fprintf(w, "gym serve: %s%s\n", prefix, line)
+		fmt.Fprintf(w, "gymlens serve: %s%s\n", prefix, line)
 	}
 }
 
@@ -259,7 +259,7 @@ func serveOne(ctx context.Context, spec serveSpec, stdout, stderr io.Writer) int
 	// The runtime's limits (timeouts, caps) come from the environment,
 	// the fleet's for every server it starts.
 	if err := server.ApplyEnv(&opts, os.LookupEnv); err != nil {
-		fmt.Fprintf(stderr, "gym serve: %s: %v\n", spec.name, err)
+		fmt.Fprintf(stderr, "gymlens serve: %s: %v\n", spec.name, err)
 		return exitUsage
 	}
 	if spec.maxBody > 0 {
@@ -298,7 +298,7 @@ func serveOne(ctx context.Context, spec serveSpec, stdout, stderr io.Writer) int
 	}
 	bound, err := s.Listen()
 	if err != nil {
-		fmt.Fprintf(stderr, "gym serve: %s: %v\n", spec.name, err)
+		fmt.Fprintf(stderr, "gymlens serve: %s: %v\n", spec.name, err)
 		return 1
 	}
 	ready, _ := json.Marshal(orchestrator.Ready{Addr: bound.String(), MetricsAddr: h.PrometheusAddr(), PID: os.Getpid()})

@@ -1,6 +1,6 @@
 package main
 
-// Tests of `gym serve --head`: a server joining a fleet from another host
+// Tests of `gymlens serve --head`: a server joining a fleet from another host
 // reads its block and the fleet's telemetry settings from the head server.
 // Here the head is a stand-in on loopback shaped as the orchestrator's
 // (and NeMo Gym's) head API; the three-host run against a real
@@ -59,10 +59,10 @@ func TestServeHeadUsageErrors(t *testing.T) {
 	} {
 		code, stdout, stderr := runGym(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("gym %v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+			t.Errorf("gymlens %v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
 		}
 		if stdout != "" {
-			t.Errorf("gym %v: stdout %q", tc.args, stdout)
+			t.Errorf("gymlens %v: stdout %q", tc.args, stdout)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func TestReportFlagsBeforeOrAfterTheDirectory(t *testing.T) {
 	} {
 		code, out, errOut := runGym(t, args...)
 		if code != 0 || !strings.Contains(out, "Slowest rollouts: 1") || strings.Contains(out, "#2") {
-			t.Errorf("gym %v: exit %d, stderr %q, output:\n%s", args, code, errOut, out)
+			t.Errorf("gymlens %v: exit %d, stderr %q, output:\n%s", args, code, errOut, out)
 		}
 	}
 	code, out, _ := runGym(t, "report", "--slowest", "0", reportFixture)
@@ -53,10 +53,10 @@ func TestReportBadArguments(t *testing.T) {
 	} {
 		code, out, errOut := runGym(t, args...)
 		if code != exitUsage {
-			t.Errorf("gym %v: exit %d, want %d", args, code, exitUsage)
+			t.Errorf("gymlens %v: exit %d, want %d", args, code, exitUsage)
 		}
 		if out != "" || errOut == "" {
-			t.Errorf("gym %v: want the error on stderr only; stdout %q stderr %q", args, out, errOut)
+			t.Errorf("gymlens %v: want the error on stderr only; stdout %q stderr %q", args, out, errOut)
 		}
 	}
 }
@@ -93,14 +93,14 @@ func TestReportUnreadableRun(t *testing.T) {
 func TestReportHelp(t *testing.T) {
 	for _, args := range [][]string{{"help", "report"}, {"report", "-h"}} {
 		code, out, _ := runGym(t, args...)
-		if code != 0 || !strings.Contains(out, "Usage: gym report RUN_DIR") || !strings.Contains(out, "-slowest") ||
+		if code != 0 || !strings.Contains(out, "Usage: gymlens report RUN_DIR") || !strings.Contains(out, "-slowest") ||
 			!strings.Contains(out, "-html FILE") || !strings.Contains(out, "-quiet") {
-			t.Errorf("gym %v: exit %d, output:\n%s", args, code, out)
+			t.Errorf("gymlens %v: exit %d, output:\n%s", args, code, out)
 		}
 	}
 	_, out, _ := runGym(t, "help")
 	if !strings.Contains(out, "report") {
-		t.Errorf("gym help does not list report:\n%s", out)
+		t.Errorf("gymlens help does not list report:\n%s", out)
 	}
 }
 
@@ -118,7 +118,7 @@ func TestReportHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(data)
-	for _, want := range []string{"<!DOCTYPE html>", "<title>gym report: run-small</title>", ">Slowest rollouts</h2>", "<svg"} {
+	for _, want := range []string{"<!DOCTYPE html>", "<title>gymlens report: run-small</title>", ">Slowest rollouts</h2>", "<svg"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -176,7 +176,7 @@ func TestReportFromBackendsUsage(t *testing.T) {
 	} {
 		code, _, stderr := runGym(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
-			t.Errorf("gym %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+			t.Errorf("gymlens %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
 	}
 }

@@ -24,7 +24,7 @@ func main() {
 }
 
 // DefaultGCPercent is the garbage collector's target (GOGC) in every
-// `gym serve` process unless GOGC is set in the environment.
+// `gymlens serve` process unless GOGC is set in the environment.
 //
 // A gym server keeps a small live heap while it allocates tens of kilobytes
 // per rollout, so with Go's default of 100 its heap never leaves the 4 MB
@@ -58,12 +58,12 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
-// group is a level of the command tree: the top-level gym command, or a
+// group is a level of the command tree: the top-level gymlens command, or a
 // command such as "telemetry" whose first argument picks a subcommand.
 // commands is a function rather than a slice so that a table may refer back
 // to a group's run method without an initialisation cycle.
 type group struct {
-	path     string // the words that reach this group, e.g. "gym telemetry"
+	path     string // the words that reach this group, e.g. "gymlens telemetry"
 	synopsis string // one paragraph printed at the top of the usage text
 	commands func() []command
 }
@@ -71,8 +71,8 @@ type group struct {
 // gym is the root of the command tree. A new top-level command is added by
 // writing its run function in a file of its own and listing it here.
 var gym = group{
-	path:     "gym",
-	synopsis: "gym is the command-line tool of gymlens, the telemetry layer for NeMo Gym.",
+	path:     "gymlens",
+	synopsis: "gymlens is the command-line tool of gymlens, the telemetry layer for NeMo Gym. (NeMo Gym's own command is gym; the two live side by side on one PATH.)",
 	commands: func() []command {
 		return []command{
 			runCommand,
