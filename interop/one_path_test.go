@@ -50,6 +50,8 @@ func TestUpstreamBothCommandsOnOnePath(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, args...)
+		// Upstream's CLI writes Hydra's outputs/ into its working directory.
+		cmd.Dir = t.TempDir()
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
