@@ -83,9 +83,13 @@ idle = re.compile(r"^runtime\.(findRunnable|lock2|unlock2|casgstatus|goschedImpl
 def process_name(fns, cmd):
     if " run " in cmd:
         return "orchestrator"
-    count = {n: sum(1 for k in fns if "/servers/" + n in k) for n in ("agent", "model", "resources")}
+    # Every process links every built-in's package (their init functions
+    # run everywhere): a server is told by the many functions of its own.
+    count = {n: sum(1 for k in fns if "/servers/" + n in k) for n in ("agent", "model", "resources", "envserver")}
     if count["agent"] > 10:
         return "agent"
+    if count["envserver"] > 10:
+        return "relay"  # the environment server in front of the agent
     return max(("model", "resources"), key=lambda n: count[n])
 
 def load(d):
