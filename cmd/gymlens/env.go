@@ -30,7 +30,7 @@ var envGroup = group{
 
 func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gymlens env start", flag.ContinueOnError)
-	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
+	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in fleet (arithmetic, policy_model, simple_agent and the environment server in front of it)")
 	runsDir := fs.String("runs-dir", defaultRunsDir, "parent directory of run directories")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gymlens env start [--config FILE] [--runs-dir DIR]\n\n"+

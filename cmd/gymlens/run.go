@@ -35,7 +35,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("limit", 0, "use only the first N tasks (0: all)")
 	concurrency := fs.Int("concurrency", 16, "rollouts in flight at once")
 	seed := fs.Int64("seed", 1, "seed of the dataset and of the built-in policy")
-	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in three-server fleet")
+	configPath := fs.String("config", "", "fleet config: NeMo Gym config dict YAML (server instances, telemetry:); default: the built-in fleet (arithmetic, policy_model, simple_agent and the environment server in front of it)")
 	runsDir := fs.String("runs-dir", defaultRunsDir, "parent directory of run directories")
 	latency := fs.Float64("model-latency-ms", 0, "built-in policy latency per call in ms, >= 0 (default: the model config's, 0)")
 	correct := fs.Float64("correct-probability", 0, "built-in policy's chance of a right answer, in [0, 1] (default: the model config's, 0.8)")
