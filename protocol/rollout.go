@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -98,3 +99,36 @@ func cutRolloutPrefix(path string) (id, rest string, ok bool) {
 
 // RolloutPath returns /ng-rollout/<id><path>.
 func RolloutPath(id, path string) string { return RolloutPrefix + id + path }
+
+// RolloutIDOfRow is ResolveRolloutID of the row encoded in b, for a
+// server that passes a row on without decoding it (the legacy_agent
+// relay): it reads only the row's bookkeeping members (_ng_task_index,
+// _ng_rollout_index, _ng_attempt_index, _ng_rollout_id), skipping the
+// parameters and task fields. ok is false when b is not a JSON object or
+// names no rollout, or names one upstream would refuse.
+func RolloutIDOfRow(b []byte) (id string, ok bool) {
+	if !json.Valid(b) {
+		return "", false
+	}
+	small := []byte{'{'}
+	err := scanObject(b, typeObject, func(key string, raw []byte) error {
+		switch key {
+		case KeyTaskIndex, KeyRolloutIndex, KeyAttemptIndex, KeyRolloutID:
+			if len(small) > 1 {
+				small = append(small, ',')
+			}
+			small = appendString(small, key)
+			small = append(append(small, ':'), raw...)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false
+	}
+	var r RunRequest
+	if _, err := decodeRow(append(small, '}'), &r, 0); err != nil {
+		return "", false
+	}
+	id, ok, err = r.ResolveRolloutID()
+	return id, ok && err == nil
+}

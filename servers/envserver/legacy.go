@@ -262,19 +262,16 @@ func (r *relay) relayRun(w http.ResponseWriter, req *http.Request) {
 // withRolloutID names the rollout of a relayed /run on the request's
 // SERVER span and, through ctx, on the CLIENT span of the call to the
 // agent, as every other span of a rollout carries it. The relay passes
-// the body on unread; it reads the row's bookkeeping only when that span
-// records, and a body it cannot read names no rollout.
+// the body on unread; it reads the row's bookkeeping members (and nothing
+// else of it) only when that span records, and a body it cannot read
+// names no rollout.
 func withRolloutID(ctx context.Context, body []byte) context.Context {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return ctx
 	}
-	var row protocol.RunRequest
-	if json.Unmarshal(body, &row) != nil {
-		return ctx
-	}
-	id, ok, err := row.ResolveRolloutID()
-	if err != nil || !ok {
+	id, ok := protocol.RolloutIDOfRow(body)
+	if !ok {
 		return ctx
 	}
 	span.SetAttributes(attribute.String(contract.AttrRolloutID, id))
