@@ -1168,14 +1168,24 @@ func (t *tailBuffer) Lines() []string {
 
 // diedOf reports whether a process's wait error says the signal sig ended
 // it. A server that ends by the very signal it was sent to stop has
-// stopped as asked: uvicorn (NeMo Gym's Python servers) handles SIGTERM by
-// shutting down cleanly and then raising the signal again on itself, so
-// its exit status is "terminated", not 0.
+// stopped as asked, whichever way it reports that: uvicorn (NeMo Gym's
+// Python servers) shuts down cleanly and then raises the signal again on
+// itself, so the status is "terminated"; Ray, which those servers start
+// when they start Ray (nemo-gym 0.6.0 does, outside upstream's launcher),
+// installs a handler that exits with the signal's number
+// (ray/_private/worker.py:1676 in ray 2.60.0), and a shell wrapper exits
+// with 128 plus it.
 func diedOf(err error, sig syscall.Signal) bool {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		return false
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == sig
+	if !ok {
+		return false
+	}
+	if ws.Signaled() {
+		return ws.Signal() == sig
+	}
+	return ws.Exited() && (ws.ExitStatus() == int(sig) || ws.ExitStatus() == 128+int(sig))
 }

@@ -178,6 +178,10 @@ srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
 def stop(sig, frame):
     if sys.argv[2:] == ["exit3"]:
         os._exit(3)
+    if sys.argv[2:] == ["exit-signum"]:  # Ray's handler: sys.exit(signum)
+        sys.exit(sig)
+    if sys.argv[2:] == ["exit-128"]:  # a shell's report of the signal
+        os._exit(128 + sig)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
 signal.signal(signal.SIGTERM, stop)
@@ -185,8 +189,9 @@ srv.serve_forever()
 `
 
 // A server that ends by the SIGTERM the fleet sent it has stopped as
-// asked (NeMo Gym's Python servers end so); one that exits with an error
-// status on it has not, and Stop says so.
+// asked (NeMo Gym's Python servers end so: by the signal itself under
+// uvicorn, with its number as the exit status under Ray's handler); one
+// that exits with another error status on it has not, and Stop says so.
 func TestFleetStopAcceptsAServerEndedByItsSignal(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not on PATH")
@@ -194,7 +199,7 @@ func TestFleetStopAcceptsAServerEndedByItsSignal(t *testing.T) {
 	cleanEnv(t)
 	for _, tc := range []struct {
 		mode, want string
-	}{{"", ""}, {"exit3", `server "sig" stopped with exit status 3`}} {
+	}{{"", ""}, {"exit-signum", ""}, {"exit-128", ""}, {"exit3", `server "sig" stopped with exit status 3`}} {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
 			dir := t.TempDir()
 			runDir := filepath.Join(dir, "run")
@@ -223,7 +228,7 @@ func TestFleetStopAcceptsAServerEndedByItsSignal(t *testing.T) {
 			err = f.Stop(ctxFor(t, 30*time.Second))
 			switch {
 			case tc.want == "" && err != nil:
-				t.Errorf("Stop: %v, want nil for a server ended by the SIGTERM it was sent", err)
+				t.Errorf("Stop: %v, want nil for a server ended by the SIGTERM it was sent (%s)", err, tc.mode)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("Stop: %v, want an error naming %q", err, tc.want)
 			}
