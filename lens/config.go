@@ -65,6 +65,12 @@ type Setting struct {
 	Default string
 	// Doc is a one-line description.
 	Doc string
+	// Exported marks a setting whose value an orchestrator writes into
+	// every server's environment even when nothing set it (its default
+	// then), as NeMo Gym's launcher does: a server built on another
+	// telemetry library, with other defaults (NeMo Gym's Python servers
+	// on nemo-lens), then reads what a gymlens server reads.
+	Exported bool
 
 	// value reads the setting's text into a Config and renders the result
 	// back (see Config.Value); nil keeps the setting as text only, read
@@ -161,15 +167,15 @@ const DefaultMaxSpanLoss = 0.01
 var settings = []Setting{
 	{Key: KeyEnabled, YAML: "enabled", Default: "false", Doc: "master switch; nothing is set up while false",
 		value: boolValue(func(c *Config) *bool { return &c.Enabled })},
-	{Key: KeySpanGroups, YAML: "span_groups", Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none",
+	{Key: KeySpanGroups, Exported: true, YAML: "span_groups", Default: "default", Doc: "comma-separated presets and span-group names to trace; empty means default, \",\" enables none",
 		value: spanGroupsValue},
-	{Key: KeyExporter, YAML: "exporter", Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none",
+	{Key: KeyExporter, Exported: true, YAML: "exporter", Default: ExporterOTLP, Doc: "comma-separated exporters: otlp, console, prometheus, file, or none",
 		value: exportersValue},
-	{Key: KeyTracesEnabled, YAML: "traces_enabled", Default: "true", Doc: "export traces",
+	{Key: KeyTracesEnabled, Exported: true, YAML: "traces_enabled", Default: "true", Doc: "export traces",
 		value: boolValue(func(c *Config) *bool { return &c.TracesEnabled })},
-	{Key: KeyMetricsEnabled, YAML: "metrics_enabled", Default: "true", Doc: "export metrics",
+	{Key: KeyMetricsEnabled, Exported: true, YAML: "metrics_enabled", Default: "true", Doc: "export metrics",
 		value: boolValue(func(c *Config) *bool { return &c.MetricsEnabled })},
-	{Key: KeyLogsEnabled, YAML: "logs_enabled", Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs",
+	{Key: KeyLogsEnabled, Exported: true, YAML: "logs_enabled", Default: "false", Doc: "bridge log/slog records to OpenTelemetry logs",
 		value: boolValue(func(c *Config) *bool { return &c.LogsEnabled })},
 	{Key: KeyExportStrategy, YAML: "export_strategy", Default: "all_ranks", Doc: "which ranks export: all_ranks, single_rank, sampled, first_rank_per_node, or a registered one",
 		value: strategyValue},
@@ -179,13 +185,13 @@ var settings = []Setting{
 		value: fractionValue(func(c *Config) *float64 { return &c.ExportSampleRate })},
 	{Key: KeyRunID, YAML: "run_id", Default: "", Doc: "run id shared by every process of one fleet",
 		value: textValue(func(c *Config) *string { return &c.RunID })},
-	{Key: KeyServiceNamePerServer, YAML: "service_name_per_server", Default: "true", Doc: "name each server's service <service name>/<server name>",
+	{Key: KeyServiceNamePerServer, Exported: true, YAML: "service_name_per_server", Default: "true", Doc: "name each server's service <service name>/<server name>",
 		value: boolValue(func(c *Config) *bool { return &c.ServiceNamePerServer })},
 	{Key: KeyFilePath, YAML: "file_path", Default: "", Doc: "JSON-lines file the file exporter appends to",
 		value: textValue(func(c *Config) *string { return &c.FilePath })},
 	{Key: KeyPrometheusAddr, YAML: "prometheus_addr", Default: DefaultPrometheusAddr, Doc: "listen address of the prometheus pull endpoint",
 		value: textValue(func(c *Config) *string { return &c.PrometheusAddr })},
-	{Key: KeyServiceName, Standard: true, YAML: "service_name", Default: defaultServiceName, Doc: "service name (group) of every process",
+	{Key: KeyServiceName, Standard: true, Exported: true, YAML: "service_name", Default: defaultServiceName, Doc: "service name (group) of every process",
 		value: serviceNameValue},
 	{Key: KeyOTLPEndpoint, Standard: true, YAML: "otlp_endpoint", Default: "", Doc: "OTLP collector endpoint; the exporter's own default when empty",
 		value: textValue(func(c *Config) *string { return &c.OTLPEndpoint })},
@@ -457,7 +463,13 @@ func (l *loader) bad(key, reason string) {
 type valueCodec struct {
 	parse func(l *loader, key string, c *Config)
 	show  func(c *Config) string
+	// boolean marks a true/false setting (ParseBool's spellings).
+	boolean bool
 }
+
+// Boolean reports whether the setting is a true/false switch, read with
+// ParseBool.
+func (s Setting) Boolean() bool { return s.value != nil && s.value.boolean }
 
 func boolValue(field func(*Config) *bool) *valueCodec {
 	return &valueCodec{
@@ -468,7 +480,8 @@ func boolValue(field func(*Config) *bool) *valueCodec {
 			}
 			*field(c) = b
 		},
-		show: func(c *Config) string { return strconv.FormatBool(*field(c)) },
+		show:    func(c *Config) string { return strconv.FormatBool(*field(c)) },
+		boolean: true,
 	}
 }
 

@@ -217,15 +217,47 @@ func PlanEnv(cfg Config, lookup func(string) (string, bool)) (vars []EnvVar, run
 		if k == lens.KeyRunID || strings.TrimSpace(cfg.Values[k]) == "" {
 			continue
 		}
-		setIfUnset(k, cfg.Values[k], "yaml telemetry."+YAMLKey(k))
+		setIfUnset(k, envText(k, cfg.Values[k]), "yaml telemetry."+YAMLKey(k))
 	}
 	setIfUnset(lens.KeyEnabled, "1", "telemetry enabled")
+	// What nobody set goes out as its default, as NeMo Gym's launcher
+	// writes it (telemetry/setup.py configure_telemetry_env): a Python
+	// server under this orchestrator then names its service and picks its
+	// groups and exporter as a Go one does, not by nemo-lens's defaults.
+	for _, s := range lens.Settings() {
+		if !s.Exported {
+			continue
+		}
+		if strings.TrimSpace(cfg.Values[s.Key]) != "" {
+			continue // written above
+		}
+		setIfUnset(s.Key, envText(s.Key, s.Default), "default, exported for every server")
+	}
 
 	if runID = chooseRunID(eff, lookup); runID == "" {
 		runID = NewRunID()
 	}
 	setIfUnset(lens.KeyRunID, runID, "run id")
 	return vars, runID, nil
+}
+
+// envText is the text of setting key as NeMo Gym's launcher writes it
+// into a server's environment: a switch as 1 or 0 (a text ParseBool does
+// not take is left for the server's own check to refuse), anything else
+// as given.
+func envText(key, text string) string {
+	for _, s := range lens.Settings() {
+		if s.Key != key || !s.Boolean() {
+			continue
+		}
+		if b, err := lens.ParseBool(text); err == nil {
+			if b {
+				return "1"
+			}
+			return "0"
+		}
+	}
+	return text
 }
 
 // RunID is the run id a fleet with this block is given whether or not

@@ -122,6 +122,36 @@ func TestConfigureEnvWritesOnlyUnsetVariables(t *testing.T) {
 	}
 }
 
+// What neither the block nor the environment sets goes to the servers as
+// its default, as NeMo Gym's launcher writes it (switches as 1 or 0), so
+// a server on another library's defaults reads what gymlens's read; the
+// environment still wins, and the block's switches are written 1 or 0 too.
+func TestConfigureEnvExportsDefaults(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("NEMO_LENS_TRACES_ENABLED", "false") // the user's, under the fallback prefix
+	cfg, err := telemetry.ConfigFromYAML([]byte("telemetry:\n  enabled: true\n  logs_enabled: yes\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := telemetry.ConfigureEnv(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"OTEL_SERVICE_NAME":                     "nemo-gym",
+		"NEMO_GYM_OTEL_SPAN_GROUPS":             "default",
+		"NEMO_GYM_OTEL_EXPORTER":                "otlp",
+		"NEMO_GYM_OTEL_METRICS_ENABLED":         "1",
+		"NEMO_GYM_OTEL_LOGS_ENABLED":            "1",
+		"NEMO_GYM_OTEL_SERVICE_NAME_PER_SERVER": "1",
+		"NEMO_GYM_OTEL_TRACES_ENABLED":          "", // NEMO_LENS_TRACES_ENABLED is set
+		"NEMO_GYM_OTEL_EXPORT_STRATEGY":         "", // not a setting NeMo Gym's launcher hands on
+	} {
+		if got := os.Getenv(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestConfigureEnvEnabledDecision(t *testing.T) {
 	t.Run("no block never overrides a user's fallback ENABLED", func(t *testing.T) {
 		clearEnv(t)
