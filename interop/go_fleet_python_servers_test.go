@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -14,16 +13,29 @@ import (
 )
 
 // goFleetRun runs gymlens's `gymlens run --config` with fleet (YAML) on tasks,
-// two rollouts each, and returns the output lines keyed by
+// two rollouts each, telemetry off, and returns the output lines keyed by
 // "<task index>-<rollout index>".
 func goFleetRun(t *testing.T, dir, fleet, tasks string) map[string]map[string]any {
+	t.Helper()
+	lines, _ := goFleetRunWith(t, dir, fleet, tasks, nil)
+	return lines
+}
+
+// goFleetRunWith is goFleetRun with telemetry: nil turns it off
+// (--no-telemetry), otherwise these variables configure it. It returns the
+// run directory too.
+func goFleetRunWith(t *testing.T, dir, fleet, tasks string, telemetry []string) (map[string]map[string]any, string) {
 	t.Helper()
 	config := filepath.Join(dir, "fleet.yaml")
 	writeFile(t, config, fleet)
 	runs := filepath.Join(dir, "runs")
-	cmd := exec.Command(gymBin, "run", "--config", config, "--input", tasks, "--num-repeats", "2", "--runs-dir", runs, "--no-telemetry", "--quiet")
+	args := []string{"run", "--config", config, "--input", tasks, "--num-repeats", "2", "--runs-dir", runs, "--quiet"}
+	if telemetry == nil {
+		args = append(args, "--no-telemetry")
+	}
+	cmd := exec.Command(gymBin, args...)
 	cmd.Dir = dir
-	cmd.Env = cleanEnv()
+	cmd.Env = cleanEnv(telemetry...)
 	done := make(chan struct{})
 	var out []byte
 	var err error
@@ -49,7 +61,7 @@ func goFleetRun(t *testing.T, dir, fleet, tasks string) map[string]map[string]an
 	for _, l := range readLines(t, filepath.Join(runDirs[0], "rollouts.jsonl")) {
 		by[fmt.Sprintf("%v-%v", l["_ng_task_index"], l["_ng_rollout_index"])] = l
 	}
-	return by
+	return by, runDirs[0]
 }
 
 // Scenario (b) of issue 34: a Go fleet with Python servers. gymlens's
@@ -66,13 +78,8 @@ func TestUpstreamPythonServersInGymRun(t *testing.T) {
 	app := func(typ, impl string) string { return filepath.Join(site, typ, impl, "app.py") }
 
 	rows := append(dataset.WithAgent(dataset.StringMatch(6, 31), "sm_agent"), dataset.WithAgent(dataset.MCQA(6, 32), "mcqa_agent")...)
-	var buf bytes.Buffer
-	if err := dataset.WriteRows(&buf, rows); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	writeFile(t, tasks, buf.String())
+	tasks := writeTasks(t, dir, rows)
 
 	const model = `
 policy_model:

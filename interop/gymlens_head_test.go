@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -76,12 +75,7 @@ string_match_simple_agent:
 	// Three servers and the relay generated for the agent.
 	startGymlensFleet(t, dir, config, fmt.Sprintf("http://127.0.0.1:%d", headPort), 4)
 
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	var buf bytes.Buffer
-	if err := dataset.WriteRows(&buf, dataset.StringMatch(10, 11)); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, tasks, buf.String())
+	tasks := writeTasks(t, dir, dataset.StringMatch(10, 11))
 	out := collectUpstream(t, rel, dir, headPort, nil, tasks, "-a", "string_match_simple_agent", "--num-repeats", "2")
 	lines := readLines(t, out)
 	if len(lines) != 20 {

@@ -79,12 +79,7 @@ string_match_simple_agent:
 	smConfig := filepath.Join(goDir, "resources_servers", "string_match", "configs", "string_match.yaml")
 	f := startUpstreamFleet(t, rel, dir, headPort, []string{smConfig, fleet}, []string{goDir})
 
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	var buf bytes.Buffer
-	if err := dataset.WriteRows(&buf, dataset.StringMatch(10, 11)); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, tasks, buf.String())
+	tasks := writeTasks(t, dir, dataset.StringMatch(10, 11))
 	out := collectUpstream(t, rel, dir, headPort, f.log, tasks, "-a", "string_match_simple_agent", "--num-repeats", "2")
 
 	lines := readLines(t, out)

@@ -62,12 +62,7 @@ func TestUpstreamSameDatasetPythonAndGoFleets(t *testing.T) {
 	upstream.Python(t)
 	dir := t.TempDir()
 	rows := dataset.WithAgent(dataset.StringMatch(8, 23), "string_match_simple_agent")
-	var buf bytes.Buffer
-	if err := dataset.WriteRows(&buf, rows); err != nil {
-		t.Fatal(err)
-	}
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	writeFile(t, tasks, buf.String())
+	tasks := writeTasks(t, dir, rows)
 	const policy = `{"correct_probability": 0.6, "seed": 7, "model": "gym-policy"}`
 
 	// The policy the Python fleet's openai_model forwards to.

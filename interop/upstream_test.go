@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/internal/upstream"
+	"github.com/gymlens/gymlens/protocol"
 )
 
 // launchBound bounds everything one upstream launcher does: Ray's start,
@@ -245,6 +247,19 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeTasks writes rows as dir/tasks.jsonl, the dataset format, and
+// returns the file's path.
+func writeTasks(t *testing.T, dir string, rows []protocol.RunRequest) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := dataset.WriteRows(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "tasks.jsonl")
+	writeFile(t, path, buf.String())
+	return path
 }
 
 // runGym runs gymlens's gym to completion and fails the test on an error.
