@@ -18,9 +18,9 @@ var ChatParamKeys = []string{"messages", "model", "audio", "frequency_penalty", 
 // valid JSON) as upstream's model does: the members above and no others,
 // each message one of the message TypedDicts (which forbid members they
 // do not declare, as the model does), the tools and the tool choice of
-// their forms, and stream false or unset. Nested configuration objects
-// (audio, prediction, response_format, web search options) are checked
-// for their JSON kind only. The error is a *ValidationError whose
+// their forms, nested TypedDicts (audio, response_format, web search
+// options, a custom tool's format) member by member, and stream false or
+// unset. The error is a *ValidationError whose
 // locations are relative to the body.
 func ValidateChatParams(b []byte) error {
 	var v validator
@@ -63,25 +63,32 @@ var (
 	chatTool = union(
 		object(true, "function!", object(true, "name!", strShape, "description", strShape, "parameters", objAny, "strict", optBool),
 			"type!", lit("function")),
-		object(true, "custom!", object(true, "name!", strShape, "description", strShape, "format", objAny), "type!", lit("custom")))
+		object(true, "custom!", object(true, "name!", strShape, "description", strShape, "format", union(object(true, "type!", lit("text")),
+			object(true, "grammar!", object(true, "definition!", strShape, "syntax!", lit("lark", "regex")), "type!", lit("grammar")))),
+			"type!", lit("custom")))
 	chatToolChoice = union(lit("none", "auto", "required"),
 		object(true, "allowed_tools!", object(true, "mode!", lit("auto", "required"), "tools!", iterableShape), "type!", lit("allowed_tools")),
 		object(true, "function!", object(true, "name!", strShape), "type!", lit("function")),
 		object(true, "custom!", object(true, "name!", strShape), "type!", lit("custom")))
-	chatParams = object(true, "messages!", listOf(chatMessage), "model", optStr, "audio", optObjAny,
+	chatParams = object(true, "messages!", listOf(chatMessage), "model", optStr, "audio", nullable(object(true, "format!", lit("wav", "aac", "mp3", "flac", "opus", "pcm16"),
+		"voice!", union(strShape, object(true, "id!", strShape)))),
 		"frequency_penalty", optFloat, "logit_bias", nullable(&shape{kind: shapeDict, elem: intShape}), "logprobs", optBool,
 		"max_completion_tokens", optInt, "max_tokens", optInt, "metadata", nullable(strMapShape),
 		"moderation", nullable(object(true, "model!", strShape)), "modalities", nullable(listOf(lit("text", "audio"))),
 		"n", optInt, "parallel_tool_calls", boolShape,
 		"prediction", nullable(object(true, "content!", union(strShape, chatTextList), "type!", lit("content"))),
 		"presence_penalty", optFloat, "prompt_cache_key", optStr, "prompt_cache_retention", optLit("in_memory", "24h"),
-		"reasoning_effort", optLit("none", "minimal", "low", "medium", "high", "xhigh"), "response_format", optObjAny,
+		"reasoning_effort", optLit("none", "minimal", "low", "medium", "high", "xhigh"), "response_format", nullable(union(object(true, "type!", lit("text")),
+			object(true, "json_schema!", object(true, "name!", strShape, "description", strShape, "schema", objAny), "type!", lit("json_schema")),
+			object(true, "type!", lit("json_object")))),
 		"seed", optInt, "safety_identifier", optStr, "service_tier", optLit("auto", "default", "flex", "scale", "priority"),
 		"stop", nullable(union(strShape, listOfStr)), "store", optBool,
 		"stream_options", nullable(object(true, "include_obfuscation", boolShape, "include_usage", boolShape)),
 		"temperature", optFloat, "tool_choice", nullable(chatToolChoice), "tools", nullable(listOf(chatTool)),
 		"top_logprobs", optInt, "top_p", optFloat, "user", optStr, "verbosity", optLit("low", "medium", "high"),
-		"web_search_options", optObjAny, "stream", &shape{kind: shapeAny, pre: notStreaming},
+		"web_search_options", nullable(object(true, "search_context_size", lit("low", "medium", "high"),
+			"user_location", nullable(object(true, "approximate!", object(true, "city", strShape, "country", strShape, "region", strShape,
+				"timezone", strShape), "type!", lit("approximate"))))), "stream", &shape{kind: shapeAny, pre: preMessage(notStreaming)},
 		"chat_template_kwargs", optObjAny, "thinking", optObjAny, "output_config", optObjAny)
 )
 
@@ -95,20 +102,22 @@ func notStreaming(raw []byte) string {
 }
 
 // chatTokenCheck is upstream's check of a message's token members before
-// the message union: if any is present, the three required ones must all
-// be.
-func chatTokenCheck(raw []byte) string {
+// the message union (_validate_atomic_token_metadata,
+// nemo_gym/openai_utils.py:192): if any is present, the three required
+// ones must all be (an error at the message), and each must have its
+// type (errors at the member, as TokenIDLogProbMixin reports them).
+func chatTokenCheck(raw []byte) []FieldError {
 	if !bytes.Contains(raw, []byte("_token_ids")) && !bytes.Contains(raw, []byte("log_probs")) && !bytes.Contains(raw, []byte("routed_experts")) {
-		return ""
+		return nil
 	}
 	var msg Fields
-	if msg.UnmarshalJSON(raw) != nil {
-		return ""
+	if raw[0] != '{' || msg.UnmarshalJSON(raw) != nil {
+		return nil
 	}
 	it := Item{Extra: msg}
 	var v validator
-	if !it.validateTokens(&v, nil) {
-		return v.errs[0].Msg
+	if it.validateTokens(&v, nil) {
+		return nil
 	}
-	return ""
+	return v.errs
 }

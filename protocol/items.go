@@ -787,7 +787,7 @@ var (
 		"file_id", optStr, "file_url", strShape, "filename", strShape)
 	inputVideoPart = object(false, "type!", lit("input_video"), "video_url", strOrObjAny, "video", strOrObjAny)
 	inputPart      = &shape{kind: shapeUnion, branches: []*shape{inputTextPart, inputImagePart, inputFilePart, inputVideoPart},
-		pre: inputVideoCheck}
+		pre: preMessage(inputVideoCheck)}
 	inputParts = listOf(inputPart)
 
 	annotationShape = union(
@@ -796,8 +796,11 @@ var (
 		object(false, "container_id!", strShape, "end_index!", intShape, "file_id!", strShape, "filename!", strShape,
 			"start_index!", intShape, "type!", lit("container_file_citation")),
 		object(false, "file_id!", strShape, "index!", intShape, "type!", lit("file_path")))
-	outputPart = union(
-		object(false, "annotations!", listOf(annotationShape), "text!", strShape, "type", lit(PartOutputText), "logprobs", optListAny),
+	// logprobShape is response_output_text_param.py's Logprob; its
+	// Iterable members are only checked to be iterable.
+	logprobShape = object(false, "token!", strShape, "bytes!", iterableShape, "logprob!", floatShape, "top_logprobs!", iterableShape)
+	outputPart   = union(
+		object(false, "annotations!", listOf(annotationShape), "text!", strShape, "type", lit(PartOutputText), "logprobs", nullable(listOf(logprobShape))),
 		object(false, "refusal!", strShape, "type", lit(PartRefusal)))
 
 	tokenShape = object(false, "prompt_token_ids!", listOf(intShape), "generation_token_ids!", listOf(intShape),
@@ -825,36 +828,84 @@ func withTokens(s *shape) *shape {
 	return &c
 }
 
+// Nested models of the pass-through items (openai 2.44's
+// openai/types/responses/*.py). Their unions carry the discriminator only
+// as openai's own metadata, so pydantic tries each member in turn: the
+// union rule of shape.walkUnion.
+var (
+	optKeys     = nullable(listOfStr)
+	safetyCheck = object(false, "id!", strShape, "code", optStr, "message", optStr)
+	// computerAction is ComputerAction (computer_action.py), the same
+	// members as response_computer_tool_call.py's Action.
+	computerAction = union(
+		object(false, "button!", lit("left", "right", "wheel", "back", "forward"), "type!", lit("click"), "x!", intShape, "y!", intShape,
+			"keys", optKeys),
+		object(false, "keys", optKeys, "type!", lit("double_click"), "x!", intShape, "y!", intShape),
+		object(false, "path!", listOf(object(false, "x!", intShape, "y!", intShape)), "type!", lit("drag"), "keys", optKeys),
+		object(false, "keys!", listOfStr, "type!", lit("keypress")),
+		object(false, "type!", lit("move"), "x!", intShape, "y!", intShape, "keys", optKeys),
+		object(false, "type!", lit("screenshot")),
+		object(false, "scroll_x!", intShape, "scroll_y!", intShape, "type!", lit("scroll"), "x!", intShape, "y!", intShape, "keys", optKeys),
+		object(false, "text!", strShape, "type!", lit("type")),
+		object(false, "type!", lit("wait")))
+	// webSearchAction is response_function_web_search.py's Action.
+	webSearchAction = union(
+		object(false, "type!", lit("search"), "queries", nullable(listOfStr), "query", optStr,
+			"sources", nullable(listOf(object(false, "type!", lit("url"), "url!", strShape)))),
+		object(false, "type!", lit("open_page"), "url", optStr),
+		object(false, "pattern!", strShape, "type!", lit("find_in_page"), "url!", strShape))
+	// patchOperation is response_apply_patch_tool_call.py's Operation.
+	patchOperation = union(
+		object(false, "diff!", strShape, "path!", strShape, "type!", lit("create_file")),
+		object(false, "path!", strShape, "type!", lit("delete_file")),
+		object(false, "diff!", strShape, "path!", strShape, "type!", lit("update_file")))
+	shellAction      = object(false, "commands!", listOfStr, "max_output_length", optInt, "timeout_ms", optInt)
+	shellEnvironment = nullable(union(object(false, "type!", lit("local")),
+		object(false, "container_id!", strShape, "type!", lit("container_reference"))))
+	shellOutput = object(false, "outcome!", union(object(false, "type!", lit("timeout")),
+		object(false, "exit_code!", intShape, "type!", lit("exit"))), "stderr!", strShape, "stdout!", strShape, "created_by", optStr)
+	localShellAction = object(false, "command!", listOfStr, "env!", strMapShape, "type!", lit("exec"), "timeout_ms", optInt,
+		"user", optStr, "working_directory", optStr)
+	fileSearchResult = object(false, "attributes", nullable(&shape{kind: shapeDict, elem: union(strShape, floatShape, boolShape)}),
+		"file_id", optStr, "filename", optStr, "score", optFloat, "text", optStr)
+	codeOutput = union(object(false, "logs!", strShape, "type!", lit("logs")), object(false, "type!", lit("image"), "url!", strShape))
+	// inputFileModel is the ResponseInputFile model (the parameter form,
+	// inputFilePart, takes no nulls).
+	inputFileModel = object(false, "type!", lit("input_file"), "detail", optLit("low", "high"), "file_data", optStr, "file_id", optStr,
+		"file_url", optStr, "filename", optStr)
+	inputContentModels = union(inputTextPart, inputImagePart, inputFileModel)
+)
+
 // passThroughShapes are the item models both unions share, checked
-// member by member; nested objects (actions, operations, outputs) are
-// checked for their JSON kind only.
+// member by member, nested models included (an mcp_list_tools item's
+// tools are List[Any] in nemo-gym, openai_utils.py:352).
 var passThroughShapes = map[string]*shape{
 	"mcp_call": object(false, "id", optStr, "arguments!", strShape, "name!", strShape, "server_label", optStr, "type", lit("mcp_call"),
 		"approval_request_id", optStr, "error", optStr, "output", optStr, "status", optStr),
 	"mcp_list_tools":       object(false, "id", optStr, "server_label", optStr, "tools", listAny, "type", lit("mcp_list_tools"), "error", optStr),
 	"mcp_approval_request": object(false, "id", optStr, "arguments!", strShape, "name!", strShape, "server_label", optStr, "type", lit("mcp_approval_request")),
 	"file_search_call": object(false, "id!", strShape, "queries!", listOfStr,
-		"status!", lit("in_progress", "searching", "completed", "incomplete", "failed"), "type!", lit("file_search_call"), "results", optListAny),
-	"web_search_call": object(false, "id!", strShape, "action!", objAny, "status!", lit("in_progress", "searching", "completed", "failed"),
+		"status!", lit("in_progress", "searching", "completed", "incomplete", "failed"), "type!", lit("file_search_call"), "results", nullable(listOf(fileSearchResult))),
+	"web_search_call": object(false, "id!", strShape, "action!", webSearchAction, "status!", lit("in_progress", "searching", "completed", "failed"),
 		"type!", lit("web_search_call")),
-	"computer_call": object(false, "id!", strShape, "call_id!", strShape, "pending_safety_checks!", listAny,
-		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("computer_call"), "action", optObjAny, "actions", optListAny),
+	"computer_call": object(false, "id!", strShape, "call_id!", strShape, "pending_safety_checks!", listOf(safetyCheck),
+		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("computer_call"), "action", nullable(computerAction), "actions", nullable(listOf(computerAction))),
 	"image_generation_call": object(false, "id!", strShape, "result", optStr, "status!", lit("in_progress", "completed", "generating", "failed"),
 		"type!", lit("image_generation_call")),
-	"code_interpreter_call": object(false, "id!", strShape, "code", optStr, "container_id!", strShape, "outputs", optListAny,
+	"code_interpreter_call": object(false, "id!", strShape, "code", optStr, "container_id!", strShape, "outputs", nullable(listOf(codeOutput)),
 		"status!", lit("in_progress", "completed", "incomplete", "interpreting", "failed"), "type!", lit("code_interpreter_call")),
-	"local_shell_call": object(false, "id!", strShape, "action!", objAny, "call_id!", strShape, "status!", lit("in_progress", "completed", "incomplete"),
+	"local_shell_call": object(false, "id!", strShape, "action!", localShellAction, "call_id!", strShape, "status!", lit("in_progress", "completed", "incomplete"),
 		"type!", lit("local_shell_call")),
 	"custom_tool_call": object(false, "call_id!", strShape, "input!", strShape, "name!", strShape, "type!", lit("custom_tool_call"),
 		"id", optStr, "namespace", optStr),
-	"apply_patch_call": object(false, "id!", strShape, "call_id!", strShape, "operation!", objAny, "status!", lit("in_progress", "completed"),
+	"apply_patch_call": object(false, "id!", strShape, "call_id!", strShape, "operation!", patchOperation, "status!", lit("in_progress", "completed"),
 		"type!", lit("apply_patch_call"), "created_by", optStr),
 	"apply_patch_call_output": object(false, "id!", strShape, "call_id!", strShape, "status!", lit("completed", "failed"),
 		"type!", lit("apply_patch_call_output"), "created_by", optStr, "output", optStr),
 	"compaction": object(false, "id!", strShape, "encrypted_content!", strShape, "type!", lit("compaction"), "created_by", optStr),
-	"shell_call": object(false, "id!", strShape, "action!", objAny, "call_id!", strShape, "environment", optObjAny,
+	"shell_call": object(false, "id!", strShape, "action!", shellAction, "call_id!", strShape, "environment", shellEnvironment,
 		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("shell_call"), "created_by", optStr),
-	"shell_call_output": object(false, "id!", strShape, "call_id!", strShape, "max_output_length", optInt, "output!", listAny,
+	"shell_call_output": object(false, "id!", strShape, "call_id!", strShape, "max_output_length", optInt, "output!", listOf(shellOutput),
 		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("shell_call_output"), "created_by", optStr),
 	"tool_search_call": object(false, "id!", strShape, "arguments!", anyShape, "call_id", optStr, "execution!", lit("server", "client"),
 		"status!", lit("in_progress", "completed", "incomplete"), "type!", lit("tool_search_call"), "created_by", optStr),
@@ -867,9 +918,9 @@ var inputShapes = mergeShapes(passThroughShapes, map[string]*shape{
 	tagEasyMessage: easyMessage, tagInputMessage: inputMessage, tagOutputMessage: outputMessage,
 	TypeFunctionCall: functionCall, TypeFunctionCallOutput: functionCallOutput, TypeReasoning: reasoningItem,
 	"computer_call_output": object(false, "call_id!", strShape, "output!", screenshotShape, "type!", lit("computer_call_output"), "id", optStr,
-		"acknowledged_safety_checks", optListAny, "status", &shape{kind: shapeLiteral, nullable: true,
-			lits: []string{StatusInProgress, StatusCompleted, StatusIncomplete}, pre: failedStatus}),
-	"custom_tool_call_output": object(false, "call_id!", strShape, "output!", strOrListAny, "type!", lit("custom_tool_call_output"), "id", optStr),
+		"acknowledged_safety_checks", nullable(listOf(safetyCheck)), "status", &shape{kind: shapeLiteral, nullable: true,
+			lits: []string{StatusInProgress, StatusCompleted, StatusIncomplete}, pre: preMessage(failedStatus)}),
+	"custom_tool_call_output": object(false, "call_id!", strShape, "output!", union(strShape, listOf(inputContentModels)), "type!", lit("custom_tool_call_output"), "id", optStr),
 	"local_shell_call_output": object(false, "id!", strShape, "output!", strShape, "type!", lit("local_shell_call_output"), "status", optStatus),
 	"mcp_approval_response": object(false, "approval_request_id!", strShape, "approve!", boolShape, "type!", lit("mcp_approval_response"),
 		"id", optStr, "reason", optStr),
@@ -887,8 +938,8 @@ var outputShapes = mergeShapes(passThroughShapes, map[string]*shape{
 		"type!", lit(TypeFunctionCallOutput), "created_by", optStr),
 	"computer_call_output": object(false, "id!", strShape, "call_id!", strShape, "output!", screenshotShape,
 		"status!", lit("completed", "incomplete", "failed", "in_progress"), "type!", lit("computer_call_output"),
-		"acknowledged_safety_checks", optListAny, "created_by", optStr),
-	"custom_tool_call_output": object(false, "call_id!", strShape, "output!", strOrListAny, "type!", lit("custom_tool_call_output"),
+		"acknowledged_safety_checks", nullable(listOf(safetyCheck)), "created_by", optStr),
+	"custom_tool_call_output": object(false, "call_id!", strShape, "output!", union(strShape, listOf(inputContentModels)), "type!", lit("custom_tool_call_output"),
 		"id!", strShape, "status!", statusShape, "created_by", optStr),
 	"local_shell_call_output": object(false, "id!", strShape, "output!", strShape, "type!", lit("local_shell_call_output"), "status", optStatus),
 	"mcp_approval_response": object(false, "id!", strShape, "approval_request_id!", strShape, "approve!", boolShape,

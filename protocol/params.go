@@ -263,14 +263,16 @@ var (
 
 // Shapes of the OpenAI parameter objects a request carries raw. They are
 // TypedDicts inside a model that forbids extra members, so they forbid
-// them too. The unions nested in prompt variables and text.format are
-// checked for their JSON kind only.
+// them too.
 var (
-	promptShape    = object(true, "id!", strShape, "variables", optObjAny, "version", optStr)
+	// promptShape is ResponsePromptParam; a variable is a string or an
+	// input text, image or file part.
+	promptShape = object(true, "id!", strShape, "variables", nullable(&shape{kind: shapeDict, elem: union(strShape,
+		forbidding(inputTextPart), forbidding(inputImagePart), forbidding(inputFilePart))}), "version", optStr)
 	reasoningShape = object(true, "context", optLit("auto", "current_turn", "all_turns"),
 		"effort", optLit("none", "minimal", "low", "medium", "high", "xhigh"),
 		"generate_summary", optLit("auto", "concise", "detailed"), "summary", optLit("auto", "concise", "detailed"))
-	textShape              = object(true, "format", objAny, "verbosity", optLit("low", "medium", "high"))
+	textShape              = object(true, "format", textFormatParam, "verbosity", optLit("low", "medium", "high"))
 	contextManagementShape = listOf(object(true, "type!", strShape, "compact_threshold", optInt))
 	conversationShape      = union(strShape, object(true, "id!", strShape))
 	moderationShape        = object(true, "model!", strShape)
@@ -634,44 +636,89 @@ type toolDecodeWire struct {
 }
 
 // iterableShape is an Iterable member of a TypedDict: pydantic checks
-// only that the value can be iterated (a string, a list or an object).
+// only that the value can be iterated (a string, a list or an object),
+// and leaves its elements to whoever iterates it.
 var iterableShape = union(strShape, listAny, objAny)
 
+// forbidding returns a copy of the object shape s that refuses members
+// it does not declare: a TypedDict under a model that forbids them.
+func forbidding(s *shape) *shape {
+	c := *s
+	c.forbid = true
+	return &c
+}
+
+// Nested TypedDicts of the request tools (openai 2.44's
+// openai/types/responses/*_param.py and shared_params/*.py).
+var (
+	// textFormatParam is ResponseFormatTextConfigParam.
+	textFormatParam = union(object(true, "type!", lit("text")),
+		object(true, "name!", strShape, "schema!", objAny, "type!", lit("json_schema"), "description", strShape, "strict", optBool),
+		object(true, "type!", lit("json_object")))
+	// fileSearchFilters are ComparisonFilter and CompoundFilter (whose
+	// filters are an Iterable).
+	fileSearchFilters = union(
+		object(true, "key!", strShape, "type!", lit("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"),
+			"value!", union(strShape, floatShape, boolShape, listOf(union(strShape, floatShape)))),
+		object(true, "filters!", iterableShape, "type!", lit("and", "or")))
+	rankingOptions = object(true, "hybrid_search", object(true, "embedding_weight!", floatShape, "text_weight!", floatShape),
+		"ranker", lit("auto", "default-2024-11-15"), "score_threshold", floatShape)
+	webSearchFilters = object(true, "allowed_domains", nullable(listOfStr))
+	// webSearchLocation is web_search_tool_param.py's UserLocation; the
+	// preview tool's requires its type.
+	webSearchLocation = object(true, "city", optStr, "country", optStr, "region", optStr, "timezone", optStr,
+		"type", lit("approximate"))
+	previewLocation = object(true, "type!", lit("approximate"), "city", optStr, "country", optStr, "region", optStr,
+		"timezone", optStr)
+	mcpToolFilter = object(true, "read_only", boolShape, "tool_names", listOfStr)
+	mcpConnectors = lit("connector_dropbox", "connector_gmail", "connector_googlecalendar", "connector_googledrive",
+		"connector_microsoftteams", "connector_outlookcalendar", "connector_outlookemail", "connector_sharepoint")
+	networkPolicy = union(object(true, "type!", lit("disabled")),
+		object(true, "allowed_domains!", listOfStr, "type!", lit("allowlist"), "domain_secrets", iterableShape))
+	codeContainer = union(strShape, object(true, "type!", lit("auto"), "file_ids", listOfStr,
+		"memory_limit", optLit("1g", "4g", "16g", "64g"), "network_policy", networkPolicy))
+	// customToolFormat is CustomToolInputFormat.
+	customToolFormat = union(object(true, "type!", lit("text")),
+		object(true, "definition!", strShape, "syntax!", lit("lark", "regex"), "type!", lit("grammar")))
+)
+
 // requestTools are the tool TypedDicts of a request (they forbid
-// members they do not declare); nested configuration objects (filters,
-// locations, formats, environments) are checked for their JSON kind only.
+// members they do not declare), nested TypedDicts included; members
+// openai declares Iterable (skills, a namespace's tools, a compound
+// filter's filters) are checked to be iterable only, as pydantic does.
 var requestTools = union(
 	object(true, "name!", strShape, "parameters!", optObjAny, "strict!", optBool, "type!", lit("function"),
 		"defer_loading", boolShape, "description", optStr),
-	object(true, "type!", lit("file_search"), "vector_store_ids!", listOfStr, "filters", optObjAny,
-		"max_num_results", intShape, "ranking_options", objAny),
+	object(true, "type!", lit("file_search"), "vector_store_ids!", listOfStr, "filters", nullable(fileSearchFilters),
+		"max_num_results", intShape, "ranking_options", rankingOptions),
 	object(true, "type!", lit("computer")),
 	object(true, "display_height!", intShape, "display_width!", intShape,
 		"environment!", lit("windows", "mac", "linux", "ubuntu", "browser"), "type!", lit("computer_use_preview")),
-	object(true, "type!", lit("web_search", "web_search_2025_08_26"), "filters", optObjAny,
-		"search_context_size", lit("low", "medium", "high"), "user_location", optObjAny),
-	object(true, "server_label!", strShape, "type!", lit("mcp"), "allowed_tools", nullable(union(listOfStr, objAny)),
-		"authorization", strShape, "connector_id", strShape, "defer_loading", boolShape, "headers", nullable(strMapShape),
-		"require_approval", nullable(union(objAny, lit("always", "never"))), "server_description", strShape,
+	object(true, "type!", lit("web_search", "web_search_2025_08_26"), "filters", nullable(webSearchFilters),
+		"search_context_size", lit("low", "medium", "high"), "user_location", nullable(webSearchLocation)),
+	object(true, "server_label!", strShape, "type!", lit("mcp"), "allowed_tools", nullable(union(listOfStr, mcpToolFilter)),
+		"authorization", strShape, "connector_id", mcpConnectors, "defer_loading", boolShape, "headers", nullable(strMapShape),
+		"require_approval", nullable(union(object(true, "always", mcpToolFilter, "never", mcpToolFilter), lit("always", "never"))),
+		"server_description", strShape,
 		"server_url", strShape, "tunnel_id", strShape),
-	object(true, "container!", strOrObjAny, "type!", lit("code_interpreter")),
+	object(true, "container!", codeContainer, "type!", lit("code_interpreter")),
 	object(true, "type!", lit("image_generation"), "action", lit("generate", "edit", "auto"),
 		"background", lit("transparent", "opaque", "auto"), "input_fidelity", optLit("high", "low"),
-		"input_image_mask", objAny, "model", strShape, "moderation", lit("auto", "low"), "output_compression", intShape,
+		"input_image_mask", object(true, "file_id", strShape, "image_url", strShape), "model", strShape, "moderation", lit("auto", "low"), "output_compression", intShape,
 		"output_format", lit("png", "webp", "jpeg"), "partial_images", intShape, "quality", lit("low", "medium", "high", "auto"),
 		"size", strShape),
 	object(true, "type!", lit("local_shell")),
 	object(true, "type!", lit("shell"), "environment", nullable(union(
 		object(true, "type!", lit("container_auto"), "file_ids", listOfStr, "memory_limit", optLit("1g", "4g", "16g", "64g"),
-			"network_policy", objAny, "skills", iterableShape),
+			"network_policy", networkPolicy, "skills", iterableShape),
 		object(true, "type!", lit("local"), "skills", iterableShape),
 		object(true, "container_id!", strShape, "type!", lit("container_reference"))))),
-	object(true, "name!", strShape, "type!", lit("custom"), "defer_loading", boolShape, "description", strShape, "format", objAny),
+	object(true, "name!", strShape, "type!", lit("custom"), "defer_loading", boolShape, "description", strShape, "format", customToolFormat),
 	object(true, "description!", strShape, "name!", strShape, "tools!", iterableShape, "type!", lit("namespace")),
 	object(true, "type!", lit("tool_search"), "description", optStr, "execution", lit("server", "client"), "parameters", anyShape),
 	object(true, "type!", lit("web_search_preview", "web_search_preview_2025_03_11"),
 		"search_content_types", listOf(lit("text", "image")), "search_context_size", lit("low", "medium", "high"),
-		"user_location", optObjAny),
+		"user_location", nullable(previewLocation)),
 	object(true, "type!", lit("apply_patch")))
 
 // responseTools are the tool models of a response: their required
@@ -689,7 +736,13 @@ var responseTools = union(
 	object(false, "type!", lit("local_shell")),
 	object(false, "type!", lit("shell")),
 	object(false, "name!", strShape, "type!", lit("custom")),
-	object(false, "description!", strShape, "name!", strShape, "tools!", listOf(objAny), "type!", lit("namespace")),
+	object(false, "description!", strShape, "name!", strShape, "tools!", listOf(union(
+		object(false, "name!", strShape, "type!", lit("function"), "defer_loading", optBool, "description", optStr,
+			"parameters", anyShape, "strict", optBool),
+		object(false, "name!", strShape, "type!", lit("custom"), "defer_loading", optBool, "description", optStr,
+			"format", nullable(union(object(false, "type!", lit("text")),
+				object(false, "definition!", strShape, "syntax!", lit("lark", "regex"), "type!", lit("grammar"))))))),
+		"type!", lit("namespace")),
 	object(false, "type!", lit("tool_search")),
 	object(false, "type!", lit("web_search_preview", "web_search_preview_2025_03_11")),
 	object(false, "type!", lit("apply_patch")))

@@ -241,16 +241,34 @@ func (r *Response) validate(v *validator, raw json.RawMessage, loc []any) {
 	}
 }
 
+// moderationResult is one side of a response's moderation
+// (openai/types/responses/response.py's ModerationInput and
+// ModerationOutput, which declare the same members).
+var moderationResult = union(
+	object(false, "categories!", &shape{kind: shapeDict, elem: boolShape},
+		"category_applied_input_types!", &shape{kind: shapeDict, elem: listOf(lit("text", "image"))},
+		"category_scores!", &shape{kind: shapeDict, elem: floatShape}, "flagged!", boolShape, "model!", strShape,
+		"type!", lit("moderation_result")),
+	object(false, "code!", strShape, "message!", strShape, "type!", lit("error")))
+
 // responseOptional are optional members of upstream's response model
-// that Response keeps in Extra, with their shapes; nested models are
-// checked for their JSON kind, or their required members.
+// that Response keeps in Extra, with their shapes, nested models
+// included.
 var responseOptional = object(false, "background", optBool, "completed_at", optFloat,
 	"conversation", nullable(object(false, "id!", strShape)), "max_tool_calls", optInt,
-	"moderation", nullable(object(false, "input!", objAny, "output!", objAny)), "previous_response_id", optStr,
-	"prompt", nullable(object(false, "id!", strShape)), "prompt_cache_key", optStr,
-	"prompt_cache_retention", optLit("in_memory", "24h"), "reasoning", optObjAny, "safety_identifier", optStr,
-	"service_tier", optLit("auto", "default", "flex", "scale", "priority"), "text", optObjAny, "top_logprobs", optInt,
-	"truncation", optLit("auto", "disabled"), "user", optStr)
+	"moderation", nullable(object(false, "input!", moderationResult, "output!", moderationResult)), "previous_response_id", optStr,
+	"prompt", nullable(object(false, "id!", strShape,
+		"variables", nullable(&shape{kind: shapeDict, elem: union(strShape, inputTextPart, inputImagePart, inputFileModel)}),
+		"version", optStr)),
+	"prompt_cache_key", optStr, "prompt_cache_retention", optLit("in_memory", "24h"),
+	"reasoning", nullable(object(false, "context", optLit("auto", "current_turn", "all_turns"),
+		"effort", optLit("none", "minimal", "low", "medium", "high", "xhigh"),
+		"generate_summary", optLit("auto", "concise", "detailed"), "summary", optLit("auto", "concise", "detailed"))),
+	"safety_identifier", optStr, "service_tier", optLit("auto", "default", "flex", "scale", "priority"),
+	"text", nullable(object(false, "format", nullable(union(object(false, "type!", lit("text")),
+		object(false, "name!", strShape, "schema!", objAny, "type!", lit("json_schema"), "description", optStr, "strict", optBool),
+		object(false, "type!", lit("json_object")))), "verbosity", optLit("low", "medium", "high"))),
+	"top_logprobs", optInt, "truncation", optLit("auto", "disabled"), "user", optStr)
 
 // OutputText joins the text of every output_text part of every message
 // item, with nothing between them, as openai-python's

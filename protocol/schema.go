@@ -40,13 +40,36 @@ type shape struct {
 	forbid   bool // an object refuses members it does not declare
 	branches []*shape
 	// pre, when set, runs first, as a pydantic before-validator: it
-	// returns "" to go on, skipCheck to accept the value as it is, or
-	// the message of a value error at the value's location.
-	pre func(raw []byte) string
+	// returns nil to go on, or the errors it found, with locations
+	// relative to the value, and the check stops there (an empty
+	// non-nil list accepts the value as it is).
+	pre func(raw []byte) []FieldError
 }
 
-// skipCheck is what a shape's pre returns to accept a value unchecked.
+// skipCheck is what a preMessage function returns to accept a value
+// unchecked.
 const skipCheck = "\x00skip"
+
+// preMessage makes a shape's pre of a before-validator that finds one
+// error at most: f returns "" to go on, skipCheck to accept the value
+// as it is, or the message of an error at the value's location (a value
+// error when it says so, else a literal error).
+func preMessage(f func(raw []byte) string) func([]byte) []FieldError {
+	return func(raw []byte) []FieldError {
+		switch msg := f(raw); msg {
+		case "":
+			return nil
+		case skipCheck:
+			return []FieldError{}
+		default:
+			kind := ErrValue
+			if !strings.HasPrefix(msg, "Value error") {
+				kind = ErrLiteral
+			}
+			return []FieldError{{Type: kind, Msg: msg, Input: json.RawMessage(raw)}}
+		}
+	}
+}
 
 // shapeField is one declared member of an object shape.
 type shapeField struct {
@@ -58,26 +81,24 @@ type shapeField struct {
 
 // Shape constructors, to keep the tables below short.
 var (
-	anyShape     = &shape{kind: shapeAny}
-	strShape     = &shape{kind: shapeString}
-	optStr       = &shape{kind: shapeString, nullable: true}
-	intShape     = &shape{kind: shapeInt}
-	optInt       = &shape{kind: shapeInt, nullable: true}
-	floatShape   = &shape{kind: shapeFloat}
-	optFloat     = &shape{kind: shapeFloat, nullable: true}
-	boolShape    = &shape{kind: shapeBool}
-	optBool      = &shape{kind: shapeBool, nullable: true}
-	objAny       = &shape{kind: shapeDict, elem: anyShape}
-	optObjAny    = &shape{kind: shapeDict, elem: anyShape, nullable: true}
-	listAny      = &shape{kind: shapeList, elem: anyShape}
-	optListAny   = &shape{kind: shapeList, elem: anyShape, nullable: true}
-	strMapShape  = &shape{kind: shapeDict, elem: strShape}
-	listOfStr    = &shape{kind: shapeList, elem: strShape}
-	statusShape  = lit(StatusInProgress, StatusCompleted, StatusIncomplete)
-	optStatus    = optLit(StatusInProgress, StatusCompleted, StatusIncomplete)
-	phaseShape   = optLit("commentary", "final_answer")
-	strOrObjAny  = union(strShape, objAny)
-	strOrListAny = union(strShape, listAny)
+	anyShape    = &shape{kind: shapeAny}
+	strShape    = &shape{kind: shapeString}
+	optStr      = &shape{kind: shapeString, nullable: true}
+	intShape    = &shape{kind: shapeInt}
+	optInt      = &shape{kind: shapeInt, nullable: true}
+	floatShape  = &shape{kind: shapeFloat}
+	optFloat    = &shape{kind: shapeFloat, nullable: true}
+	boolShape   = &shape{kind: shapeBool}
+	optBool     = &shape{kind: shapeBool, nullable: true}
+	objAny      = &shape{kind: shapeDict, elem: anyShape}
+	optObjAny   = &shape{kind: shapeDict, elem: anyShape, nullable: true}
+	listAny     = &shape{kind: shapeList, elem: anyShape}
+	strMapShape = &shape{kind: shapeDict, elem: strShape}
+	listOfStr   = &shape{kind: shapeList, elem: strShape}
+	statusShape = lit(StatusInProgress, StatusCompleted, StatusIncomplete)
+	optStatus   = optLit(StatusInProgress, StatusCompleted, StatusIncomplete)
+	phaseShape  = optLit("commentary", "final_answer")
+	strOrObjAny = union(strShape, objAny)
 )
 
 func lit(values ...string) *shape    { return &shape{kind: shapeLiteral, lits: values} }
@@ -167,16 +188,10 @@ func (v *validator) fail(kind, msg string, input json.RawMessage, loc []any) {
 func (s *shape) walk(v *validator, raw []byte, loc []any) {
 	raw = bytes.TrimSpace(raw)
 	if s.pre != nil {
-		switch msg := s.pre(raw); msg {
-		case "":
-		case skipCheck:
-			return
-		default:
-			kind := ErrValue
-			if !strings.HasPrefix(msg, "Value error") {
-				kind = ErrLiteral
+		if errs := s.pre(raw); errs != nil {
+			for _, e := range errs {
+				v.add(e.Type, e.Msg, e.Input, append(slices.Clone(loc), e.Loc...)...)
 			}
-			v.fail(kind, msg, json.RawMessage(raw), loc)
 			return
 		}
 	}

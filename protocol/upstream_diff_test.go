@@ -51,9 +51,9 @@ TAGS = set(_RESPONSE_INPUT_ITEM_TAG_BY_CLASS.values()) | set(_RESPONSE_OUTPUT_IT
 def is_label(el, cur):
     if not isinstance(cur, dict):
         return True
-    if "[" in el or el[:1].isupper() or el in ("str", "int", "float", "bool"):
-        return True
-    return el in TAGS and el not in cur
+    if el in cur:
+        return False  # a member, even one named like a class ("A" in an env map)
+    return "[" in el or el[:1].isupper() or el in ("str", "int", "float", "bool") or el in TAGS
 
 def steps(loc, body):
     cur, out = body, []
@@ -281,12 +281,10 @@ func raw(s string) any {
 	return v
 }
 
-// Fixtures written from upstream's models. Nested objects protocol checks
-// for their JSON kind only (shell actions, patch operations, moderation
-// results, filters) are not mutated inside.
-//
 // Fixtures written from upstream's models: one valid form of each input
-// item, output item, content part, tool and tool choice.
+// item, output item, content part, tool and tool choice. The nested*
+// fixtures below carry the nested models (actions, operations, filters,
+// formats, ...) that mutateDeep reaches into.
 var (
 	validInputItems = []string{
 		`{"role":"user","content":"hi"}`,
@@ -437,9 +435,15 @@ func corpus(rng *rand.Rand, model string) [][]byte {
 		for i := 0; i < 2500; i++ {
 			add(mutateParams(rng, validParams(rng)))
 		}
+		for i := 0; i < 2000; i++ {
+			add(mutateNestedParams(rng, validParams(rng)))
+		}
 	case "response":
 		for i := 0; i < 1500; i++ {
 			add(mutateResponse(rng, validResponse(rng)))
+		}
+		for i := 0; i < 1500; i++ {
+			add(mutateNestedResponse(rng, validResponse(rng)))
 		}
 	case "verify_request", "verify_response":
 		for i := 0; i < 1000; i++ {
@@ -453,6 +457,9 @@ func corpus(rng *rand.Rand, model string) [][]byte {
 	case "chat":
 		for i := 0; i < 1500; i++ {
 			add(mutateChat(rng, validChat(rng)))
+		}
+		for i := 0; i < 1500; i++ {
+			add(mutateNestedChat(rng, validChat(rng)))
 		}
 	case "aggregate":
 		entries := []string{`{"reward":1,"_ng_task_index":0}`, `{}`, `{"reward":0.5,"mask_sample":true,"response":{"usage":null}}`,
@@ -817,5 +824,205 @@ func mutateChat(rng *rand.Rand, c map[string]any) map[string]any {
 	case 7:
 		c["tool_choice"] = pick(rng, chatToolChoices)
 	}
+	return c
+}
+
+// Fixtures with nested models filled in, from openai 2.44's declarations
+// (openai/types/responses/*.py, openai/types/chat/*.py, shared_params):
+// items both unions take, items of one union only, request tools, and
+// the nested parameter objects of a request, a response and a chat
+// request.
+var (
+	nestedItems = []string{
+		`{"type":"shell_call","id":"sh_1","call_id":"c2","action":{"commands":["ls","pwd"],"max_output_length":100,"timeout_ms":null},"status":"completed","environment":{"type":"container_reference","container_id":"cn"}}`,
+		`{"type":"shell_call","id":"sh_2","call_id":"c2","action":{"commands":[]},"status":"in_progress","environment":{"type":"local"}}`,
+		`{"type":"shell_call_output","id":"sho_1","call_id":"c2","status":"completed","output":[{"outcome":{"type":"exit","exit_code":0},"stdout":"a","stderr":""},{"outcome":{"type":"timeout"},"stdout":"","stderr":"t","created_by":null}]}`,
+		`{"type":"local_shell_call","id":"lsc_1","call_id":"c6","status":"completed","action":{"type":"exec","command":["ls"],"env":{"A":"b"},"timeout_ms":5,"user":null,"working_directory":"/"}}`,
+		`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q","queries":["q"],"sources":[{"type":"url","url":"https://x"}]}}`,
+		`{"type":"web_search_call","id":"ws_2","status":"searching","action":{"type":"open_page","url":null}}`,
+		`{"type":"web_search_call","id":"ws_3","status":"failed","action":{"type":"find_in_page","pattern":"p","url":"https://x"}}`,
+		`{"type":"apply_patch_call","id":"ap_2","call_id":"c3","status":"in_progress","operation":{"type":"create_file","path":"a.txt","diff":"+a"}}`,
+		`{"type":"apply_patch_call","id":"ap_3","call_id":"c3","status":"completed","operation":{"type":"update_file","path":"a.txt","diff":"-a"}}`,
+		`{"type":"computer_call","id":"cc_1","call_id":"c4","status":"completed","pending_safety_checks":[{"id":"sc","code":null,"message":"m"}],` +
+			`"action":{"type":"click","button":"left","x":1,"y":2,"keys":null},"actions":[{"type":"drag","path":[{"x":1,"y":2}]},{"type":"keypress","keys":["a"]},` +
+			`{"type":"scroll","scroll_x":0,"scroll_y":1,"x":2,"y":3},{"type":"type","text":"t"},{"type":"wait"},{"type":"screenshot"},{"type":"move","x":1,"y":1},{"type":"double_click","x":1,"y":1,"keys":["k"]}]}`,
+		`{"type":"file_search_call","id":"fs_1","queries":["q"],"status":"completed","results":[{"file_id":"f","filename":"a","score":0.5,"text":"t","attributes":{"a":"b","n":1,"f":true}}]}`,
+		`{"type":"code_interpreter_call","id":"ci_1","container_id":"cn","code":"print(1)","status":"completed","outputs":[{"type":"logs","logs":"1"},{"type":"image","url":"https://x/i.png"}]}`,
+		`{"type":"message","id":"msg_3","role":"assistant","status":"completed","content":[{"type":"output_text","text":"4","annotations":[],` +
+			`"logprobs":[{"token":"4","bytes":[52],"logprob":-0.1,"top_logprobs":[{"token":"4","bytes":[52],"logprob":-0.1}]}]}]}`,
+	}
+	nestedInputOnly = []string{
+		`{"type":"computer_call_output","call_id":"c4","output":{"type":"computer_screenshot"},"acknowledged_safety_checks":[{"id":"sc"}]}`,
+		`{"type":"custom_tool_call_output","call_id":"c5","output":[{"type":"input_text","text":"y"},{"type":"input_image","detail":"auto","image_url":null},{"type":"input_file","file_id":null,"filename":"a"}]}`,
+	}
+	nestedOutputOnly = []string{
+		`{"type":"computer_call_output","id":"cco_1","call_id":"c4","output":{"type":"computer_screenshot"},"status":"completed","acknowledged_safety_checks":[{"id":"sc","code":"c"}]}`,
+		`{"type":"custom_tool_call_output","id":"cto_1","status":"completed","call_id":"c5","output":[{"type":"input_text","text":"y"},{"type":"input_file","detail":null}]}`,
+	}
+	nestedTools = []string{
+		`{"type":"file_search","vector_store_ids":["vs"],"filters":{"type":"eq","key":"k","value":"v"},"ranking_options":{"ranker":"auto","score_threshold":0.5,"hybrid_search":{"embedding_weight":1,"text_weight":0.5}}}`,
+		`{"type":"file_search","vector_store_ids":[],"filters":{"type":"and","filters":[{"type":"in","key":"k","value":["a",1]}]},"max_num_results":3}`,
+		`{"type":"web_search","filters":{"allowed_domains":["x.com"]},"user_location":{"type":"approximate","city":"c","country":null}}`,
+		`{"type":"web_search_preview","user_location":{"type":"approximate","region":"r"},"search_content_types":["text"]}`,
+		`{"type":"mcp","server_label":"s","allowed_tools":{"read_only":true,"tool_names":["t"]},"require_approval":{"always":{"tool_names":["a"]},"never":{"read_only":false}},"connector_id":"connector_gmail"}`,
+		`{"type":"mcp","server_label":"s","allowed_tools":["t"],"require_approval":null,"headers":{"a":"b"}}`,
+		`{"type":"code_interpreter","container":{"type":"auto","file_ids":["f"],"memory_limit":"4g","network_policy":{"type":"allowlist","allowed_domains":["x"],"domain_secrets":[]}}}`,
+		`{"type":"image_generation","input_image_mask":{"file_id":"f","image_url":"u"},"quality":"low"}`,
+		`{"type":"shell","environment":{"type":"container_auto","network_policy":{"type":"disabled"},"skills":[],"memory_limit":null,"file_ids":[]}}`,
+		`{"type":"custom","name":"g","format":{"type":"grammar","syntax":"lark","definition":"start: x"}}`,
+		`{"type":"custom","name":"g","format":{"type":"text"}}`,
+		`{"type":"namespace","name":"n","description":"d","tools":[{"type":"function","name":"f"}]}`,
+	}
+	nestedParamValues = map[string][]string{
+		"prompt": {`{"id":"p","variables":{"a":"x","b":{"type":"input_text","text":"t"},"c":{"type":"input_image","detail":"low"},"d":{"type":"input_file","file_id":null}},"version":null}`},
+		"text": {`{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true,"description":"d"},"verbosity":"low"}`,
+			`{"format":{"type":"text"}}`, `{"format":{"type":"json_object"}}`},
+	}
+	nestedResponseValues = map[string][]string{
+		"moderation": {`{"input":{"type":"moderation_result","categories":{"hate":false},"category_applied_input_types":{"hate":["text","image"]},` +
+			`"category_scores":{"hate":0.1},"flagged":false,"model":"omni"},"output":{"type":"error","code":"c","message":"m"}}`},
+		"reasoning": {`{"effort":"low","summary":"auto","context":null,"generate_summary":"concise"}`},
+		"text": {`{"format":{"type":"json_schema","name":"n","schema":{},"strict":null,"description":null},"verbosity":null}`,
+			`{"format":{"type":"text"},"verbosity":"high"}`},
+		"prompt": {`{"id":"p","variables":{"a":"x","b":{"type":"input_file","filename":null},"c":{"type":"input_text","text":"t"}},"version":"1"}`},
+		"tools": {`[{"type":"namespace","name":"n","description":"d","tools":[{"type":"custom","name":"g","format":{"type":"grammar","definition":"d","syntax":"regex"}},` +
+			`{"type":"function","name":"f","parameters":null,"strict":true}]}]`},
+	}
+	nestedChatValues = map[string][]string{
+		"audio":              {`{"format":"wav","voice":"alloy"}`, `{"format":"mp3","voice":{"id":"v"}}`},
+		"response_format":    {`{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"description":"d"}}`, `{"type":"json_object"}`, `{"type":"text"}`},
+		"web_search_options": {`{"search_context_size":"low","user_location":{"type":"approximate","approximate":{"city":"c","timezone":"t"}}}`},
+		"tools":              {`[{"type":"custom","custom":{"name":"g","description":"d","format":{"type":"grammar","grammar":{"definition":"d","syntax":"lark"}}}}]`},
+	}
+	// deepValues are what mutateDeep puts in place of a nested value:
+	// other kinds, nulls, lax scalars and literals of the nested models.
+	deepValues = []string{`null`, `"x"`, `5`, `-1`, `1.5`, `true`, `[]`, `{}`, `"5"`, `"1.5"`, `"yes"`, `"true"`, `0`, `[5]`, `["x"]`,
+		`[{}]`, `{"x":1}`, `"text"`, `"image"`, `"auto"`, `"exit"`, `"search"`, `"click"`, `"approximate"`, `"local"`, `"lark"`,
+		`"json_object"`, `"error"`, `"logs"`, `"create_file"`, `"and"`, `"eq"`, `"disabled"`, `"grammar"`, `"input_text"`}
+)
+
+// mutateDeep applies one mutation somewhere inside v (a fixture parsed
+// from JSON) and returns the result: it walks down a random path of
+// objects and lists, and at the end replaces the value, drops a member,
+// adds an unknown one, or adds a list element. At the root it always
+// goes down, so the change lands inside a nested value.
+func mutateDeep(rng *rand.Rand, v any, root bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := sortedKeys(x)
+		if root || len(keys) > 0 && rng.IntN(5) < 3 {
+			if len(keys) == 0 {
+				return pick(rng, deepValues)
+			}
+			k := keys[rng.IntN(len(keys))]
+			if root {
+				// prefer a member that holds an object or a list
+				var nested []string
+				for _, key := range keys {
+					switch x[key].(type) {
+					case map[string]any, []any:
+						nested = append(nested, key)
+					}
+				}
+				if len(nested) > 0 {
+					k = nested[rng.IntN(len(nested))]
+				}
+			}
+			x[k] = mutateDeep(rng, x[k], false)
+			return x
+		}
+		switch rng.IntN(3) {
+		case 0:
+			if len(keys) > 0 {
+				delete(x, keys[rng.IntN(len(keys))])
+				return x
+			}
+		case 1:
+			x[[]string{"bogus", "type", "id"}[rng.IntN(3)]] = pick(rng, deepValues)
+			return x
+		}
+		return pick(rng, deepValues)
+	case []any:
+		if len(x) > 0 && (root || rng.IntN(5) < 3) {
+			i := rng.IntN(len(x))
+			x[i] = mutateDeep(rng, x[i], false)
+			return x
+		}
+		if rng.IntN(2) == 0 {
+			return append(x, pick(rng, deepValues))
+		}
+		return pick(rng, deepValues)
+	}
+	return pick(rng, deepValues)
+}
+
+// mutateNestedParams adds a nested fixture to a valid request (an input
+// item, a tool, a prompt or a text configuration) and, most of the time,
+// mutates inside it.
+func mutateNestedParams(rng *rand.Rand, p map[string]any) map[string]any {
+	deep := func(v any) any {
+		if rng.IntN(5) == 0 {
+			return v
+		}
+		return mutateDeep(rng, v, true)
+	}
+	switch rng.IntN(4) {
+	case 0, 1:
+		items, _ := p["input"].([]any)
+		fixtures := append(slices.Clone(nestedItems), nestedInputOnly...)
+		items = append(items, deep(pick(rng, fixtures)))
+		p["input"] = items
+	case 2:
+		tools, _ := p["tools"].([]any)
+		p["tools"] = append(tools, deep(pick(rng, nestedTools)))
+	case 3:
+		keys := sortedKeys(nestedParamValues)
+		k := keys[rng.IntN(len(keys))]
+		p[k] = deep(pick(rng, nestedParamValues[k]))
+	}
+	return p
+}
+
+// mutateNestedResponse adds a nested fixture to a valid response (an
+// output item or an optional member) and, most of the time, mutates
+// inside it.
+func mutateNestedResponse(rng *rand.Rand, r map[string]any) map[string]any {
+	deep := func(v any) any {
+		if rng.IntN(5) == 0 {
+			return v
+		}
+		return mutateDeep(rng, v, true)
+	}
+	if rng.IntN(3) == 0 {
+		keys := sortedKeys(nestedResponseValues)
+		k := keys[rng.IntN(len(keys))]
+		r[k] = deep(pick(rng, nestedResponseValues[k]))
+		return r
+	}
+	output, _ := r["output"].([]any)
+	fixtures := append(slices.Clone(nestedItems), nestedOutputOnly...)
+	r["output"] = append(output, deep(pick(rng, fixtures)))
+	return r
+}
+
+// mutateNestedChat sets a nested member of a valid chat request from its
+// fixture, or adds a training message, and, most of the time, mutates
+// inside it.
+func mutateNestedChat(rng *rand.Rand, c map[string]any) map[string]any {
+	if rng.IntN(4) == 0 {
+		msg := raw(`{"role":"assistant","content":"a","prompt_token_ids":[1,2],"generation_token_ids":[3],"generation_log_probs":[-0.1],"routed_experts":[[[1]]]}`)
+		if rng.IntN(5) != 0 {
+			msg = mutateDeep(rng, msg, true)
+		}
+		c["messages"] = append(c["messages"].([]any), msg)
+		return c
+	}
+	keys := sortedKeys(nestedChatValues)
+	k := keys[rng.IntN(len(keys))]
+	v := pick(rng, nestedChatValues[k])
+	if rng.IntN(5) != 0 {
+		v = mutateDeep(rng, v, true)
+	}
+	c[k] = v
 	return c
 }

@@ -23,8 +23,12 @@ func TestV07InputItems(t *testing.T) {
 		{"additional_tools gets its role", `[{"type":"additional_tools","role":"user","tools":[{"type":"shell"}]}]`, nil},
 		{"shell call and output", `[{"type":"shell_call","id":"s","call_id":"c","action":{"commands":["ls"]},"status":"completed"},` +
 			`{"type":"shell_call_output","id":"o","call_id":"c","output":[],"status":"completed"}]`, nil},
-		{"shell call with a bad status", `[{"type":"shell_call","id":"s","call_id":"c","action":{},"status":"done"}]`,
+		{"shell call with a bad status", `[{"type":"shell_call","id":"s","call_id":"c","action":{"commands":[]},"status":"done"}]`,
 			[]want{{ErrLiteral, loc(KeyParams, "input", 0, "status")}}},
+		{"shell call action without commands", `[{"type":"shell_call","id":"s","call_id":"c","action":{},"status":"completed"}]`,
+			[]want{{ErrMissing, loc(KeyParams, "input", 0, "action", "commands")}}},
+		{"apply_patch operation of no known type", `[{"type":"apply_patch_call","id":"a","call_id":"c","operation":{"type":"rename_file","path":"x"},"status":"completed"}]`,
+			[]want{{ErrValue, loc(KeyParams, "input", 0, "operation")}}},
 		{"apply_patch call and output", `[{"type":"apply_patch_call","id":"a","call_id":"c","operation":{"type":"delete_file","path":"x"},"status":"completed"},` +
 			`{"type":"apply_patch_call_output","id":"o","call_id":"c","status":"failed"}]`, nil},
 		{"tool search call with an object argument", `[{"type":"tool_search_call","id":"t","arguments":{"q":1},"execution":"client","status":"completed"},` +
