@@ -1,6 +1,10 @@
 package protocol
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
 
 // ChatParamKeys lists every member of a POST /v1/chat/completions body
 // NeMo Gym accepts (NeMoGymChatCompletionCreateParamsNonStreaming, which
@@ -28,6 +32,19 @@ func ValidateChatParams(b []byte) error {
 	return v.err()
 }
 
+// NormalizeChatParams returns the members of a chat request b (valid
+// JSON that ValidateChatParams accepts) as upstream's model server
+// forwards them, body.model_dump(exclude_unset=True)
+// (responses_api_models/openai_model/app.py:100): the members that
+// arrived, each value as the model holds it once validated ("5" as 5 for
+// an integer, "yes" and 1 as true, 0 as false for stream), a repeated
+// member once, by its last value, a tool call's outer name dropped.
+func NormalizeChatParams(b []byte) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	_ = json.Unmarshal(chatParams.normalize(nil, b), &out)
+	return out
+}
+
 // Shapes of the chat request, from openai 2.44's TypedDicts as NeMo Gym
 // narrows them.
 var (
@@ -41,9 +58,9 @@ var (
 	chatToolCall = union(
 		// upstream drops a redundant outer name before validating a call.
 		object(true, "id!", strShape, "function!", object(true, "arguments!", strShape, "name!", strShape),
-			"type!", lit("function"), "name", anyShape),
+			"type!", lit("function"), "name", stripped),
 		object(true, "id!", strShape, "custom!", object(true, "input!", strShape, "name!", strShape),
-			"type!", lit("custom"), "name", anyShape))
+			"type!", lit("custom"), "name", stripped))
 	chatAssistantFields = []any{"role!", lit("assistant"), "audio", nullable(object(true, "id!", strShape)),
 		"content", nullable(union(strShape, listOf(union(chatText, object(true, "refusal!", strShape, "type!", lit("refusal")))))),
 		"function_call", nullable(object(true, "arguments!", strShape, "name!", strShape)), "name", strShape,
@@ -88,17 +105,46 @@ var (
 		"top_logprobs", optInt, "top_p", optFloat, "user", optStr, "verbosity", optLit("low", "medium", "high"),
 		"web_search_options", nullable(object(true, "search_context_size", lit("low", "medium", "high"),
 			"user_location", nullable(object(true, "approximate!", object(true, "city", strShape, "country", strShape, "region", strShape,
-				"timezone", strShape), "type!", lit("approximate"))))), "stream", &shape{kind: shapeAny, pre: preMessage(notStreaming)},
+				"timezone", strShape), "type!", lit("approximate"))))), "stream", &shape{kind: shapeBool, nullable: true, pre: preMessage(notStreaming)},
 		"chat_template_kwargs", optObjAny, "thinking", optObjAny, "output_config", optObjAny)
 )
 
-// notStreaming accepts stream only as false or null (Literal[False]).
+// notStreaming accepts stream only as Literal[False] takes it in lax
+// mode: false, null, or a number equal to 0 (Python's 0 == False).
 func notStreaming(raw []byte) string {
-	switch string(raw) {
-	case "false", "null":
+	if string(raw) == "false" || isNull(raw) || zeroNumber(raw) {
 		return skipCheck
 	}
 	return "Input should be False"
+}
+
+// zeroNumber reports whether raw is a JSON number equal to 0.
+func zeroNumber(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return err == nil && f == 0
+}
+
+// falseFlag is a stream flag of a Responses request: a boolean, or a
+// number equal to 0, which Literal[False] takes as False (Validate
+// refuses true).
+type falseFlag bool
+
+func (f *falseFlag) decodeRaw(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case isNull(b):
+		return nil // null leaves the zero value, as encoding/json does
+	case string(b) == "true":
+		*f = true
+	case string(b) == "false" || zeroNumber(b):
+		*f = false
+	default:
+		return &json.UnmarshalTypeError{Value: rawKind(b), Type: typeBool}
+	}
+	return nil
 }
 
 // chatTokenCheck is upstream's check of a message's token members before
@@ -121,3 +167,54 @@ func chatTokenCheck(raw []byte) []FieldError {
 	}
 	return v.errs
 }
+
+// ValidateChatCompletion checks a chat completion (b, valid JSON) as
+// upstream's model server checks the answer of the endpoint it forwards
+// to (NeMoGymChatCompletion.model_validate,
+// responses_api_models/openai_model/app.py:104): openai 2.44's
+// ChatCompletion, member by member and nested models included, whose
+// choices' messages may carry token ids. Undeclared members are kept,
+// as the models allow them. The error is a *ValidationError whose
+// locations are relative to the body.
+func ValidateChatCompletion(b []byte) error {
+	var v validator
+	chatCompletionShape.check(&v, b, nil)
+	return v.err()
+}
+
+// Shapes of the chat completion, from openai/types/chat/chat_completion.py,
+// chat_completion_message.py and completion_usage.py of openai 2.44, as
+// nemo_gym/openai_utils.py:1001-1020 narrows them.
+var (
+	chatTopLogprob   = object(false, "token!", strShape, "bytes", nullable(listOf(intShape)), "logprob!", floatShape)
+	chatTokenLogprob = object(false, "token!", strShape, "bytes", nullable(listOf(intShape)), "logprob!", floatShape,
+		"top_logprobs!", listOf(chatTopLogprob))
+	chatModerationVerdict = union(
+		object(false, "model!", strShape, "results!", listOf(object(false,
+			"categories!", &shape{kind: shapeDict, elem: boolShape},
+			"category_applied_input_types!", &shape{kind: shapeDict, elem: listOf(lit("text", "image"))},
+			"category_scores!", &shape{kind: shapeDict, elem: floatShape}, "flagged!", boolShape, "model!", strShape,
+			"type!", lit("moderation_result"))), "type!", lit("moderation_results")),
+		object(false, "code!", strShape, "message!", strShape, "type!", lit("error")))
+	chatFunction      = object(false, "arguments!", strShape, "name!", strShape)
+	chatAnswerMessage = object(false, "content", optStr, "refusal", optStr, "role!", lit("assistant"),
+		"annotations", nullable(listOf(object(false, "type!", lit("url_citation"), "url_citation!", object(false,
+			"end_index!", intShape, "start_index!", intShape, "title!", strShape, "url!", strShape)))),
+		"audio", nullable(object(false, "id!", strShape, "data!", strShape, "expires_at!", intShape, "transcript!", strShape)),
+		"function_call", nullable(chatFunction),
+		"tool_calls", nullable(listOf(union(
+			object(false, "id!", strShape, "function!", chatFunction, "type!", lit("function")),
+			object(false, "id!", strShape, "custom!", object(false, "input!", strShape, "name!", strShape), "type!", lit("custom"))))))
+	chatCompletionShape = object(false, "id!", strShape, "choices!", listOf(object(false,
+		"finish_reason!", lit("stop", "length", "tool_calls", "content_filter", "function_call"), "index!", intShape,
+		"logprobs", nullable(object(false, "content", nullable(listOf(chatTokenLogprob)), "refusal", nullable(listOf(chatTokenLogprob)))),
+		// The message, or its training variant, after upstream's token check.
+		"message!", &shape{kind: shapeUnion, pre: chatTokenCheck, branches: []*shape{chatAnswerMessage, withTokens(chatAnswerMessage)}})),
+		"created!", intShape, "model!", strShape, "object!", lit("chat.completion"),
+		"moderation", nullable(object(false, "input!", chatModerationVerdict, "output!", chatModerationVerdict)),
+		"service_tier", optLit("auto", "default", "flex", "scale", "priority"), "system_fingerprint", optStr,
+		"usage", nullable(object(false, "completion_tokens!", intShape, "prompt_tokens!", intShape, "total_tokens!", intShape,
+			"completion_tokens_details", nullable(object(false, "accepted_prediction_tokens", optInt, "audio_tokens", optInt,
+				"reasoning_tokens", optInt, "rejected_prediction_tokens", optInt)),
+			"prompt_tokens_details", nullable(object(false, "audio_tokens", optInt, "cached_tokens", optInt)))))
+)

@@ -934,7 +934,9 @@ var inputShapes = mergeShapes(passThroughShapes, map[string]*shape{
 var outputShapes = mergeShapes(passThroughShapes, map[string]*shape{
 	tagOutputMessage: outputMessage, TypeFunctionCall: functionCall, TypeReasoning: reasoningItem,
 	tagEasyMessage: easyMessage, tagInputMessage: inputMessage, tagFCOInput: functionCallOutput,
-	TypeFunctionCallOutput: object(false, "id!", strShape, "call_id!", strShape, "output!", union(strShape, listOf(fcoContent)), "status!", statusShape,
+	// A function_call_output of a response is ResponseFunctionToolCallOutputItem,
+	// whose list-form parts are the input content models.
+	TypeFunctionCallOutput: object(false, "id!", strShape, "call_id!", strShape, "output!", union(strShape, listOf(inputContentModels)), "status!", statusShape,
 		"type!", lit(TypeFunctionCallOutput), "created_by", optStr),
 	"computer_call_output": object(false, "id!", strShape, "call_id!", strShape, "output!", screenshotShape,
 		"status!", lit("completed", "incomplete", "failed", "in_progress"), "type!", lit("computer_call_output"),
@@ -949,9 +951,14 @@ var outputShapes = mergeShapes(passThroughShapes, map[string]*shape{
 		"tools!", listOf(responseTools), "type!", lit("additional_tools")),
 })
 
-// fcoContent is a part of a function call output in the list form.
+// fcoContent is a part of an input function call output in the list
+// form (ResponseFunctionCallOutputItemParam: the input text, image and
+// file content TypedDicts of openai 2.44).
 var fcoContent = union(object(false, "text!", strShape, "type!", lit(PartInputText)),
-	object(false, "type!", lit("input_image")), object(false, "type!", lit("input_file")))
+	object(false, "type!", lit("input_image"), "detail", optLit("low", "high", "auto", "original"), "file_id", optStr,
+		"image_url", optStr),
+	object(false, "type!", lit("input_file"), "detail", lit("low", "high"), "file_data", optStr, "file_id", optStr,
+		"file_url", optStr, "filename", optStr))
 
 // screenshotShape is a computer call's output.
 var screenshotShape = object(false, "type!", lit("computer_screenshot"), "file_id", optStr, "image_url", optStr)

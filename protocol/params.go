@@ -91,7 +91,7 @@ type paramsWire struct {
 	TopP               *laxFloat64     `json:"top_p,omitempty"`
 	Truncation         *string         `json:"truncation,omitempty"`
 	User               *string         `json:"user,omitempty"`
-	Stream             *bool           `json:"stream,omitempty"`
+	Stream             *falseFlag      `json:"stream,omitempty"`
 	// The members added by openai 2.44, after the older ones so that the
 	// bits above keep their places.
 	ContextManagement    json.RawMessage `json:"context_management,omitempty"`
@@ -156,7 +156,7 @@ func (p *ResponseCreateParams) appendJSON(buf []byte) ([]byte, error) {
 		Prompt: nullToNil(p.Prompt), Reasoning: nullToNil(p.Reasoning), ServiceTier: p.ServiceTier,
 		Store: (*laxBool)(p.Store), Temperature: (*laxFloat64)(p.Temperature), Text: nullToNil(p.Text), ToolChoice: p.ToolChoice,
 		TopLogprobs: (*laxInt)(p.TopLogprobs), TopP: (*laxFloat64)(p.TopP), Truncation: p.Truncation, User: p.User,
-		Stream: p.Stream, ContextManagement: nullToNil(p.ContextManagement), Conversation: nullToNil(p.Conversation),
+		Stream: (*falseFlag)(p.Stream), ContextManagement: nullToNil(p.ContextManagement), Conversation: nullToNil(p.Conversation),
 		Moderation: nullToNil(p.Moderation), PromptCacheKey: p.PromptCacheKey, PromptCacheRetention: p.PromptCacheRetention,
 		SafetyIdentifier: p.SafetyIdentifier, StreamOptions: nullToNil(p.StreamOptions)}
 	if p.Include != nil {
@@ -188,7 +188,7 @@ func (p *ResponseCreateParams) decodeRaw(b []byte) error {
 		Prompt: nullToNil(w.Prompt), Reasoning: nullToNil(w.Reasoning), ServiceTier: w.ServiceTier,
 		Store: (*bool)(w.Store), Temperature: (*float64)(w.Temperature), Text: nullToNil(w.Text), ToolChoice: w.ToolChoice,
 		TopLogprobs: (*int)(w.TopLogprobs), TopP: (*float64)(w.TopP), Truncation: w.Truncation, User: w.User,
-		Stream: w.Stream, ContextManagement: nullToNil(w.ContextManagement), Conversation: nullToNil(w.Conversation),
+		Stream: (*bool)(w.Stream), ContextManagement: nullToNil(w.ContextManagement), Conversation: nullToNil(w.Conversation),
 		Moderation: nullToNil(w.Moderation), PromptCacheKey: w.PromptCacheKey, PromptCacheRetention: w.PromptCacheRetention,
 		SafetyIdentifier: w.SafetyIdentifier, StreamOptions: nullToNil(w.StreamOptions),
 		unknown: unknown, present: present | decodedBit, nulls: nulls}
@@ -721,31 +721,74 @@ var requestTools = union(
 		"user_location", nullable(previewLocation)),
 	object(true, "type!", lit("apply_patch")))
 
-// responseTools are the tool models of a response: their required
-// members (they keep undeclared ones).
+// responseTools are the tool models of a response (openai 2.44's
+// openai/types/responses/tool.py), nested models included, member by
+// member; they keep members they do not declare, and take null for every
+// optional member.
 var responseTools = union(
-	object(false, "name!", strShape, "type!", lit("function"), "parameters", optObjAny, "strict", optBool, "description", optStr),
-	object(false, "type!", lit("file_search"), "vector_store_ids!", listOfStr),
+	object(false, "name!", strShape, "type!", lit("function"), "parameters", optObjAny, "strict", optBool,
+		"defer_loading", optBool, "description", optStr),
+	object(false, "type!", lit("file_search"), "vector_store_ids!", listOfStr, "filters", nullable(union(
+		object(false, "key!", strShape, "type!", lit("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"),
+			"value!", union(strShape, floatShape, boolShape, listOf(union(strShape, floatShape)))),
+		// A compound filter's filters are List[Union[ComparisonFilter,
+		// object]]: any list.
+		object(false, "filters!", listAny, "type!", lit("and", "or")))),
+		"max_num_results", optInt, "ranking_options", nullable(object(false,
+			"hybrid_search", nullable(object(false, "embedding_weight!", floatShape, "text_weight!", floatShape)),
+			"ranker", optLit("auto", "default-2024-11-15"), "score_threshold", optFloat))),
 	object(false, "type!", lit("computer")),
 	object(false, "display_height!", intShape, "display_width!", intShape,
 		"environment!", lit("windows", "mac", "linux", "ubuntu", "browser"), "type!", lit("computer_use_preview")),
-	object(false, "type!", lit("web_search", "web_search_2025_08_26")),
-	object(false, "server_label!", strShape, "type!", lit("mcp")),
-	object(false, "container!", strOrObjAny, "type!", lit("code_interpreter")),
-	object(false, "type!", lit("image_generation")),
+	object(false, "type!", lit("web_search", "web_search_2025_08_26"),
+		"filters", nullable(object(false, "allowed_domains", nullable(listOfStr))),
+		"search_context_size", optLit("low", "medium", "high"), "user_location", nullable(object(false,
+			"city", optStr, "country", optStr, "region", optStr, "timezone", optStr, "type", optLit("approximate")))),
+	object(false, "server_label!", strShape, "type!", lit("mcp"), "allowed_tools", nullable(union(listOfStr, mcpToolFilterModel)),
+		"authorization", optStr, "connector_id", nullable(mcpConnectors), "defer_loading", optBool, "headers", nullable(strMapShape),
+		"require_approval", nullable(union(object(false, "always", nullable(mcpToolFilterModel), "never", nullable(mcpToolFilterModel)),
+			lit("always", "never"))),
+		"server_description", optStr, "server_url", optStr, "tunnel_id", optStr),
+	object(false, "container!", union(strShape, object(false, "type!", lit("auto"), "file_ids", nullable(listOfStr),
+		"memory_limit", optLit("1g", "4g", "16g", "64g"), "network_policy", nullable(networkPolicyModel))), "type!", lit("code_interpreter")),
+	object(false, "type!", lit("image_generation"), "action", optLit("generate", "edit", "auto"),
+		"background", optLit("transparent", "opaque", "auto"), "input_fidelity", optLit("high", "low"),
+		"input_image_mask", nullable(object(false, "file_id", optStr, "image_url", optStr)), "model", optStr,
+		"moderation", optLit("auto", "low"), "output_compression", optInt, "output_format", optLit("png", "webp", "jpeg"),
+		"partial_images", optInt, "quality", optLit("low", "medium", "high", "auto"), "size", optStr),
 	object(false, "type!", lit("local_shell")),
-	object(false, "type!", lit("shell")),
-	object(false, "name!", strShape, "type!", lit("custom")),
+	object(false, "type!", lit("shell"), "environment", nullable(union(
+		object(false, "type!", lit("container_auto"), "file_ids", nullable(listOfStr), "memory_limit", optLit("1g", "4g", "16g", "64g"),
+			"network_policy", nullable(networkPolicyModel), "skills", nullable(listOf(union(
+				object(false, "skill_id!", strShape, "type!", lit("skill_reference"), "version", optStr),
+				object(false, "description!", strShape, "name!", strShape, "source!", object(false, "data!", strShape,
+					"media_type!", lit("application/zip"), "type!", lit("base64")), "type!", lit("inline")))))),
+		object(false, "type!", lit("local"), "skills", nullable(listOf(object(false, "description!", strShape, "name!", strShape,
+			"path!", strShape)))),
+		object(false, "container_id!", strShape, "type!", lit("container_reference"))))),
+	customToolModel,
 	object(false, "description!", strShape, "name!", strShape, "tools!", listOf(union(
 		object(false, "name!", strShape, "type!", lit("function"), "defer_loading", optBool, "description", optStr,
 			"parameters", anyShape, "strict", optBool),
-		object(false, "name!", strShape, "type!", lit("custom"), "defer_loading", optBool, "description", optStr,
-			"format", nullable(union(object(false, "type!", lit("text")),
-				object(false, "definition!", strShape, "syntax!", lit("lark", "regex"), "type!", lit("grammar"))))))),
+		customToolModel)),
 		"type!", lit("namespace")),
-	object(false, "type!", lit("tool_search")),
-	object(false, "type!", lit("web_search_preview", "web_search_preview_2025_03_11")),
+	object(false, "type!", lit("tool_search"), "description", optStr, "execution", optLit("server", "client"), "parameters", anyShape),
+	object(false, "type!", lit("web_search_preview", "web_search_preview_2025_03_11"),
+		"search_content_types", nullable(listOf(lit("text", "image"))), "search_context_size", optLit("low", "medium", "high"),
+		"user_location", nullable(object(false, "type!", lit("approximate"), "city", optStr, "country", optStr, "region", optStr,
+			"timezone", optStr))),
 	object(false, "type!", lit("apply_patch")))
+
+// Nested models of the response tools that more than one tool shares.
+var (
+	mcpToolFilterModel = object(false, "read_only", optBool, "tool_names", nullable(listOfStr))
+	networkPolicyModel = union(object(false, "type!", lit("disabled")),
+		object(false, "allowed_domains!", listOfStr, "type!", lit("allowlist"), "domain_secrets", nullable(listOf(
+			object(false, "domain!", strShape, "name!", strShape, "value!", strShape)))))
+	customToolModel = object(false, "name!", strShape, "type!", lit("custom"), "defer_loading", optBool, "description", optStr,
+		"format", nullable(union(object(false, "type!", lit("text")),
+			object(false, "definition!", strShape, "syntax!", lit("lark", "regex"), "type!", lit("grammar")))))
+)
 
 // deferLoadingNull is upstream's replay rule for a request tool: a
 // defer_loading of null becomes false before validation.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -574,4 +575,162 @@ func (l *laxBool) decodeRaw(b []byte) error {
 		*l = n == 1
 	}
 	return nil
+}
+
+// LaxBool reads raw (one JSON value) as pydantic's lax mode reads a
+// boolean: true, false, 0, 1, or a word pydantic takes ("yes", "off",
+// ...). ok is false for any other value, null included.
+func LaxBool(raw []byte) (v, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || isNull(raw) {
+		return false, false
+	}
+	var l laxBool
+	if l.decodeRaw(raw) != nil {
+		return false, false
+	}
+	return bool(l), true
+}
+
+// LaxInt reads raw (one JSON value) as pydantic's lax mode reads an
+// integer: a number without a fraction, a boolean, or a string holding
+// one. ok is false for any other value, null included.
+func LaxInt(raw []byte) (n int, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || isNull(raw) {
+		return 0, false
+	}
+	var l laxInt
+	if l.decodeRaw(raw) != nil {
+		return 0, false
+	}
+	return int(l), true
+}
+
+// stripped marks a member upstream removes before it validates (a chat
+// tool call's redundant outer name, _strip_outer_tool_call_names,
+// nemo_gym/openai_utils.py:1133): accepted as anything, and left out of
+// a normalized value.
+var stripped = &shape{kind: shapeAny}
+
+// normalize appends raw (valid JSON that s accepts) to out as pydantic
+// holds it once validated and dumps it: lax scalars in their own kind
+// ("5" as 5 for an integer, "yes" as true for a boolean, a number for a
+// float), a list's and a dict's elements and an object's declared
+// members normalized in turn, an object's members once each (the last
+// of a repeated one, as Python's json module reads them) and without
+// stripped ones, a union's value as the first branch that accepts it.
+// Members of an object that keeps undeclared ones are kept as they came;
+// values of any kind are left as they came.
+func (s *shape) normalize(out, raw []byte) []byte {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return append(out, "null"...)
+	}
+	switch s.kind {
+	case shapeInt:
+		return appendLaxInt(out, raw)
+	case shapeFloat:
+		if raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9' {
+			return append(out, raw...)
+		}
+		if f, ok := laxNumber(raw); ok && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return strconv.AppendFloat(out, f, 'g', -1, 64)
+		}
+	case shapeBool:
+		var l laxBool
+		if l.decodeRaw(raw) == nil {
+			return strconv.AppendBool(out, bool(l))
+		}
+	case shapeList:
+		if raw[0] != '[' {
+			break
+		}
+		out = append(out, '[')
+		_ = scanArray(raw, func(i int, e []byte) error {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = s.elem.normalize(out, e)
+			return nil
+		})
+		return append(out, ']')
+	case shapeDict, shapeObject:
+		if raw[0] != '{' {
+			break
+		}
+		return s.normalizeObject(out, raw)
+	case shapeUnion:
+		for _, b := range s.branches {
+			var v validator
+			b.check(&v, raw, nil)
+			if len(v.errs) == 0 {
+				return b.normalize(out, raw)
+			}
+		}
+	}
+	return append(out, raw...)
+}
+
+// normalizeObject is normalize for an object or a dict.
+func (s *shape) normalizeObject(out, raw []byte) []byte {
+	var keys [][]byte
+	last := map[string][]byte{}
+	scanMembers(raw, func(key, e []byte) {
+		if _, seen := last[string(key)]; !seen {
+			keys = append(keys, key)
+		}
+		last[string(key)] = e
+	})
+	out = append(out, '{')
+	n := 0
+	for _, key := range keys {
+		e := last[string(key)]
+		elem := s.elem
+		if s.kind == shapeObject {
+			elem = anyShape
+			for i := range s.fields {
+				if keyIs(key, s.fields[i].key) {
+					elem = s.fields[i].s
+					break
+				}
+			}
+			if elem == stripped {
+				continue
+			}
+		}
+		if n++; n > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, key...)
+		out = append(out, ':')
+		out = elem.normalize(out, e)
+	}
+	return append(out, '}')
+}
+
+// appendLaxInt appends the integer pydantic reads from raw (which it
+// accepts as one): an integer literal as it came, digits of a string
+// without their spaces, sign and underscores' noise, else the number's
+// integral value.
+func appendLaxInt(out, raw []byte) []byte {
+	if raw[0] == '"' {
+		if s, err := decodeString(raw); err == nil {
+			s = strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+			var n big.Int
+			if _, ok := n.SetString(strings.TrimPrefix(s, "+"), 10); ok {
+				return n.Append(out, 10)
+			}
+		}
+	} else if !bytes.ContainsAny(raw, ".eE") && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		return append(out, raw...)
+	}
+	switch f, ok := laxNumber(raw); {
+	case !ok || math.IsInf(f, 0) || math.IsNaN(f):
+		return append(out, raw...)
+	default:
+		var n big.Float
+		i, _ := n.SetFloat64(f).Int(nil)
+		return i.Append(out, 10)
+	}
 }

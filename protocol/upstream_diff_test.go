@@ -7,6 +7,7 @@ import (
 
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ import (
 const diffProgram = `
 import json, sys
 from pydantic import ValidationError
-from nemo_gym.openai_utils import NeMoGymResponseCreateParamsNonStreaming, NeMoGymResponse, NeMoGymChatCompletionCreateParamsNonStreaming
+from nemo_gym.openai_utils import NeMoGymResponseCreateParamsNonStreaming, NeMoGymResponse, NeMoGymChatCompletionCreateParamsNonStreaming, NeMoGymChatCompletion
 from nemo_gym.base_resources_server import BaseVerifyRequest, BaseVerifyResponse
 from nemo_gym.config_types import AggregateMetricsRequest
 
@@ -44,6 +45,7 @@ MODELS = {
     "verify_response": BaseVerifyResponse,
     "aggregate": AggregateMetricsRequest,
     "chat": NeMoGymChatCompletionCreateParamsNonStreaming,
+    "chat_completion": NeMoGymChatCompletion,
 }
 from nemo_gym.openai_utils import _RESPONSE_INPUT_ITEM_TAG_BY_CLASS, _RESPONSE_OUTPUT_ITEM_TAG_BY_CLASS
 TAGS = set(_RESPONSE_INPUT_ITEM_TAG_BY_CLASS.values()) | set(_RESPONSE_OUTPUT_ITEM_TAG_BY_CLASS.values())
@@ -97,8 +99,16 @@ def reduce(paths):
 for line in sys.stdin:
     req = json.loads(line)
     try:
-        MODELS[req["model"]].model_validate(req["body"])
-        print(json.dumps({"ok": True, "locs": []}))
+        m = MODELS[req["model"]].model_validate(req["body"])
+        out = {"ok": True, "locs": []}
+        if req["model"] == "chat":
+            # what upstream's model server forwards (openai_model/app.py:100);
+            # an Iterable member dumps as an iterator, which json refuses
+            try:
+                out["dump"] = json.loads(json.dumps(m.model_dump(exclude_unset=True)))
+            except (TypeError, ValueError):
+                pass
+        print(json.dumps(out))
     except ValidationError as e:
         locs = reduce([steps(err["loc"], req["body"]) for err in e.errors()])
         print(json.dumps({"ok": False, "locs": sorted([list(l) for l in locs], key=json.dumps)}))
@@ -136,6 +146,7 @@ var diffModels = []diffModel{
 	{"verify_response", decodeAndValidate[protocol.VerifyResponse]},
 	{"aggregate", decodeAndValidate[protocol.AggregateMetricsRequest]},
 	{"chat", func(body []byte) (bool, error) { return false, protocol.ValidateChatParams(body) }},
+	{"chat_completion", func(body []byte) (bool, error) { return false, protocol.ValidateChatCompletion(body) }},
 }
 
 // TestUpstreamDifferential validates a corpus of bodies with upstream's
@@ -175,11 +186,13 @@ func TestUpstreamDifferential(t *testing.T) {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	type verdict struct {
-		OK    bool    `json:"ok"`
-		Locs  [][]any `json:"locs"`
-		Crash string  `json:"crash"`
+		OK    bool            `json:"ok"`
+		Locs  [][]any         `json:"locs"`
+		Crash string          `json:"crash"`
+		Dump  json.RawMessage `json:"dump"`
 	}
 	total, agree, crashes, accepted := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	dumps, dumpsAgree := 0, 0
 	shown := 0
 	i := 0
 	for ; sc.Scan(); i++ {
@@ -217,6 +230,16 @@ func TestUpstreamDifferential(t *testing.T) {
 				ok = slices.Equal(goLocs, pyLocs)
 			}
 		}
+		if ok && py.Dump != nil {
+			// The members protocol forwards are upstream's dump.
+			dumps++
+			got, _ := json.Marshal(protocol.NormalizeChatParams(e.body))
+			if sameValue(got, py.Dump) {
+				dumpsAgree++
+			} else if shown++; shown <= 25 {
+				t.Errorf("chat %s\n  upstream forwards %s\n  protocol forwards %s", e.body, py.Dump, got)
+			}
+		}
 		if ok {
 			agree[e.model.name]++
 			continue
@@ -230,6 +253,10 @@ func TestUpstreamDifferential(t *testing.T) {
 	}
 	if i != len(all) {
 		t.Fatalf("upstream printed %d lines for %d bodies", i, len(all))
+	}
+	t.Logf("chat: %d accepted bodies dumped by upstream, %d forwarded alike", dumps, dumpsAgree)
+	if dumps < 500 {
+		t.Errorf("only %d chat dumps compared", dumps)
 	}
 	for _, m := range diffModels {
 		t.Logf("%s: %d bodies, %d agree (upstream accepts %d; answers %d with 500, not 422, as its discriminator raises)",
@@ -442,7 +469,7 @@ func corpus(rng *rand.Rand, model string) [][]byte {
 		for i := 0; i < 1500; i++ {
 			add(mutateResponse(rng, validResponse(rng)))
 		}
-		for i := 0; i < 1500; i++ {
+		for i := 0; i < 2500; i++ {
 			add(mutateNestedResponse(rng, validResponse(rng)))
 		}
 	case "verify_request", "verify_response":
@@ -460,6 +487,10 @@ func corpus(rng *rand.Rand, model string) [][]byte {
 		}
 		for i := 0; i < 1500; i++ {
 			add(mutateNestedChat(rng, validChat(rng)))
+		}
+	case "chat_completion":
+		for i := 0; i < 1500; i++ {
+			add(mutateChatCompletion(rng, validChatCompletion(rng)))
 		}
 	case "aggregate":
 		entries := []string{`{"reward":1,"_ng_task_index":0}`, `{}`, `{"reward":0.5,"mask_sample":true,"response":{"usage":null}}`,
@@ -854,10 +885,44 @@ var (
 	nestedInputOnly = []string{
 		`{"type":"computer_call_output","call_id":"c4","output":{"type":"computer_screenshot"},"acknowledged_safety_checks":[{"id":"sc"}]}`,
 		`{"type":"custom_tool_call_output","call_id":"c5","output":[{"type":"input_text","text":"y"},{"type":"input_image","detail":"auto","image_url":null},{"type":"input_file","file_id":null,"filename":"a"}]}`,
+		`{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"ok"},{"type":"input_image","detail":"high","file_id":null,"image_url":"https://x/i.png"},` +
+			`{"type":"input_file","detail":"low","file_data":"d","file_id":null,"file_url":null,"filename":"a"}]}`,
+		`{"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","detail":null},{"type":"input_file","filename":null}],"status":"completed"}`,
 	}
 	nestedOutputOnly = []string{
 		`{"type":"computer_call_output","id":"cco_1","call_id":"c4","output":{"type":"computer_screenshot"},"status":"completed","acknowledged_safety_checks":[{"id":"sc","code":"c"}]}`,
 		`{"type":"custom_tool_call_output","id":"cto_1","status":"completed","call_id":"c5","output":[{"type":"input_text","text":"y"},{"type":"input_file","detail":null}]}`,
+		`{"type":"function_call_output","id":"fco_2","call_id":"c1","status":"completed","output":[{"type":"input_text","text":"ok"},` +
+			`{"type":"input_image","detail":"original","file_id":null,"image_url":"https://x/i.png"},{"type":"input_file","detail":null,"file_url":"u","file_data":null}]}`,
+		`{"type":"function_call_output","id":"fco_3","call_id":"c1","status":"incomplete","output":[{"type":"input_file","detail":"high","file_id":"f","filename":"a"},{"type":"input_image","detail":"low"}]}`,
+	}
+	// nestedResponseTools are a response's tool models (openai 2.44's
+	// openai/types/responses/tool.py), nested models filled in.
+	nestedResponseTools = []string{
+		`{"type":"function","name":"f","parameters":{"type":"object"},"strict":true,"defer_loading":null,"description":"d"}`,
+		`{"type":"file_search","vector_store_ids":["vs"],"filters":{"type":"eq","key":"k","value":1.5},"max_num_results":null,` +
+			`"ranking_options":{"ranker":null,"score_threshold":0.5,"hybrid_search":{"embedding_weight":1,"text_weight":0.5}}}`,
+		`{"type":"file_search","vector_store_ids":[],"filters":{"type":"or","filters":[{"type":"in","key":"k","value":["a",1]},5]},"ranking_options":null}`,
+		`{"type":"computer_use_preview","display_height":768,"display_width":1024,"environment":"browser"}`,
+		`{"type":"web_search","filters":{"allowed_domains":null},"search_context_size":"low","user_location":{"type":"approximate","city":"c","country":null}}`,
+		`{"type":"web_search_preview_2025_03_11","user_location":{"type":"approximate","region":"r"},"search_content_types":["text","image"],"search_context_size":null}`,
+		`{"type":"mcp","server_label":"s","allowed_tools":{"read_only":null,"tool_names":["t"]},"require_approval":{"always":{"tool_names":["a"]},"never":null},` +
+			`"connector_id":"connector_gmail","authorization":null,"defer_loading":true,"headers":{"a":"b"},"server_url":"https://x"}`,
+		`{"type":"mcp","server_label":"s","allowed_tools":["t"],"require_approval":"never","headers":null,"tunnel_id":"t"}`,
+		`{"type":"code_interpreter","container":{"type":"auto","file_ids":null,"memory_limit":"4g","network_policy":{"type":"allowlist","allowed_domains":["x"],` +
+			`"domain_secrets":[{"domain":"x","name":"n","value":"v"}]}}}`,
+		`{"type":"code_interpreter","container":"cn"}`,
+		`{"type":"image_generation","action":"edit","background":null,"input_image_mask":{"file_id":"f","image_url":null},"quality":"low","model":"gpt-image-1",` +
+			`"output_compression":50,"partial_images":null,"size":"auto","moderation":"low","output_format":"png","input_fidelity":"high"}`,
+		`{"type":"shell","environment":{"type":"container_auto","network_policy":{"type":"disabled"},"file_ids":["f"],"memory_limit":null,` +
+			`"skills":[{"type":"skill_reference","skill_id":"s","version":null},{"type":"inline","name":"n","description":"d","source":{"type":"base64","media_type":"application/zip","data":"UEs="}}]}}`,
+		`{"type":"shell","environment":{"type":"local","skills":[{"name":"n","description":"d","path":"/s"}]}}`,
+		`{"type":"shell","environment":{"type":"container_reference","container_id":"cn"}}`,
+		`{"type":"custom","name":"g","defer_loading":false,"description":null,"format":{"type":"grammar","syntax":"lark","definition":"start: x"}}`,
+		`{"type":"namespace","name":"n","description":"d","tools":[{"type":"function","name":"f","parameters":{"a":1},"strict":null},{"type":"custom","name":"g","format":null}]}`,
+		`{"type":"tool_search","description":null,"execution":"client","parameters":{"q":1}}`,
+		`{"type":"local_shell"}`,
+		`{"type":"apply_patch"}`,
 	}
 	nestedTools = []string{
 		`{"type":"file_search","vector_store_ids":["vs"],"filters":{"type":"eq","key":"k","value":"v"},"ranking_options":{"ranker":"auto","score_threshold":0.5,"hybrid_search":{"embedding_weight":1,"text_weight":0.5}}}`,
@@ -898,7 +963,8 @@ var (
 	// other kinds, nulls, lax scalars and literals of the nested models.
 	deepValues = []string{`null`, `"x"`, `5`, `-1`, `1.5`, `true`, `[]`, `{}`, `"5"`, `"1.5"`, `"yes"`, `"true"`, `0`, `[5]`, `["x"]`,
 		`[{}]`, `{"x":1}`, `"text"`, `"image"`, `"auto"`, `"exit"`, `"search"`, `"click"`, `"approximate"`, `"local"`, `"lark"`,
-		`"json_object"`, `"error"`, `"logs"`, `"create_file"`, `"and"`, `"eq"`, `"disabled"`, `"grammar"`, `"input_text"`}
+		`"json_object"`, `"error"`, `"logs"`, `"create_file"`, `"and"`, `"eq"`, `"disabled"`, `"grammar"`, `"input_text"`,
+		`"input_image"`, `"input_file"`, `"original"`, `"inline"`, `"never"`}
 )
 
 // mutateDeep applies one mutation somewhere inside v (a fixture parsed
@@ -993,7 +1059,19 @@ func mutateNestedResponse(rng *rand.Rand, r map[string]any) map[string]any {
 		}
 		return mutateDeep(rng, v, true)
 	}
-	if rng.IntN(3) == 0 {
+	switch rng.IntN(4) {
+	case 0:
+		// a response's tools, one to three of them, one changed inside
+		n := 1 + rng.IntN(3)
+		tools := make([]any, n)
+		for i := range tools {
+			tools[i] = pick(rng, nestedResponseTools)
+		}
+		i := rng.IntN(n)
+		tools[i] = deep(tools[i])
+		r["tools"] = tools
+		return r
+	case 1:
 		keys := sortedKeys(nestedResponseValues)
 		k := keys[rng.IntN(len(keys))]
 		r[k] = deep(pick(rng, nestedResponseValues[k]))
@@ -1025,4 +1103,65 @@ func mutateNestedChat(rng *rand.Rand, c map[string]any) map[string]any {
 	}
 	c[k] = v
 	return c
+}
+
+// chatCompletionChoices are choices of a chat completion as an
+// OpenAI-compatible endpoint answers them (openai/types/chat/*.py of
+// openai 2.44), nested models filled in, a training message among them.
+var chatCompletionChoices = []string{
+	`{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"4"}}`,
+	`{"index":0,"finish_reason":"tool_calls","logprobs":null,"message":{"role":"assistant","content":null,"refusal":null,` +
+		`"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"d","type":"custom","custom":{"name":"g","input":"x"}}]}}`,
+	`{"index":1,"finish_reason":"length","logprobs":{"content":[{"token":"4","bytes":[52],"logprob":-0.1,"top_logprobs":[{"token":"4","bytes":null,"logprob":-0.1}]}],"refusal":null},` +
+		`"message":{"role":"assistant","content":"4","annotations":[{"type":"url_citation","url_citation":{"url":"https://x","title":"t","start_index":0,"end_index":1}}],` +
+		`"audio":{"id":"a","data":"d","expires_at":1,"transcript":"t"},"function_call":{"name":"f","arguments":"{}"}}}`,
+	`{"index":0,"finish_reason":"content_filter","message":{"role":"assistant","content":"a","prompt_token_ids":[1,2],"generation_token_ids":[3],` +
+		`"generation_log_probs":[-0.5],"routed_experts":null}}`,
+}
+
+// validChatCompletion builds a valid chat completion, usage, moderation
+// and the other optional members some of the time.
+func validChatCompletion(rng *rand.Rand) map[string]any {
+	c := map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 1767225600, "model": "m"}
+	var choices []any
+	for range 1 + rng.IntN(2) {
+		choices = append(choices, pick(rng, chatCompletionChoices))
+	}
+	c["choices"] = choices
+	if rng.IntN(2) == 0 {
+		c["usage"] = raw(`{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":null},` +
+			`"completion_tokens_details":{"reasoning_tokens":0,"accepted_prediction_tokens":null,"audio_tokens":0,"rejected_prediction_tokens":0}}`)
+	}
+	if rng.IntN(4) == 0 {
+		c["moderation"] = raw(`{"input":{"type":"moderation_results","model":"omni","results":[{"type":"moderation_result","categories":{"hate":false},` +
+			`"category_applied_input_types":{"hate":["text"]},"category_scores":{"hate":0.1},"flagged":false,"model":"omni"}]},` +
+			`"output":{"type":"error","code":"c","message":"m"}}`)
+	}
+	if rng.IntN(3) == 0 {
+		c["service_tier"], c["system_fingerprint"] = pick(rng, []string{`"default"`, `null`, `"flex"`}), pick(rng, []string{`"fp"`, `null`})
+	}
+	return c
+}
+
+// mutateChatCompletion changes one value of a chat completion, inside a
+// nested model most of the time, else a top-level member.
+func mutateChatCompletion(rng *rand.Rand, c map[string]any) map[string]any {
+	switch rng.IntN(6) {
+	case 0:
+		return c // valid
+	case 1:
+		mutateMember(rng, c, []string{"id", "object", "created", "model", "choices", "usage", "service_tier", "system_fingerprint", "moderation", "x_extra"})
+		return c
+	}
+	return mutateDeep(rng, c, true).(map[string]any)
+}
+
+// sameValue reports whether the JSON values a and b are equal as Python
+// reads them (1 and 1.0 alike).
+func sameValue(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/gymlens/gymlens/protocol"
@@ -21,9 +20,10 @@ const (
 )
 
 // ChatCompletionRequest is the body of POST /v1/chat/completions: the
-// members the server reads. Every member upstream declares
-// (protocol.ChatParamKeys) is kept as it came for forwarding; Validate
-// refuses any other, as upstream's model forbids them.
+// members the server reads. The body is kept: forwarding sends every
+// member upstream declares (protocol.ChatParamKeys) as upstream's model
+// holds it once validated; Validate refuses any other member, as
+// upstream's model forbids them.
 type ChatCompletionRequest struct {
 	// Messages is the conversation (required).
 	Messages []ChatMessage `json:"messages"`
@@ -38,8 +38,6 @@ type ChatCompletionRequest struct {
 	// Stream must be false or unset: this server does not stream.
 	Stream *bool `json:"stream,omitempty"`
 
-	// members holds every declared member that arrived, as it came.
-	members map[string]json.RawMessage
 	// raw is the body as it came (nil for a request built in Go), for
 	// Validate; typeErr is the error of decoding it into the fields above,
 	// which Validate reports when upstream's rules pass it.
@@ -47,38 +45,59 @@ type ChatCompletionRequest struct {
 	typeErr error
 }
 
-// UnmarshalJSON keeps the body for Validate and every declared member
-// for forwarding, and decodes the members the server reads. A body that
-// is not a JSON object is an error; a member of the wrong shape is left
-// for Validate to report where upstream does.
+// UnmarshalJSON keeps the body for Validate and forwarding, and decodes
+// the members the server reads. A body that is not a JSON object is an
+// error; a member of the wrong shape is left for Validate to report
+// where upstream does.
 func (r *ChatCompletionRequest) UnmarshalJSON(b []byte) error {
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {
 		return err
 	}
+	// The booleans are read as upstream's model reads them (lax, by
+	// protocol's rules): "yes" and 1 are true.
 	type plain ChatCompletionRequest
-	var p plain
+	type wire struct {
+		plain
+		ParallelToolCalls json.RawMessage `json:"parallel_tool_calls"`
+		Stream            json.RawMessage `json:"stream"`
+	}
+	var p wire
 	typeErr := json.Unmarshal(b, &p)
-	*r = ChatCompletionRequest(p)
-	r.raw, r.typeErr = bytes.Clone(b), typeErr
-	r.members = map[string]json.RawMessage{}
-	for k, v := range all {
-		if slices.Contains(protocol.ChatParamKeys, k) {
-			r.members[k] = v
+	if typeErr != nil {
+		// A member repeated, with a value of another kind before the last:
+		// Python's json module keeps the last, as a re-encoding does.
+		var v any
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		if d.Decode(&v) == nil {
+			if canon, err := json.Marshal(v); err == nil {
+				p = wire{}
+				typeErr = json.Unmarshal(canon, &p)
+			}
 		}
 	}
+	*r = ChatCompletionRequest(p.plain)
+	r.ParallelToolCalls, r.Stream = laxBool(p.ParallelToolCalls), laxBool(p.Stream)
+	r.raw, r.typeErr = bytes.Clone(b), typeErr
 	return nil
 }
 
 // forwardBody is the request as upstream's model server forwards it:
-// the declared members that arrived, as they came, with model replaced.
-func (r *ChatCompletionRequest) forwardBody(model string) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(r.members)+1)
-	for k, v := range r.members {
-		out[k] = v
+// the members that arrived, as its model holds them once validated
+// (protocol.NormalizeChatParams), with model replaced.
+func (r *ChatCompletionRequest) forwardBody(model string) (map[string]json.RawMessage, error) {
+	raw := r.raw
+	if raw == nil {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("chat request: %w", err)
+		}
+		raw = b
 	}
+	out := protocol.NormalizeChatParams(raw)
 	out["model"] = mustJSON(model)
-	return out
+	return out, nil
 }
 
 // Validate applies upstream's NeMoGymChatCompletionCreateParamsNonStreaming
@@ -186,6 +205,31 @@ type ChatFunctionDef struct {
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// Strict asks for strict schema adherence.
 	Strict *bool `json:"strict,omitempty"`
+}
+
+// UnmarshalJSON reads strict as upstream's model does (lax: "yes" and 1
+// are true).
+func (d *ChatFunctionDef) UnmarshalJSON(b []byte) error {
+	type plain ChatFunctionDef
+	var p struct {
+		plain
+		Strict json.RawMessage `json:"strict"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*d = ChatFunctionDef(p.plain)
+	d.Strict = laxBool(p.Strict)
+	return nil
+}
+
+// laxBool is raw read by protocol's lax boolean rule; nil when absent,
+// null, or not a boolean (protocol's validation reports that).
+func laxBool(raw json.RawMessage) *bool {
+	if v, ok := protocol.LaxBool(raw); ok {
+		return &v
+	}
+	return nil
 }
 
 // ChatCompletion is the answer of POST /v1/chat/completions, an OpenAI

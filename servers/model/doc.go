@@ -47,8 +47,9 @@
 // "responses" posts the request as it came, model replaced, to
 // <base>/v1/responses and refuses (502) an answer that fails the response
 // schema. /v1/chat/completions is always forwarded to the upstream's chat
-// completions, model replaced, and its answer returned as it came once it
-// has a chat completion's required members.
+// completions, each member as NeMo Gym's request model holds it once
+// validated ("5" as 5), model replaced, and its answer returned as it
+// came once it passes NeMo Gym's chat completion model (else a 502).
 //
 // # Telemetry
 //

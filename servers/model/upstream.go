@@ -208,10 +208,15 @@ func (u *upstream) viaChat(ctx context.Context, p protocol.ResponseCreateParams,
 }
 
 // chat forwards a chat request, as upstream's model server does: the
-// declared members that arrived, model replaced. The answer goes back as
-// it came once it has a chat completion's required members.
+// declared members that arrived, as its model holds them once validated,
+// model replaced. The answer goes back as it came once it passes the
+// chat completion model upstream checks it against.
 func (u *upstream) chat(ctx context.Context, req *ChatCompletionRequest) (json.RawMessage, *ChatCompletion, error) {
-	body, err := json.Marshal(req.forwardBody(u.model))
+	fwd, err := req.forwardBody(u.model)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	body, err := json.Marshal(fwd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model: encode upstream request: %w", err)
 	}
@@ -227,42 +232,98 @@ func (u *upstream) chat(ctx context.Context, req *ChatCompletionRequest) (json.R
 	return raw, cc, nil
 }
 
-// checkChatCompletion decodes a chat completion and reports the first
-// required member it lacks (by name only: values may quote the prompt).
+// checkChatCompletion validates a chat completion as upstream's model
+// server validates its endpoint's answer (protocol.ValidateChatCompletion,
+// lax as pydantic is) and reads the members this server uses. The
+// problem names locations and rules only: values may quote the prompt.
 func checkChatCompletion(raw []byte) (*ChatCompletion, string) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(raw, &top) != nil || top == nil {
-		return nil, "the body is not a JSON object"
+	if !json.Valid(raw) {
+		return nil, "the body is not JSON"
 	}
-	for _, k := range []string{"id", "object", "created", "model", "choices"} {
-		if v, ok := top[k]; !ok || isJSONNull(v) {
-			return nil, "member " + k + " is missing"
+	if err := protocol.ValidateChatCompletion(raw); err != nil {
+		var ve *protocol.ValidationError
+		if !errors.As(err, &ve) || len(ve.Detail) == 0 {
+			return nil, "it fails the chat completion schema"
 		}
-	}
-	var cc ChatCompletion
-	if err := json.Unmarshal(raw, &cc); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return nil, "member " + te.Field + " has the wrong type"
+		d := ve.Detail[0]
+		where := protocol.LocString(d.Loc)
+		switch {
+		case where == "":
+			return nil, "the body is not a JSON object"
+		case d.Type == protocol.ErrMissing:
+			return nil, "member " + where + " is missing"
 		}
-		return nil, "a member has the wrong type"
+		return nil, "member " + where + ": " + d.Msg
 	}
-	if cc.Object != ObjectChatCompletion {
-		return nil, "object is not " + strconv.Quote(ObjectChatCompletion)
+	return readChatCompletion(raw), ""
+}
+
+// readChatCompletion reads a chat completion that passed
+// ValidateChatCompletion: members by their exact names, a repeated one by
+// its last value (as Python's json module reads them), numbers by
+// pydantic's lax rules (protocol.LaxInt).
+func readChatCompletion(raw []byte) *ChatCompletion {
+	top := exactMembers(raw)
+	cc := &ChatCompletion{ID: jsonString(top["id"]), Object: jsonString(top["object"]), Model: jsonString(top["model"])}
+	if n, ok := protocol.LaxInt(top["created"]); ok {
+		cc.Created = int64(n)
 	}
-	var choices []map[string]json.RawMessage
+	var choices []json.RawMessage
 	_ = json.Unmarshal(top["choices"], &choices)
-	for i, c := range choices {
-		for _, k := range []string{"index", "message", "finish_reason"} {
-			if v, ok := c[k]; !ok || isJSONNull(v) {
-				return nil, fmt.Sprintf("member choices.%d.%s is missing", i, k)
-			}
+	for _, c := range choices {
+		cm := exactMembers(c)
+		choice := ChatChoice{FinishReason: jsonString(cm["finish_reason"])}
+		choice.Index, _ = protocol.LaxInt(cm["index"])
+		mm := exactMembers(cm["message"])
+		choice.Message.Role = jsonString(mm["role"])
+		if !isJSONNull(mm["content"]) && len(mm["content"]) > 0 {
+			text := jsonString(mm["content"])
+			choice.Message.Content = &text
 		}
-		if cc.Choices[i].Message.Role != protocol.RoleAssistant {
-			return nil, fmt.Sprintf("choices.%d.message.role is not \"assistant\"", i)
+		var calls []json.RawMessage
+		_ = json.Unmarshal(mm["tool_calls"], &calls)
+		for _, call := range calls {
+			tm := exactMembers(call)
+			fm := exactMembers(tm["function"])
+			choice.Message.ToolCalls = append(choice.Message.ToolCalls, ChatToolCall{ID: jsonString(tm["id"]), Type: jsonString(tm["type"]),
+				Function: ChatFunctionCall{Name: jsonString(fm["name"]), Arguments: jsonString(fm["arguments"])}})
 		}
+		cc.Choices = append(cc.Choices, choice)
 	}
-	return &cc, ""
+	if u := top["usage"]; len(u) > 0 && !isJSONNull(u) {
+		um := exactMembers(u)
+		usage := &ChatUsage{}
+		usage.PromptTokens, _ = protocol.LaxInt(um["prompt_tokens"])
+		usage.CompletionTokens, _ = protocol.LaxInt(um["completion_tokens"])
+		usage.TotalTokens, _ = protocol.LaxInt(um["total_tokens"])
+		if n, ok := protocol.LaxInt(exactMembers(um["prompt_tokens_details"])["cached_tokens"]); ok {
+			usage.PromptTokensDetails = &ChatPromptTokensDetails{CachedTokens: &n}
+		}
+		if n, ok := protocol.LaxInt(exactMembers(um["completion_tokens_details"])["reasoning_tokens"]); ok {
+			usage.CompletionTokensDetails = &ChatCompletionTokensDetails{ReasoningTokens: &n}
+		}
+		cc.Usage = usage
+	}
+	return cc
+}
+
+// exactMembers is the object raw's members by exact name, the last of a
+// repeated one winning; nil when raw is not an object.
+func exactMembers(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// jsonString is the JSON string raw, or "" when it is not one.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // upstreamClientKind starts the CLIENT span of an upstream call; its

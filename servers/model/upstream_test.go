@@ -288,9 +288,9 @@ func TestUpstreamBadAnswers(t *testing.T) {
 		{"chat: empty choices", model.APIChatCompletions, protocol.PathResponses, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}`,
 			"without choices"},
 		{"chat: wrong object", model.APIChatCompletions, protocol.PathResponses, strings.Replace(completion, `"chat.completion"`, `"text_completion"`, 1),
-			"object is not"},
+			"member object: Input should be 'chat.completion'"},
 		{"chat route: no finish_reason", model.APIResponses, protocol.PathChatCompletions,
-			strings.Replace(completion, `, "finish_reason": "stop"`, ``, 1), "choices.0.finish_reason is missing"},
+			strings.Replace(completion, `, "finish_reason": "stop"`, ``, 1), "member choices[0].finish_reason is missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			peer, _ := fakeOpenAI(t, http.StatusOK, tc.body)
