@@ -120,6 +120,10 @@ const (
 	ModeUpstream = "upstream"
 )
 
+// EventRetry is the span event a CLIENT span gets for each attempt its
+// call sends again.
+const EventRetry = "retry"
+
 // OpenTelemetry semantic-convention attribute keys gymlens sets.
 const (
 	AttrHTTPRoute          = "http.route"
@@ -130,6 +134,9 @@ const (
 	AttrErrorType          = "error.type"
 	AttrServerAddress      = "server.address"
 	AttrServerPort         = "server.port"
+	// AttrHTTPRequestResendCount is how many times a call was sent again
+	// (its retries), on the CLIENT span and on each retry event.
+	AttrHTTPRequestResendCount = "http.request.resend_count"
 	// AttrNetworkProtocolVersion is the HTTP version of a request ("1.1",
 	// "2"), which the HTTP server duration carries in the new conventions.
 	AttrNetworkProtocolVersion = "network.protocol.version"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,11 +36,13 @@ import (
 type ClientOptions struct {
 	// Timeout bounds one logical call, retries included; 0 means 60 s.
 	Timeout time.Duration
-	// Retries is how many times a call is retried after a connection
-	// error; 0 means 3, negative means none.
+	// Retries is how many times one call is sent again after a failed
+	// attempt that may be retried (see Client); 0 means 3, negative means
+	// none.
 	Retries int
-	// Backoff is the first wait between attempts, doubled each time; 0
-	// means 50 ms.
+	// Backoff is the first wait between attempts, doubled each time (up
+	// to 2 s) and jittered; 0 means 50 ms. A 503 or 429 answer's
+	// Retry-After replaces it. No wait outlasts Timeout.
 	Backoff time.Duration
 	// MaxConnsPerHost caps connections to one peer; 0 means 512.
 	MaxConnsPerHost int
@@ -48,15 +51,17 @@ type ClientOptions struct {
 // Client makes the server-to-server calls of a fleet. Every call is one
 // CLIENT span (when the http_client group is on) around all its attempts,
 // named as upstream's egress client names it (contract.ClientSpanName,
-// "HTTP POST"), and carries the W3C trace context of ctx. Only connection
-// errors are retried: once a peer has the request, sending it again could
-// repeat work. A URL whose path holds a rollout-id prefix
-// (/ng-rollout/<id>/, see protocol.RolloutPath) is sent as it is; the id
-// labels the call's span.
+// "HTTP POST"), and carries the W3C trace context of ctx. A failed attempt
+// is sent again, within Retries and Timeout: always when the request never
+// reached the peer (a refused or failed dial) or the peer said it did not
+// process it (503 or 429, after its Retry-After); after a connection that
+// broke before the answer only on a route the protocol makes idempotent
+// (/seed_session, /verify and the model routes, not /run). A URL
+// whose path holds a rollout-id prefix (/ng-rollout/<id>/, see
+// protocol.RolloutPath) is sent as it is; the id labels the call's span.
 type Client struct {
 	http    *http.Client
-	retries int
-	backoff time.Duration
+	retry   retryPolicy
 	timeout time.Duration
 	// targets caches, per URL string, what every call to it needs: the
 	// URL, its safe form and the span's static attributes. A fleet calls a
@@ -82,6 +87,9 @@ type target struct {
 	// prefixed one, whose url.full is per call.
 	attrs     []attribute.KeyValue
 	rolloutID string // the id of the URL's rollout prefix, if any
+	// idempotent says the route may be sent again after a connection that
+	// broke under it (see idempotentPath).
+	idempotent bool
 }
 
 // clientSpanName is every CLIENT span's name: the client only POSTs.
@@ -92,10 +100,10 @@ func (c *Client) target(rawURL string) (target, error) {
 	if t, ok := c.targets.Load(rawURL); ok {
 		return *t.(*target), nil
 	}
-	if origin, id, ok := cutRolloutURL(rawURL); ok {
+	if origin, id, rest, ok := cutRolloutURL(rawURL); ok {
 		base, err := c.cachedTarget(origin)
 		if err == nil {
-			t := target{url: rawURL, safe: rawURL, static: base.static, rolloutID: id}
+			t := target{url: rawURL, safe: rawURL, static: base.static, rolloutID: id, idempotent: idempotentPath(rest)}
 			if base.safe != origin {
 				// User info or an odd spelling: the safe form is rebuilt.
 				u, err := url.Parse(rawURL)
@@ -129,7 +137,7 @@ func (c *Client) cachedTarget(rawURL string) (*target, error) {
 	safe := lens.SafeURL(u)
 	static := clientAttrs(u)
 	attrs := append(slices.Clip(static), attribute.String(contract.AttrURLFull, safe))
-	t := &target{url: u.String(), safe: safe, static: static, attrs: attrs}
+	t := &target{url: u.String(), safe: safe, static: static, attrs: attrs, idempotent: idempotentPath(u.Path)}
 	if c.cached.Load() < maxCachedTargets {
 		if _, loaded := c.targets.LoadOrStore(rawURL, t); !loaded {
 			c.cached.Add(1)
@@ -139,15 +147,16 @@ func (c *Client) cachedTarget(rawURL string) (*target, error) {
 }
 
 // cutRolloutURL finds a rollout-id prefix (/ng-rollout/<id>, the id valid)
-// in rawURL's path and returns the URL before it and the id.
-func cutRolloutURL(rawURL string) (origin, id string, ok bool) {
+// in rawURL's path and returns the URL before it, the id and the path
+// after it (still escaped).
+func cutRolloutURL(rawURL string) (origin, id, rest string, ok bool) {
 	scheme := strings.Index(rawURL, "://")
 	if scheme < 0 {
-		return "", "", false
+		return "", "", "", false
 	}
 	pathStart := strings.IndexByte(rawURL[scheme+3:], '/')
 	if pathStart < 0 {
-		return "", "", false
+		return "", "", "", false
 	}
 	pathStart += scheme + 3
 	path := rawURL[pathStart:]
@@ -156,31 +165,23 @@ func cutRolloutURL(rawURL string) (origin, id string, ok bool) {
 	}
 	i := strings.Index(path, protocol.RolloutPrefix)
 	if i < 0 {
-		return "", "", false
+		return "", "", "", false
 	}
-	rest := path[i+len(protocol.RolloutPrefix):]
-	j := strings.IndexByte(rest, '/')
+	after := path[i+len(protocol.RolloutPrefix):]
+	j := strings.IndexByte(after, '/')
 	if j < 0 {
-		return "", "", false
+		return "", "", "", false
 	}
-	if id = rest[:j]; !protocol.ValidRolloutID(id) {
-		return "", "", false
+	if id = after[:j]; !protocol.ValidRolloutID(id) {
+		return "", "", "", false
 	}
-	return rawURL[:pathStart+i], id, true
+	return rawURL[:pathStart+i], id, after[j:], true
 }
 
 // NewClient returns a client with its own connection pool.
 func NewClient(opts ClientOptions) *Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 60 * time.Second
-	}
-	if opts.Retries == 0 {
-		opts.Retries = 3
-	} else if opts.Retries < 0 {
-		opts.Retries = 0
-	}
-	if opts.Backoff <= 0 {
-		opts.Backoff = 50 * time.Millisecond
 	}
 	if opts.MaxConnsPerHost <= 0 {
 		opts.MaxConnsPerHost = 512
@@ -193,7 +194,7 @@ func NewClient(opts ClientOptions) *Client {
 		MaxConnsPerHost:     opts.MaxConnsPerHost,
 		IdleConnTimeout:     clientIdleConnTimeout,
 	}
-	return &Client{http: &http.Client{Transport: tr}, retries: opts.Retries, backoff: opts.Backoff, timeout: opts.Timeout}
+	return &Client{http: &http.Client{Transport: tr}, retry: newRetryPolicy(opts), timeout: opts.Timeout}
 }
 
 // CloseIdleConnections closes pooled connections.
@@ -352,34 +353,65 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 		}()
 	}
 
-	var attempt int
+	var resent int    // attempts sent again so far
+	var giveUp string // why a retryable failure was not retried
 	for {
 		reply, err = c.once(ctx, &tg, body, resp, call)
-		if err == nil || !retryable(err) || attempt >= c.retries || ctx.Err() != nil {
+		r, again := c.retry.classify(reply, err, tg.idempotent)
+		if !again {
 			break
 		}
-		metrics.RecordHTTPRetry(retryReason(err))
-		wait := c.backoff << attempt
-		attempt++
-		if span != nil {
-			span.AddEvent("retry", trace.WithAttributes(attribute.Int("http.request.resend_count", attempt)))
+		if resent >= c.retry.retries {
+			giveUp = "no retries left"
+			break
 		}
+		if ctx.Err() != nil {
+			break
+		}
+		wait := c.retry.wait(resent, r)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			giveUp = "the next wait (" + wait.Round(time.Millisecond).String() + ") would outlast the call's time"
+			break
+		}
+		metrics.RecordHTTPRetry(r.reason)
+		resent++
+		if attrs != nil {
+			ev := []attribute.KeyValue{
+				attribute.Int(contract.AttrHTTPRequestResendCount, resent),
+				attribute.String(contract.AttrHTTPRetryReason, r.reason),
+			}
+			if reply.Status != 0 {
+				ev = append(ev, attribute.Int(contract.AttrHTTPResponseStatus, reply.Status))
+			}
+			span.AddEvent(contract.EventRetry, trace.WithAttributes(ev...))
+		}
+		timer := time.NewTimer(wait)
 		select {
-		case <-time.After(wait):
+		case <-timer.C:
 		case <-ctx.Done():
+			timer.Stop()
 			recordTimeout(ctx.Err())
-			return reply, fmt.Errorf("client: POST %s: %w (after %d attempts)", tg.safe, err, attempt)
+			if err == nil {
+				err = ctx.Err() // a 503 or 429 taken as it is (Call.AnyStatus)
+			}
+			return reply, fmt.Errorf("client: POST %s: %w (after %d attempts)", tg.safe, err, resent)
 		}
 	}
 	reply.FirstByte = -1
 	if call.TimeFirstByte && reply.Status != 0 && !reply.headerAt.IsZero() {
 		reply.FirstByte = reply.headerAt.Sub(start)
 	}
-	if attrs != nil && attempt > 0 {
-		attrs.Add(attribute.Int("http.request.resend_count", attempt))
+	if attrs != nil && resent > 0 {
+		attrs.Add(attribute.Int(contract.AttrHTTPRequestResendCount, resent))
 	}
 	if err != nil {
 		recordTimeout(err)
+		switch {
+		case giveUp != "":
+			return reply, fmt.Errorf("client: POST %s: %w (gave up after %d attempts: %s)", tg.safe, err, resent+1, giveUp)
+		case resent > 0:
+			return reply, fmt.Errorf("client: POST %s: %w (after %d attempts)", tg.safe, err, resent+1)
+		}
 		return reply, fmt.Errorf("client: POST %s: %w", tg.safe, err)
 	}
 	return reply, nil
@@ -422,8 +454,7 @@ func retryReason(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return contract.RetryTimeout
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE):
+	case disconnected(err):
 		return contract.RetryServerDisconnected
 	}
 	var op *net.OpError
@@ -512,9 +543,9 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, ca
 	return reply, nil
 }
 
-// retryable reports whether err means the request never reached the peer:
-// a refused or failed dial.
-func retryable(err error) bool {
+// neverSent reports whether err means the request never reached the
+// peer: a refused or failed dial.
+func neverSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
@@ -531,7 +562,7 @@ func errorClass(err error) string {
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
-	case retryable(err):
+	case neverSent(err):
 		return "connection_refused"
 	}
 	return "_OTHER"
@@ -600,3 +631,153 @@ func WithRolloutID(ctx context.Context, id string) context.Context {
 	}
 	return context.WithValue(ctx, rolloutKey{}, id)
 }
+
+// Defaults of the retry policy (ClientOptions.Retries and Backoff).
+const (
+	defaultRetries = 3
+	defaultBackoff = 50 * time.Millisecond
+	// maxBackoff caps the doubled backoff of one wait. Upstream's egress
+	// client waits 0.5 s between attempts (nemo_gym 0.7.0
+	// server_utils.py:614, :629, :649).
+	maxBackoff = 2 * time.Second
+)
+
+// pathMessages is the Anthropic Messages route upstream's model servers
+// serve beside /v1/responses and /v1/chat/completions (nemo_gym 0.7.0
+// server_utils.py:774).
+const pathMessages = "/v1/messages"
+
+// idempotentPath reports whether a call to path (after any rollout
+// prefix, a token-capture segment allowed) is to a route whose request may
+// be sent twice with the effect of once, per upstream's protocol: a
+// session seed and a verification (keyed by the rollout's session) and a
+// model call. /run (a second one is a second rollout), /aggregate_metrics
+// and tool calls are not. It matches the path's end, so a model reached
+// under a base path (https://host/openai/v1/chat/completions) counts too.
+func idempotentPath(path string) bool {
+	if after, ok := strings.CutPrefix(path, protocol.TokenCaptureSegment); ok && strings.HasPrefix(after, "/") {
+		path = after
+	}
+	for _, r := range [...]string{
+		protocol.PathSeedSession, protocol.PathVerify,
+		protocol.PathResponses, protocol.PathChatCompletions, pathMessages,
+	} {
+		if strings.HasSuffix(path, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryPolicy is the one place that says which failed attempts a Client
+// sends again, how many times and after how long. Upstream's client
+// (nemo_gym 0.7.0 server_utils.py:581-654, _request_with_retries) retries
+// a server disconnect and an OS error 0.5 s apart, and any other exception
+// up to 3 tries, whatever the route. gymlens bounds every kind by Retries
+// and the call's timeout and never replays a request the peer may have
+// carried out unless the route is idempotent.
+type retryPolicy struct {
+	retries int           // most attempts sent again per call
+	backoff time.Duration // first wait, doubled per attempt
+}
+
+func newRetryPolicy(opts ClientOptions) retryPolicy {
+	p := retryPolicy{retries: opts.Retries, backoff: opts.Backoff}
+	if p.retries == 0 {
+		p.retries = defaultRetries
+	} else if p.retries < 0 {
+		p.retries = 0
+	}
+	if p.backoff <= 0 {
+		p.backoff = defaultBackoff
+	}
+	return p
+}
+
+// retryCause is why an attempt is sent again.
+type retryCause struct {
+	reason string // the nemo.gym.http.retry_reason it counts under
+	// after is the wait the peer asked for (Retry-After), when asked.
+	after time.Duration
+	asked bool
+}
+
+// classify says whether the attempt that got reply and err may be sent
+// again, and why.
+func (p retryPolicy) classify(reply Reply, err error, idempotent bool) (retryCause, bool) {
+	switch {
+	case reply.Status == http.StatusServiceUnavailable || reply.Status == http.StatusTooManyRequests:
+		// The peer says it did not process the request (gymlens's own
+		// servers answer 503 Retry-After: 1 to an overload, see limits.go).
+		// Upstream counts a failure that is neither a disconnect nor an OS
+		// error as "other".
+		after, asked := retryAfter(reply.Header.Get("Retry-After"), time.Now())
+		return retryCause{reason: contract.RetryOther, after: after, asked: asked}, true
+	case err == nil || reply.Status != 0:
+		// An answer came: the peer has run the request.
+		return retryCause{}, false
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return retryCause{}, false
+	case neverSent(err):
+		return retryCause{reason: retryReason(err)}, true
+	case idempotent && disconnected(err):
+		// The connection broke before an answer: the peer may have run
+		// the request, which only an idempotent route allows to repeat.
+		return retryCause{reason: contract.RetryServerDisconnected}, true
+	}
+	return retryCause{}, false
+}
+
+// wait is how long to wait before sending again an attempt that failed
+// for cause, after resent earlier retries: the peer's Retry-After plus up
+// to one backoff of jitter (never less than asked), else the doubled
+// backoff with equal jitter (between half and all of it).
+func (p retryPolicy) wait(resent int, cause retryCause) time.Duration {
+	if cause.asked {
+		return cause.after + jitter(p.backoff)
+	}
+	d := maxBackoff
+	if resent < 16 && p.backoff<<resent < maxBackoff {
+		d = p.backoff << resent
+	}
+	return d/2 + jitter(d-d/2)
+}
+
+// jitter is a random duration in [0, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d)
+}
+
+// retryAfter reads a Retry-After header value as of now: a number of
+// seconds or an HTTP date (RFC 9110 section 10.2.3); a date past is no
+// wait. ok is false when v is empty or neither form.
+func retryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseUint(v, 10, 31); err == nil {
+		return time.Duration(secs) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// disconnected reports whether err is a connection that closed or reset
+// under a request before its answer came. net/http reports a connection
+// the peer closed before answering as an unexported error of its own,
+// matched by its text.
+func disconnected(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), errTextServerClosed)
+}
+
+// errTextServerClosed is the text of net/http's error for a connection
+// the peer closed with no answer to the request on it.
+const errTextServerClosed = "http: server closed idle connection"

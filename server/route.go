@@ -24,7 +24,13 @@ func RolloutID(ctx context.Context) string {
 }
 
 // stripRolloutPrefix routes /ng-rollout/<id>/<rest> as /<rest>, with the
-// id in the request's context.
+// id in the request's context. It takes off what upstream's servers take
+// off and nothing more: a resources server's RolloutContextMiddleware
+// (nemo_gym 0.7.0 rollout_correlation.py:97-118, the id as
+// ROLLOUT_ID_PATTERN at :38) and a model server's _ROLLOUT_PATH_RE
+// (base_responses_api_model.py:1059-1063, any id without a slash, then an
+// optional /training-token-capture), both matched against the decoded
+// path; see upstreamRest for their end.
 func stripRolloutPrefix(mode PrefixMode, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, protocol.RolloutPrefix) {
@@ -38,6 +44,9 @@ func stripRolloutPrefix(mode PrefixMode, next http.Handler) http.Handler {
 		} else {
 			id, rest, ok = protocol.SplitRolloutPath(r.URL.Path)
 		}
+		if ok {
+			rest, ok = upstreamRest(rest)
+		}
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
@@ -48,6 +57,22 @@ func stripRolloutPrefix(mode PrefixMode, next http.Handler) http.Handler {
 		r2.URL = &u
 		next.ServeHTTP(w, r2)
 	})
+}
+
+// upstreamRest applies the end of upstream's prefix patterns,
+// (?P<rest>/.*)$ in Python's re: "." takes no newline and "$" also
+// matches before a newline that ends the string. So a rest holding a
+// newline is no match, except for one newline at its very end, which is
+// dropped (the routed path is the group, without it).
+func upstreamRest(rest string) (string, bool) {
+	i := strings.IndexByte(rest, '\n')
+	switch {
+	case i < 0:
+		return rest, true
+	case i == len(rest)-1:
+		return rest[:i], true
+	}
+	return "", false
 }
 
 type sessionKey struct{}

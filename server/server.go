@@ -415,9 +415,14 @@ func (s *Server) Serve(ctx context.Context) error {
 		// 0 would fall back on ReadTimeout; a negative one is none.
 		srv.IdleTimeout = -1
 	}
+	fresh := &freshConns{m: map[net.Conn]struct{}{}}
+	srv.ConnState = fresh.connState
 	if conns != nil {
 		ln = &limitedListener{Listener: ln, l: conns}
-		srv.ConnState = conns.connState
+		srv.ConnState = func(c net.Conn, st http.ConnState) {
+			fresh.connState(c, st)
+			conns.connState(c, st)
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -428,13 +433,65 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	// net/http waits 5 s for a connection that has sent no request yet
+	// before it counts it idle: a client's spare (its transport dials one
+	// for a request another connection then took) held every stop up by
+	// that much. Such connections are closed as soon as the drain begins,
+	// and again while it lasts, as a closed listener would have refused
+	// them; a request whose handler runs is never cut.
+	fresh.closeAll()
+	tick := time.NewTicker(freshCloseInterval)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-shut:
+			break wait
+		case <-tick.C:
+			fresh.closeAll()
+		}
+	}
 	<-errc
 	if err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("server %s: drain: %w", s.opts.Name, err)
 	}
 	return nil
+}
+
+// freshCloseInterval is how often a draining server closes the
+// connections that have sent no request.
+const freshCloseInterval = 50 * time.Millisecond
+
+// freshConns tracks the connections in http.StateNew: accepted, no
+// request read from them yet.
+type freshConns struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+// connState is an http.Server ConnState hook.
+func (f *freshConns) connState(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		f.m[c] = struct{}{}
+	} else {
+		delete(f.m, c)
+	}
+}
+
+// closeAll closes every connection still in http.StateNew.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.m {
+		_ = c.Close()
+		delete(f.m, c)
+	}
 }
 
 func decode(w http.ResponseWriter, r *http.Request, limit, budget int64, dst any) error {

@@ -199,6 +199,63 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	}
 }
 
+// A connection that has sent no request (a client transport's spare)
+// does not hold a drain up: net/http alone would wait 5 s for it, past a
+// shorter drain bound, and Serve would fail with the drain's deadline.
+// The spare is closed; the request in flight on another connection still
+// gets its answer.
+func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
+	s := server.New(server.Options{Name: "spare", ShutdownTimeout: 3 * time.Second})
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	server.Handle(s, "POST /slow", func(_ context.Context, _ echoReq) (echoResp, error) {
+		close(entered)
+		<-release
+		return echoResp{Greeting: "done"}, nil
+	})
+	addr, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	spare, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	replies := make(chan int, 1)
+	go func() {
+		res, err := http.Post("http://"+addr.String()+"/slow", "application/json", strings.NewReader(`{"name":"x"}`))
+		if err != nil {
+			replies <- 0
+			return
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		replies <- res.StatusCode
+	}()
+	<-entered
+	cancel()
+	// The spare is closed by the server: a read ends.
+	if err := spare.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := spare.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the spare connection read %d bytes, want it closed", n)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the spare connection was left open while the server drained")
+	}
+	close(release)
+	if code := <-replies; code != http.StatusOK {
+		t.Fatalf("the request in flight got %d", code)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v, want a clean drain", err)
+	}
+}
+
 // enableTelemetry turns telemetry on in this process with in-memory
 // exporters; servers must be created afterwards.
 func enableTelemetry(t *testing.T, groups string) (*tracetest.InMemoryExporter, *sdkmetric.ManualReader, *lens.Handle) {
