@@ -31,3 +31,16 @@ const (
 	SpanLossUnflushed    = "unflushed"
 	SpanLossExportFailed = "export_failed"
 )
+
+// Metric and log accounting, written with the span account, in the same
+// record and with the same error types. SDKMetricPointExported counts the
+// metric data points passed on to an exporter: no error type for those it
+// delivered, SpanLossExportFailed for those in a failed export (each
+// export carries every cumulative point again, so this counts points per
+// export, not distinct series). SDKLogProcessed and SDKLogExported count
+// log records as the two span counters count spans.
+const (
+	SDKMetricPointExported = "otel.sdk.exporter.metric_data_point.exported"
+	SDKLogProcessed        = "otel.sdk.processor.log.processed"
+	SDKLogExported         = "otel.sdk.exporter.log.exported"
+)

@@ -100,6 +100,7 @@ const (
 	KeyOTLPTracesProtocol   = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 	KeyOTLPMetricsProtocol  = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
 	KeyOTLPLogsProtocol     = "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"
+	KeyOTLPTimeout          = "OTEL_EXPORTER_OTLP_TIMEOUT"
 	KeyMetricExportInterval = "OTEL_METRIC_EXPORT_INTERVAL"
 	KeyBSPScheduleDelay     = "OTEL_BSP_SCHEDULE_DELAY"
 	KeyBSPExportTimeout     = "OTEL_BSP_EXPORT_TIMEOUT"
@@ -138,6 +139,12 @@ const (
 	defaultExportTimeout  = 30 * time.Second
 	maxMillisecondSetting = int64(math.MaxInt64 / time.Millisecond)
 )
+
+// DefaultOTLPTimeout is KeyOTLPTimeout's default, the specification's:
+// the bound on one OTLP export (the exporters read the variable
+// themselves) and, in lens, on a process's whole final flush, which
+// traces, metrics and logs share (see Handle.Shutdown).
+const DefaultOTLPTimeout = 10 * time.Second
 
 // DefaultAttributeValueLengthLimit is the attribute value length limit
 // unless OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT or
@@ -203,6 +210,8 @@ var settings = []Setting{
 		value: protocolValue(otlpProtocol, func(c *Config) *string { return &c.MetricsProtocol })},
 	{Key: KeyOTLPLogsProtocol, Standard: true, YAML: "otlp_logs_protocol", Default: "", Doc: "OTLP transport of logs; OTEL_EXPORTER_OTLP_PROTOCOL when empty",
 		value: protocolValue(otlpProtocol, func(c *Config) *string { return &c.LogsProtocol })},
+	{Key: KeyOTLPTimeout, Standard: true, YAML: "otlp_timeout_ms", Default: strconv.FormatInt(DefaultOTLPTimeout.Milliseconds(), 10), Doc: "milliseconds one OTLP export may take; also the whole budget of a process's final flush, shared by traces, metrics and logs",
+		value: millisValue(func(c *Config) *time.Duration { return &c.OTLPTimeout })},
 	{Key: KeyMetricExportInterval, Standard: true, YAML: "metric_export_interval_ms", Default: "10000", Doc: "milliseconds between metric exports",
 		value: millisValue(func(c *Config) *time.Duration { return &c.MetricExportInterval })},
 	{Key: KeyHistogramAggregation, Standard: true, YAML: "histogram_aggregation", Default: HistogramExplicit, Doc: "aggregation of the gym.* duration histograms on every exporter: explicit_bucket_histogram or base2_exponential_bucket_histogram",
@@ -298,6 +307,7 @@ type Config struct {
 	TracesProtocol       string
 	MetricsProtocol      string
 	LogsProtocol         string
+	OTLPTimeout          time.Duration // KeyOTLPTimeout (see DefaultOTLPTimeout)
 	MetricExportInterval time.Duration
 	// HistogramAggregation is HistogramExplicit (the OpenTelemetry default
 	// buckets) or HistogramBase2Exponential, for the gym.* histograms.

@@ -36,12 +36,17 @@
 // sits behind the SDK's batch span processor, wrapped so that every span it
 // is offered is accounted for: delivered, dropped with the queue full, in a
 // failed export, or still queued when shutdown ran out of time
-// (Handle.SpanStats). At shutdown the account is logged and appended to the
-// FILE_PATH file, whatever the exporter, for the run to read
-// (contract.SDKSpanProcessed, contract.SDKSpanExported).
+// (Handle.SpanStats). Log records are accounted for the same way behind
+// the SDK's batch log record processor (Handle.LogStats), and metric data
+// points as delivered or in a failed export (Handle.MetricStats). At
+// shutdown the accounts are logged and appended to the FILE_PATH file,
+// whatever the exporter, for the run to read (contract.SDKSpanProcessed,
+// SDKSpanExported, SDKMetricPointExported, SDKLogProcessed,
+// SDKLogExported).
 //
-// Nothing here waits on a collector outside Shutdown and ForceFlush, both
-// bounded by their context. Incoming baggage is read by lens's own propagator, so a
+// Nothing here waits on a collector outside Shutdown and ForceFlush, which
+// flush the three signals at once under one deadline: their context's, or
+// the OTLP export timeout (OTEL_EXPORTER_OTLP_TIMEOUT) from the call. Incoming baggage is read by lens's own propagator, so a
 // client's malformed header is dropped with a debug line rather than
 // reported to the SDK's error handler as an export error. The W3C trace
 // context is lens's own propagator too: it extracts and injects exactly

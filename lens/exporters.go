@@ -41,6 +41,9 @@ type exporterSet struct {
 	// producer, when set, is lens's own aggregation (aggregate.go): every
 	// metric reader built here collects it besides the SDK's instruments.
 	producer sdkmetric.Producer
+	// metricCounts are the push metric exporters built, each counting its
+	// data points (the prometheus endpoint is pulled: nothing to count).
+	metricCounts []*countingMetricExporter
 }
 
 func newExporterSet(cfg Config, opts Options, res *resource.Resource, closers *[]func(context.Context) error) *exporterSet {
@@ -153,12 +156,14 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 	if s.opts.MetricReader != nil {
 		return []sdkmetric.Reader{s.opts.MetricReader}, nil
 	}
-	periodic := func(e sdkmetric.Exporter) sdkmetric.Reader {
+	periodic := func(e sdkmetric.Exporter, name, ctype string) sdkmetric.Reader {
 		opts := []sdkmetric.PeriodicReaderOption{sdkmetric.WithInterval(s.cfg.MetricExportInterval)}
 		if s.producer != nil {
 			opts = append(opts, sdkmetric.WithProducer(s.producer))
 		}
-		return sdkmetric.NewPeriodicReader(e, opts...)
+		c := &countingMetricExporter{Exporter: e, name: name, ctype: ctype}
+		s.metricCounts = append(s.metricCounts, c)
+		return sdkmetric.NewPeriodicReader(c, opts...)
 	}
 	var out []sdkmetric.Reader
 	for _, name := range s.cfg.Exporters {
@@ -166,6 +171,7 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 		case ExporterOTLP:
 			var e sdkmetric.Exporter
 			var err error
+			ctype := "otlp_grpc_metric_exporter"
 			// The OTLP exporters read
 			// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION
 			// themselves and apply it to every histogram they export, as
@@ -174,7 +180,9 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 			switch s.protocol(s.cfg.MetricsProtocol) {
 			case ProtocolHTTPProtobuf:
 				e, err = otlpmetrichttp.New(ctx)
+				ctype = "otlp_http_metric_exporter"
 			case ProtocolHTTPJSON:
+				ctype = "otlp_http_json_metric_exporter"
 				var hc *http.Client
 				if hc, err = s.jsonClient("METRICS", metricsMessages); err == nil {
 					e, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithHTTPClient(hc))
@@ -185,15 +193,15 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 			if err != nil {
 				return nil, fmt.Errorf("lens: otlp metric exporter: %w", err)
 			}
-			out = append(out, periodic(e))
+			out = append(out, periodic(e, name, ctype))
 		case ExporterConsole:
-			out = append(out, periodic(s.consoleSink().MetricExporter()))
+			out = append(out, periodic(s.consoleSink().MetricExporter(), name, "gymlens_console_metric_exporter"))
 		case ExporterFile:
 			f, err := s.fileSink()
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, periodic(f.MetricExporter()))
+			out = append(out, periodic(f.MetricExporter(), name, "gymlens_file_metric_exporter"))
 		case ExporterPrometheus:
 			r, err := s.prometheus()
 			if err != nil {
@@ -205,20 +213,25 @@ func (s *exporterSet) metricReaders(ctx context.Context) ([]sdkmetric.Reader, er
 	return out, nil
 }
 
-func (s *exporterSet) logExporters(ctx context.Context) ([]sdklog.Exporter, error) {
+// logExporters builds the configured log exporters, each named for its
+// queue's accounting.
+func (s *exporterSet) logExporters(ctx context.Context) ([]namedLogExporter, error) {
 	if s.opts.LogExporter != nil {
-		return []sdklog.Exporter{s.opts.LogExporter}, nil
+		return []namedLogExporter{{s.opts.LogExporter, "custom", "custom"}}, nil
 	}
-	var out []sdklog.Exporter
+	var out []namedLogExporter
 	for _, name := range s.cfg.Exporters {
 		switch name {
 		case ExporterOTLP:
 			var e sdklog.Exporter
 			var err error
+			ctype := "otlp_grpc_log_exporter"
 			switch s.protocol(s.cfg.LogsProtocol) {
 			case ProtocolHTTPProtobuf:
 				e, err = otlploghttp.New(ctx)
+				ctype = "otlp_http_log_exporter"
 			case ProtocolHTTPJSON:
+				ctype = "otlp_http_json_log_exporter"
 				var hc *http.Client
 				if hc, err = s.jsonClient("LOGS", logsMessages); err == nil {
 					e, err = otlploghttp.New(ctx, otlploghttp.WithHTTPClient(hc))
@@ -229,15 +242,15 @@ func (s *exporterSet) logExporters(ctx context.Context) ([]sdklog.Exporter, erro
 			if err != nil {
 				return nil, fmt.Errorf("lens: otlp log exporter: %w", err)
 			}
-			out = append(out, e)
+			out = append(out, namedLogExporter{e, name, ctype})
 		case ExporterConsole:
-			out = append(out, s.consoleSink().LogExporter())
+			out = append(out, namedLogExporter{s.consoleSink().LogExporter(), name, "gymlens_console_log_exporter"})
 		case ExporterFile:
 			f, err := s.fileSink()
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, f.LogExporter())
+			out = append(out, namedLogExporter{f.LogExporter(), name, "gymlens_file_log_exporter"})
 		}
 	}
 	return out, nil

@@ -102,9 +102,11 @@ type Handle struct {
 	promAddr string
 	closers  []func(context.Context) error
 
-	queues []*spanQueue
+	queues       []*spanQueue
+	logQueues    []*logQueue
+	metricCounts []*countingMetricExporter
 	// file is the run-directory sink when the file exporter is in use;
-	// the span accounting is written through it (see writeSpanStats).
+	// the loss accounting is written through it (see writeAccount).
 	file  *fileexport.Sink
 	warn  *slog.Logger
 	start time.Time
@@ -210,27 +212,92 @@ func (h *Handle) SpanStats() []SpanStats {
 	return out
 }
 
-// ForceFlush exports everything buffered so far, bounded by ctx.
-func (h *Handle) ForceFlush(ctx context.Context) error {
+// MetricStats returns the account of every push metric exporter (see
+// MetricStats), in configuration order; nil when metrics are off or only
+// pulled. After Shutdown it is final.
+func (h *Handle) MetricStats() []MetricStats {
 	if h == nil {
 		return nil
 	}
-	var errs []error
+	var out []MetricStats
+	for _, c := range h.metricCounts {
+		out = append(out, c.Stats())
+	}
+	return out
+}
+
+// LogStats returns the account of every log exporter's queue (see
+// LogStats), in configuration order; nil when logs are off. After
+// Shutdown it is final.
+func (h *Handle) LogStats() []LogStats {
+	if h == nil {
+		return nil
+	}
+	var out []LogStats
+	for _, q := range h.logQueues {
+		out = append(out, q.Stats())
+	}
+	return out
+}
+
+// flushBudget is the bound on one flush or shutdown of every signal
+// together: ctx, cut to the OTLP export timeout (KeyOTLPTimeout).
+func (h *Handle) flushBudget(ctx context.Context) (context.Context, context.CancelFunc) {
+	budget := h.cfg.OTLPTimeout
+	if budget <= 0 {
+		budget = DefaultOTLPTimeout
+	}
+	return context.WithTimeout(ctx, budget)
+}
+
+// eachSignal runs the given flushes or shutdowns of the three signals
+// (nil for a signal that is off) at once, each under ctx, and joins their
+// errors.
+func eachSignal(ctx context.Context, trace, metric, logs func(context.Context) error) error {
+	var (
+		wg   sync.WaitGroup
+		errs [3]error
+	)
+	for i, fn := range []func(context.Context) error{trace, metric, logs} {
+		if fn == nil {
+			continue
+		}
+		wg.Go(func() { errs[i] = fn(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs[:]...)
+}
+
+// ForceFlush exports everything buffered so far: traces, metrics and logs
+// at once, sharing one deadline, ctx's or the OTLP export timeout
+// (KeyOTLPTimeout) from now, whichever comes first. What a failed export
+// lost is counted (see SpanStats, MetricStats, LogStats).
+func (h *Handle) ForceFlush(ctx context.Context) error {
+	if h == nil || !h.exporting {
+		return nil
+	}
+	ctx, cancel := h.flushBudget(ctx)
+	defer cancel()
+	var tf, mf, lf func(context.Context) error
 	if h.tp != nil {
-		errs = append(errs, h.tp.ForceFlush(ctx))
+		tf = h.tp.ForceFlush
 	}
 	if h.mp != nil {
-		errs = append(errs, h.mp.ForceFlush(ctx))
+		mf = h.mp.ForceFlush
 	}
 	if h.lp != nil {
-		errs = append(errs, h.lp.ForceFlush(ctx))
+		lf = h.lp.ForceFlush
 	}
-	return errors.Join(errs...)
+	return eachSignal(ctx, tf, mf, lf)
 }
 
 // Shutdown closes the gate, flushes and stops every provider and exporter,
-// and restores the global providers. It is idempotent (later calls return
-// the first result) and bounded by ctx.
+// and restores the global providers. Traces, metrics and logs flush at
+// once under one deadline, ctx's or the OTLP export timeout
+// (KeyOTLPTimeout) from now, whichever comes first; what did not make it
+// by then is counted, and the account written to the process's telemetry
+// file (see writeAccount, bounded by a second of its own). It is
+// idempotent (later calls return the first result).
 func (h *Handle) Shutdown(ctx context.Context) error {
 	if h == nil {
 		return nil
@@ -266,18 +333,21 @@ func (h *Handle) release(ctx context.Context) error {
 	otel.SetTracerProvider(tracenoop.NewTracerProvider())
 	otel.SetMeterProvider(metricnoop.NewMeterProvider())
 	logglobal.SetLoggerProvider(lognoop.NewLoggerProvider())
-	var errs []error
+	ctx, cancel := h.flushBudget(ctx)
+	defer cancel()
+	var ts, ms, ls func(context.Context) error
 	if h.tp != nil {
-		errs = append(errs, wrap("traces", h.tp.Shutdown(ctx)))
-		// After the provider: its shutdown settles every queue's account.
-		errs = append(errs, h.writeSpanStats(ctx))
+		ts = func(ctx context.Context) error { return wrap("traces", h.tp.Shutdown(ctx)) }
 	}
 	if h.mp != nil {
-		errs = append(errs, wrap("metrics", h.mp.Shutdown(ctx)))
+		ms = func(ctx context.Context) error { return wrap("metrics", h.mp.Shutdown(ctx)) }
 	}
 	if h.lp != nil {
-		errs = append(errs, wrap("logs", h.lp.Shutdown(ctx)))
+		ls = func(ctx context.Context) error { return wrap("logs", h.lp.Shutdown(ctx)) }
 	}
+	errs := []error{eachSignal(ctx, ts, ms, ls)}
+	// After the providers: their shutdown settles every account.
+	errs = append(errs, h.writeAccount(ctx))
 	// Closers run in reverse order of creation: the prometheus server and
 	// file sinks go last, after the providers have flushed into them.
 	for i := len(h.closers) - 1; i >= 0; i-- {
@@ -423,7 +493,6 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 		if err := h.buildTraces(ctx, sinks, opts, warn); err != nil {
 			return err
 		}
-		h.file = sinks.file
 	}
 	if cfg.MetricsEnabled {
 		if err := h.buildMetrics(ctx, sinks); err != nil {
@@ -435,6 +504,7 @@ func (h *Handle) build(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
+	h.file = sinks.file
 	return nil
 }
 
@@ -483,6 +553,7 @@ func (h *Handle) buildMetrics(ctx context.Context, sinks *exporterSet) error {
 		return err
 	}
 	h.agg = own
+	h.metricCounts = sinks.metricCounts
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(h.res)}
 	if v, ok := histogramView(h.cfg); ok {
 		mpOpts = append(mpOpts, sdkmetric.WithView(v))
@@ -506,7 +577,9 @@ func (h *Handle) buildLogs(ctx context.Context, sinks *exporterSet) error {
 	}
 	lpOpts := []sdklog.LoggerProviderOption{sdklog.WithResource(h.res)}
 	for _, e := range exps {
-		lpOpts = append(lpOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(e)))
+		q := newLogQueue(e.Exporter, e.name, e.ctype)
+		h.logQueues = append(h.logQueues, q)
+		lpOpts = append(lpOpts, sdklog.WithProcessor(q))
 	}
 	h.lp = sdklog.NewLoggerProvider(lpOpts...)
 	logglobal.SetLoggerProvider(h.lp)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -56,26 +55,12 @@ func batchSettingsFrom(cfg Config) batchSettings {
 // It is an sdktrace.SpanProcessor; Shutdown flushes and stops the SDK's
 // processor, which shuts the exporter down.
 type spanQueue struct {
-	bsp     sdktrace.SpanProcessor
-	limit   int64
-	pending atomic.Int64 // spans handed to bsp and not yet to the exporter
-	name    string       // the exporter's name, for Stats and the log
-	ctype   string       // the exporter's component type, for Stats
-
-	// A sampled span offered by OnEnd is dropped (queue full), pending,
-	// or handed to the exporter, and then exported or failed: every
-	// count but pending only grows, and once Shutdown returned, pending is
-	// what it left behind.
-	dropped  atomic.Uint64
-	handed   atomic.Uint64
-	exported atomic.Uint64
-	failed   atomic.Uint64
-	shutDown atomic.Bool // Shutdown returned: pending spans are lost
+	bsp   sdktrace.SpanProcessor
+	acct  *queueAccount
+	name  string // the exporter's name, for Stats and the log
+	ctype string // the exporter's component type, for Stats
 
 	log *slog.Logger
-
-	abort  context.Context // parent of every export; cancelled when Shutdown's ctx ends or it returns
-	cancel context.CancelFunc
 
 	stop     chan struct{}
 	reporter chan struct{} // closed when reportLoop returned
@@ -93,13 +78,12 @@ func newSpanQueue(exp sdktrace.SpanExporter, name, ctype string, log *slog.Logge
 	q := &spanQueue{
 		name:     name,
 		ctype:    ctype,
-		limit:    int64(set.queue),
+		acct:     newQueueAccount(set.queue),
 		log:      log,
 		stop:     make(chan struct{}),
 		reporter: make(chan struct{}),
 		every:    set.interval,
 	}
-	q.abort, q.cancel = context.WithCancel(context.Background())
 	q.bsp = sdktrace.NewBatchSpanProcessor(countingExporter{exp, q},
 		sdktrace.WithMaxQueueSize(set.queue+set.batch),
 		sdktrace.WithMaxExportBatchSize(set.batch),
@@ -118,12 +102,9 @@ func (q *spanQueue) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return // the batch processor ignores these too
 	}
-	if q.pending.Add(1) > q.limit {
-		q.pending.Add(-1)
-		q.dropped.Add(1)
-		return
+	if q.acct.admit() {
+		q.bsp.OnEnd(s)
 	}
-	q.bsp.OnEnd(s)
 }
 
 // ForceFlush exports everything queued, bounded by ctx.
@@ -136,42 +117,22 @@ func (q *spanQueue) ForceFlush(ctx context.Context) error { return q.bsp.ForceFl
 func (q *spanQueue) Shutdown(ctx context.Context) error {
 	var err error
 	q.once.Do(func() {
-		stopAbort := context.AfterFunc(ctx, q.cancel)
-		defer func() { stopAbort(); q.cancel() }()
 		close(q.stop)
 		<-q.reporter
-		err = q.bsp.Shutdown(ctx)
-		q.shutDown.Store(true)
+		err = q.acct.shutdown(ctx, func() error { return q.bsp.Shutdown(ctx) })
 		q.reportDrops()
 	})
 	return err
 }
 
 // Dropped returns how many spans were dropped because the queue was full.
-func (q *spanQueue) Dropped() uint64 { return q.dropped.Load() }
+func (q *spanQueue) Dropped() uint64 { return q.acct.dropped.Load() }
 
-// Stats returns the queue's account so far. Unflushed is only known once
-// Shutdown returned; before, the spans not yet handed to the exporter, and
-// those in an export still running, are counted in Ended only, still on
-// their way.
+// Stats returns the queue's account so far (see queueAccount.counts).
 func (q *spanQueue) Stats() SpanStats {
-	s := SpanStats{Exporter: q.name, ComponentType: q.ctype}
-	// Later stages first: a span counts as handed before it counts as
-	// exported or failed, so handed read afterwards covers them.
-	s.ExportFailed = q.failed.Load()
-	s.Exported = q.exported.Load()
-	handed := max(q.handed.Load(), s.Exported+s.ExportFailed)
-	s.QueueFull = q.dropped.Load()
-	pending := uint64(max(q.pending.Load(), 0))
-	s.Ended = s.QueueFull + handed + pending
-	if q.shutDown.Load() {
-		s.Unflushed = pending
-		// An export still running when Shutdown returned had its context
-		// cancelled as Shutdown ended: its spans are lost, whenever it
-		// gets round to returning.
-		s.ExportFailed += handed - s.Exported - s.ExportFailed
-	}
-	return s
+	c := q.acct.counts()
+	return SpanStats{Exporter: q.name, ComponentType: q.ctype, Ended: c.offered,
+		QueueFull: c.queueFull, Unflushed: c.unflushed, Exported: c.exported, ExportFailed: c.failed}
 }
 
 // reportLoop logs drops once per interval, from a goroutine of its own:
@@ -194,7 +155,7 @@ func (q *spanQueue) reportLoop() {
 func (q *spanQueue) reportDrops() {
 	q.reportMu.Lock()
 	defer q.reportMu.Unlock()
-	if n := q.dropped.Load(); n != q.reported {
+	if n := q.acct.dropped.Load(); n != q.reported {
 		q.log.Warn("telemetry export queue full: spans dropped",
 			"dropped_in_interval", n-q.reported, "dropped_total", n)
 		q.reported = n
@@ -213,15 +174,13 @@ type countingExporter struct {
 // them, or as many as a lossError says.
 func (c countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	n := uint64(len(spans))
-	c.q.pending.Add(-int64(n))
-	c.q.handed.Add(n)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.q.abort, cancel)
+	a := c.q.acct
+	a.hand(n)
+	ctx, stop := a.exportContext(ctx)
 	defer stop()
 	err := c.SpanExporter.ExportSpans(ctx, spans)
 	if err == nil {
-		c.q.exported.Add(n)
+		a.settle(n, 0)
 		return nil
 	}
 	lost := n
@@ -229,8 +188,7 @@ func (c countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Read
 	if errors.As(err, &le) {
 		lost = min(uint64(le.lost), n)
 	}
-	c.q.failed.Add(lost)
-	c.q.exported.Add(n - lost)
+	a.settle(n, lost)
 	return fmt.Errorf("lens: span export (%d of %d spans lost): %w", lost, n, err)
 }
 

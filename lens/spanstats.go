@@ -16,26 +16,41 @@ import (
 	"github.com/gymlens/gymlens/lens/internal/fileexport"
 )
 
-// spanStatsWriteTimeout bounds the write of the span accounting.
-const spanStatsWriteTimeout = time.Second
+// accountWriteTimeout bounds the write of the loss accounting.
+const accountWriteTimeout = time.Second
 
-// writeSpanStats makes the process's span losses visible to its run: once
-// the tracer provider has shut down, it logs every exporter's losses and
-// appends its account (contract.SDKSpanProcessed and SDKSpanExported) to
-// the file FILE_PATH names, through the file exporter's sink when that is
-// in use, else through a sink of its own. It writes to the file whatever
-// the exporter, because that is where the run reads it: the record of what
-// a dead collector swallowed cannot go to that collector. Without a
-// FILE_PATH the log line is all there is.
-func (h *Handle) writeSpanStats(ctx context.Context) error {
-	stats := h.SpanStats()
-	if len(stats) == 0 {
+// writeAccount makes the process's telemetry losses visible to its run:
+// once the providers have shut down, it logs every exporter's losses and
+// appends its account of spans (contract.SDKSpanProcessed and
+// SDKSpanExported), metric data points (SDKMetricPointExported) and log
+// records (SDKLogProcessed and SDKLogExported) to the file FILE_PATH
+// names, through the file exporter's sink when that is in use, else
+// through a sink of its own. It writes to the file whatever the exporter,
+// because that is where the run reads it: the record of what a dead
+// collector swallowed cannot go to that collector. Without a FILE_PATH
+// the log lines are all there is.
+func (h *Handle) writeAccount(ctx context.Context) error {
+	spans, points, logs := h.SpanStats(), h.MetricStats(), h.LogStats()
+	if len(spans)+len(points)+len(logs) == 0 {
 		return nil
 	}
-	for _, s := range stats {
-		if s.Lost() > 0 && h.warn != nil {
-			h.warn.Warn("telemetry lost spans", "exporter", s.Exporter, "lost", s.Lost(), "of", s.Ended,
-				"queue_full", s.QueueFull, "export_failed", s.ExportFailed, "unflushed", s.Unflushed)
+	if h.warn != nil {
+		for _, s := range spans {
+			if s.Lost() > 0 {
+				h.warn.Warn("telemetry lost spans", "exporter", s.Exporter, "lost", s.Lost(), "of", s.Ended,
+					"queue_full", s.QueueFull, "export_failed", s.ExportFailed, "unflushed", s.Unflushed)
+			}
+		}
+		for _, s := range points {
+			if s.Lost() > 0 {
+				h.warn.Warn("telemetry lost metric data points", "exporter", s.Exporter, "lost", s.Lost(), "of", s.Exported+s.ExportFailed)
+			}
+		}
+		for _, s := range logs {
+			if s.Lost() > 0 {
+				h.warn.Warn("telemetry lost log records", "exporter", s.Exporter, "lost", s.Lost(), "of", s.Emitted,
+					"queue_full", s.QueueFull, "export_failed", s.ExportFailed, "unflushed", s.Unflushed)
+			}
 		}
 	}
 	sink := h.file
@@ -45,57 +60,78 @@ func (h *Handle) writeSpanStats(ctx context.Context) error {
 		}
 		var err error
 		if sink, err = fileexport.OpenFile(h.cfg.FilePath, h.res); err != nil {
-			return fmt.Errorf("lens: write span accounting: %w", err)
+			return fmt.Errorf("lens: write telemetry accounting: %w", err)
 		}
 		defer sink.Close()
 	}
 	// A local write, and the one record of what was lost: it must be
 	// made even when a collector that never answered used up ctx.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), spanStatsWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), accountWriteTimeout)
 	defer cancel()
-	if err := sink.MetricExporter().Export(wctx, spanStatsMetrics(h.start, time.Now(), stats)); err != nil {
-		return fmt.Errorf("lens: write span accounting: %w", err)
+	if err := sink.MetricExporter().Export(wctx, accountMetrics(h.start, time.Now(), spans, points, logs)); err != nil {
+		return fmt.Errorf("lens: write telemetry accounting: %w", err)
 	}
 	return nil
 }
 
-// spanStatsMetrics renders the accounts as the two cumulative counters of
-// the contract, one point per exporter and outcome. The sink puts its own
-// resource header in front.
-func spanStatsMetrics(start, now time.Time, stats []SpanStats) *metricdata.ResourceMetrics {
-	var processed, exported []metricdata.DataPoint[int64]
-	point := func(s SpanStats, ctype string, v uint64, errType string) metricdata.DataPoint[int64] {
+// accountMetrics renders the accounts as the cumulative counters of the
+// contract, one point per exporter and outcome, and only the counters of
+// the signals accounted for. The sink puts its own resource header in
+// front.
+func accountMetrics(start, now time.Time, spans []SpanStats, points []MetricStats, logs []LogStats) *metricdata.ResourceMetrics {
+	type counter struct {
+		name, desc, unit string
+		points           []metricdata.DataPoint[int64]
+	}
+	var (
+		spanProcessed  = counter{contract.SDKSpanProcessed, "Spans handed to a batch span processor, by outcome.", "{span}", nil}
+		spanExported   = counter{contract.SDKSpanExported, "Spans handed to an exporter, by outcome.", "{span}", nil}
+		pointsExported = counter{contract.SDKMetricPointExported, "Metric data points handed to an exporter, by outcome.", "{data_point}", nil}
+		logProcessed   = counter{contract.SDKLogProcessed, "Log records handed to a batch log record processor, by outcome.", "{log_record}", nil}
+		logExported    = counter{contract.SDKLogExported, "Log records handed to an exporter, by outcome.", "{log_record}", nil}
+	)
+	add := func(c *counter, name, ctype string, v uint64, errType string) {
 		kvs := []attribute.KeyValue{
-			attribute.String(contract.AttrComponentName, s.Exporter),
+			attribute.String(contract.AttrComponentName, name),
 			attribute.String(contract.AttrComponentType, ctype),
 		}
 		if errType != "" {
 			kvs = append(kvs, attribute.String(contract.AttrErrorType, errType))
 		}
-		return metricdata.DataPoint[int64]{Attributes: attribute.NewSet(kvs...), StartTime: start, Time: now, Value: int64(v)}
+		c.points = append(c.points, metricdata.DataPoint[int64]{Attributes: attribute.NewSet(kvs...), StartTime: start, Time: now, Value: int64(v)})
 	}
-	for _, s := range stats {
+	for _, s := range spans {
 		const proc = "batching_span_processor"
-		processed = append(processed,
-			point(s, proc, s.Exported+s.ExportFailed, ""),
-			point(s, proc, s.QueueFull, contract.SpanLossQueueFull),
-			point(s, proc, s.Unflushed, contract.SpanLossUnflushed))
-		exported = append(exported,
-			point(s, s.ComponentType, s.Exported, ""),
-			point(s, s.ComponentType, s.ExportFailed, contract.SpanLossExportFailed))
+		add(&spanProcessed, s.Exporter, proc, s.Exported+s.ExportFailed, "")
+		add(&spanProcessed, s.Exporter, proc, s.QueueFull, contract.SpanLossQueueFull)
+		add(&spanProcessed, s.Exporter, proc, s.Unflushed, contract.SpanLossUnflushed)
+		add(&spanExported, s.Exporter, s.ComponentType, s.Exported, "")
+		add(&spanExported, s.Exporter, s.ComponentType, s.ExportFailed, contract.SpanLossExportFailed)
 	}
-	sum := func(name, desc string, dps []metricdata.DataPoint[int64]) metricdata.Metrics {
-		return metricdata.Metrics{Name: name, Description: desc, Unit: "{span}",
-			Data: metricdata.Sum[int64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: true, DataPoints: dps}}
+	for _, s := range points {
+		add(&pointsExported, s.Exporter, s.ComponentType, s.Exported, "")
+		add(&pointsExported, s.Exporter, s.ComponentType, s.ExportFailed, contract.SpanLossExportFailed)
 	}
-	rm := &metricdata.ResourceMetrics{ScopeMetrics: []metricdata.ScopeMetrics{{
-		Scope: instrumentation.Scope{Name: contract.MeterScope},
-		Metrics: []metricdata.Metrics{
-			sum(contract.SDKSpanProcessed, "Spans handed to a batch span processor, by outcome.", processed),
-			sum(contract.SDKSpanExported, "Spans handed to an exporter, by outcome.", exported),
-		},
+	for _, s := range logs {
+		const proc = "batching_log_processor"
+		add(&logProcessed, s.Exporter, proc, s.Exported+s.ExportFailed, "")
+		add(&logProcessed, s.Exporter, proc, s.QueueFull, contract.SpanLossQueueFull)
+		add(&logProcessed, s.Exporter, proc, s.Unflushed, contract.SpanLossUnflushed)
+		add(&logExported, s.Exporter, s.ComponentType, s.Exported, "")
+		add(&logExported, s.Exporter, s.ComponentType, s.ExportFailed, contract.SpanLossExportFailed)
+	}
+	var ms []metricdata.Metrics
+	for _, c := range []counter{spanProcessed, spanExported, pointsExported, logProcessed, logExported} {
+		if len(c.points) == 0 {
+			continue
+		}
+		ms = append(ms, metricdata.Metrics{Name: c.name, Description: c.desc, Unit: c.unit,
+			Data: metricdata.Sum[int64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: true, DataPoints: c.points}})
+	}
+	return &metricdata.ResourceMetrics{ScopeMetrics: []metricdata.ScopeMetrics{{
+		Scope:   instrumentation.Scope{Name: contract.MeterScope},
+		Metrics: ms,
 	}}}
-	return rm
 }
 
 // spanLimits are the SDK's span limits as it reads them from the process

@@ -218,6 +218,19 @@ func (t *textWriter) processes() {
 	if len(losses) > 0 && lost == 0 {
 		t.printf("  telemetry lost no spans (%d processes accounted for %d)\n", len(losses), spans)
 	}
+	for _, signal := range []string{SignalMetricPoints, SignalLogRecords} {
+		losses := r.SignalLosses(signal)
+		var lost, total uint64
+		for _, l := range losses {
+			lost, total = lost+l.Lost(), total+l.Total
+			if l.Lost() > 0 {
+				t.printf("  %s: %s\n", l.Process.Name(), l)
+			}
+		}
+		if len(losses) > 0 && lost == 0 {
+			t.printf("  telemetry lost no %s (%d processes accounted for %d)\n", signal, len(losses), total)
+		}
+	}
 }
 
 func (t *textWriter) durations() {

@@ -213,9 +213,12 @@ func IsOrchestrator() bool {
 	return s != nil && s.orchestrator
 }
 
-// Shutdown flushes and stops this process's telemetry, bounded by ctx. It is
-// idempotent and fine to call without Init. The role stays known, so the
-// orchestrator can still be told apart after shutdown.
+// Shutdown flushes and stops this process's telemetry: traces, metrics
+// and logs at once, bounded by ctx and by one OTLP export timeout in all
+// (see lens.Handle.Shutdown), with what did not make it counted in the
+// process's account. It is idempotent and fine to call without Init. The
+// role stays known, so the orchestrator can still be told apart after
+// shutdown.
 func Shutdown(ctx context.Context) error {
 	initMu.Lock()
 	defer initMu.Unlock()
