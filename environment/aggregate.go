@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -154,34 +155,24 @@ func aggregate(responses []protocol.Fields, custom func(tasks [][]protocol.Field
 		}
 	}
 
+	keys := statKeys(columns)
+	var buf []byte // one group's object, reused
+	var scratch []column
 	for start := 0; start < len(rows); {
 		end := start + 1
 		for end < len(rows) && rows[end].task == rows[start].task {
 			end++
 		}
 		group := rows[start:end]
-		var g protocol.Fields
-		_ = g.Set(protocol.KeyTaskIndex, group[0].task)
-		g = append(g, describe(columns, group)...)
-		g.SetRaw(keySample, sampleRow)
-		_ = g.Set(keyNumRollouts, len(group))
-		_ = g.Set(keyExpectedRollouts, len(group))
-		_ = g.Set(keyMissingRollouts, 0)
-		_ = g.Set(keyCompletionPct, 100.0)
-		infos := make([]json.RawMessage, len(group))
-		for i, r := range group {
-			infos[i], _ = r.info.MarshalJSON()
-		}
-		_ = g.Set(keyRolloutInfos, infos)
-		raw, _ := g.MarshalJSON()
-		out.GroupLevelMetrics = append(out.GroupLevelMetrics, raw)
+		scratch = columnsInto(scratch[:0], columns, group)
+		buf = appendGroup(buf[:0], keys, scratch, group)
+		out.GroupLevelMetrics = append(out.GroupLevelMetrics, json.RawMessage(bytes.Clone(buf)))
 		start = end
 	}
 
-	for _, f := range describe(columns, rows) {
-		v, _ := strconv.ParseFloat(string(f.Value), 64)
-		out.AgentMetrics[f.Key] = v
-	}
+	describe(columnsInto(nil, columns, rows), len(rows), func(stat int, c *column, v float64) {
+		out.AgentMetrics[stats[stat]+"/"+c.name] = v
+	})
 	repeats := repeatLevel(columns, rows)
 	for _, r := range repeats {
 		raw, _ := r.fields.MarshalJSON()
@@ -247,7 +238,7 @@ type profiled struct {
 	task, rollout int
 	columns       []string           // numeric members, in order
 	values        map[string]float64 // by member
-	info          protocol.Fields    // its rollout_infos entry
+	info          []byte             // its rollout_infos entry, encoded
 }
 
 // metricMember reports whether a result member can be a metric column:
@@ -280,15 +271,22 @@ func profile(r protocol.Fields) *profiled {
 		}
 	}
 
-	_ = p.info.Set(keyRolloutInfoID, strconv.Itoa(p.task)+":"+strconv.Itoa(p.rollout))
-	_ = p.info.Set(protocol.KeyTaskIndex, p.task)
-	_ = p.info.Set(protocol.KeyRolloutIndex, p.rollout)
+	var info protocol.Fields
+	id := make([]byte, 0, 24)
+	id = append(id, '"')
+	id = strconv.AppendInt(id, int64(p.task), 10)
+	id = append(id, ':')
+	id = strconv.AppendInt(id, int64(p.rollout), 10)
+	id = append(id, '"')
+	info.SetRaw(keyRolloutInfoID, id)
+	info.SetRaw(protocol.KeyTaskIndex, strconv.AppendInt(nil, int64(p.task), 10))
+	info.SetRaw(protocol.KeyRolloutIndex, strconv.AppendInt(nil, int64(p.rollout), 10))
 	if raw, ok := r.Get(protocol.KeyReward); ok {
-		p.info.SetRaw(protocol.KeyReward, raw)
+		info.SetRaw(protocol.KeyReward, raw)
 	}
 	for _, u := range usage {
 		if _, text, ok := numeric(u.Value); ok {
-			p.info.SetRaw(u.Key, text)
+			info.SetRaw(u.Key, text)
 		}
 	}
 	for _, m := range r {
@@ -296,20 +294,53 @@ func profile(r protocol.Fields) *profiled {
 			continue
 		}
 		if _, text, ok := numeric(m.Value); ok {
-			p.info.SetRaw(m.Key, text)
+			info.SetRaw(m.Key, text)
 		}
 	}
+	p.info, _ = info.MarshalJSON()
 	return p
 }
 
-// usageOf returns the members of r's response.usage object, if any.
+// usageOf returns the members of r's response.usage object, if any, as
+// encoding/json gives a "usage" field of that object (its name matched
+// without regard to case, the last match kept). The response is read by
+// its outline when it has one member so named, an object, and no name
+// with an escape (the values are slices of it, valid JSON as decoded);
+// else it is decoded through encoding/json.
 func usageOf(r protocol.Fields) protocol.Fields {
+	raw, ok := r.Get(protocol.KeyResponse)
+	if !ok || jsonskim.Kind(raw) != '{' {
+		return nil
+	}
+	if members, ok := jsonskim.Object(raw); ok {
+		var usage []byte
+		matches, escaped := 0, false
+		for _, m := range members {
+			escaped = escaped || m.Escaped()
+			if bytes.EqualFold(m.Key, []byte("usage")) {
+				usage = m.Value
+				matches++
+			}
+		}
+		if !escaped && matches == 0 {
+			return nil
+		}
+		if inner, ok := jsonskim.Object(usage); ok && !escaped && matches == 1 {
+			out := make(protocol.Fields, 0, len(inner))
+			for _, m := range inner {
+				if m.Escaped() {
+					out = nil
+					break
+				}
+				out.SetRaw(string(m.Key), m.Value)
+			}
+			if out != nil {
+				return out
+			}
+		}
+	}
 	var resp struct {
 		Usage protocol.Fields `json:"usage"`
-	}
-	raw, ok := r.Get(protocol.KeyResponse)
-	if !ok || len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' {
-		return nil
 	}
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return nil
@@ -387,29 +418,33 @@ type column struct {
 	vals []float64
 }
 
-// columnsOf collects the values of every column over rows, leaving out
-// columns none of them has.
-func columnsOf(columns []string, rows []*profiled) []column {
-	var cols []column
+// columnsInto collects the values of every column over rows into dst
+// (reusing its value slices), leaving out columns none of them has.
+func columnsInto(dst []column, columns []string, rows []*profiled) []column {
+	n := 0
 	for _, c := range columns {
 		var vals []float64
+		if n < cap(dst) {
+			vals = dst[:cap(dst)][n].vals[:0]
+		}
 		for _, r := range rows {
 			if v, ok := r.values[c]; ok {
 				vals = append(vals, v)
 			}
 		}
 		if len(vals) > 0 {
-			cols = append(cols, column{c, vals})
+			dst = append(dst[:n], column{c, vals})
+			n++
 		}
 	}
-	return cols
+	return dst[:n]
 }
 
-// describe computes the statistics of every column over rows, stat by
-// stat and column by column (mean/a, mean/b, max/a, ...), leaving out
-// what is undefined, as upstream's profiler drops NaN entries.
-func describe(columns []string, rows []*profiled) protocol.Fields {
-	cols := columnsOf(columns, rows)
+// describe computes the statistics of every column of cols (the
+// columns of n rows) stat by stat and column by column (mean/a, mean/b,
+// max/a, ...), and hands each to emit, leaving out what is undefined,
+// as upstream's profiler drops NaN entries.
+func describe(cols []column, n int, emit func(stat int, c *column, v float64)) {
 	// A standard deviation needs two values. When no column has two,
 	// upstream reports 0 for the columns every row has.
 	anyStd := false
@@ -419,11 +454,11 @@ func describe(columns []string, rows []*profiled) protocol.Fields {
 			break
 		}
 	}
-	var out protocol.Fields
-	for _, stat := range stats {
-		for _, c := range cols {
+	for stat, name := range stats {
+		for i := range cols {
+			c := &cols[i]
 			var v float64
-			switch stat {
+			switch name {
 			case "mean":
 				v = mean(c.vals)
 			case "max":
@@ -436,7 +471,7 @@ func describe(columns []string, rows []*profiled) protocol.Fields {
 				switch {
 				case len(c.vals) >= 2:
 					v = std(c.vals)
-				case !anyStd && len(c.vals) == len(rows):
+				case !anyStd && len(c.vals) == n:
 					v = 0
 				default:
 					continue
@@ -445,10 +480,9 @@ func describe(columns []string, rows []*profiled) protocol.Fields {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}
-			_ = out.Set(stat+"/"+c.name, v)
+			emit(stat, c, v)
 		}
 	}
-	return out
 }
 
 // repeat is one entry of repeat_level_metrics, with its mean/* values
@@ -484,7 +518,7 @@ func repeatLevel(columns []string, rows []*profiled) []repeat {
 		_ = rep.fields.Set(protocol.KeyRolloutIndex, idx)
 		_ = rep.fields.Set(keySampleCount, len(present))
 		_ = rep.fields.Set(keyMissingCount, len(tasks)-len(present))
-		for _, c := range columnsOf(sorted, group) {
+		for _, c := range columnsInto(nil, sorted, group) {
 			n := len(c.vals)
 			m := mean(c.vals)
 			sd := 0.0

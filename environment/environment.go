@@ -199,6 +199,6 @@ func (e *Environment) seedSession(ctx context.Context, req protocol.SeedSessionR
 }
 
 // aggregateMetrics answers POST /aggregate_metrics (see AggregateMetrics).
-func (e *Environment) aggregateMetrics(_ context.Context, req protocol.AggregateMetricsRequest) (protocol.AggregateMetricsResponse, error) {
-	return aggregate(req.VerifyResponses, e.metrics), nil
+func (e *Environment) aggregateMetrics(_ context.Context, req protocol.AggregateMetricsRequest) (server.RawJSON, error) {
+	return encodeMetrics(aggregate(req.VerifyResponses, e.metrics))
 }

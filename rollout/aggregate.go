@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"slices"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/server"
 )
 
 // AgentMetrics is one entry of the aggregate metrics file: what the
@@ -49,10 +52,10 @@ func stripped(key string) bool {
 	return false
 }
 
-// metricsEntry returns result as /aggregate_metrics takes it: without
-// the stripped members, but with the response's usage and
+// metricsEntry returns result as /aggregate_metrics takes it, encoded:
+// without the stripped members, but with the response's usage and
 // incomplete_details kept (when not null) as {"response": {...}}.
-func metricsEntry(result protocol.Fields) protocol.Fields {
+func metricsEntry(result protocol.Fields) []byte {
 	out := make(protocol.Fields, 0, len(result))
 	for _, m := range result {
 		if !stripped(m.Key) {
@@ -60,17 +63,13 @@ func metricsEntry(result protocol.Fields) protocol.Fields {
 		}
 	}
 	if raw, ok := result.Get(protocol.KeyResponse); ok {
-		var resp struct {
-			Usage             json.RawMessage `json:"usage"`
-			IncompleteDetails json.RawMessage `json:"incomplete_details"`
-		}
-		if json.Unmarshal(raw, &resp) == nil {
+		if usage, details, ok := responseSummary(raw); ok {
 			var kept protocol.Fields
-			if len(resp.Usage) > 0 && !isNull(resp.Usage) {
-				kept.SetRaw("usage", resp.Usage)
+			if len(usage) > 0 && !isNull(usage) {
+				kept.SetRaw("usage", usage)
 			}
-			if len(resp.IncompleteDetails) > 0 && !isNull(resp.IncompleteDetails) {
-				kept.SetRaw("incomplete_details", resp.IncompleteDetails)
+			if len(details) > 0 && !isNull(details) {
+				kept.SetRaw("incomplete_details", details)
 			}
 			if len(kept) > 0 {
 				b, _ := kept.MarshalJSON()
@@ -78,22 +77,85 @@ func metricsEntry(result protocol.Fields) protocol.Fields {
 			}
 		}
 	}
-	return out
+	b, _ := out.MarshalJSON() // the members are raw JSON already
+	return b
+}
+
+// responseSummary reads the usage and incomplete_details members of a
+// response as encoding/json gives them to fields of those names (names
+// matched without regard to case, the last match kept); ok is false when
+// raw is not an object. The response is the largest part of a result,
+// so it is skimmed, not decoded, unless a member name holds an escape.
+func responseSummary(raw json.RawMessage) (usage, details json.RawMessage, ok bool) {
+	members, ok := jsonskim.Object(raw)
+	escaped := false
+	for _, m := range members {
+		escaped = escaped || m.Escaped()
+	}
+	if !ok || escaped {
+		var resp struct {
+			Usage             json.RawMessage `json:"usage"`
+			IncompleteDetails json.RawMessage `json:"incomplete_details"`
+		}
+		if json.Unmarshal(raw, &resp) != nil {
+			return nil, nil, false
+		}
+		return resp.Usage, resp.IncompleteDetails, true
+	}
+	for _, m := range members {
+		switch {
+		case bytes.EqualFold(m.Key, []byte("usage")):
+			usage = m.Value
+		case bytes.EqualFold(m.Key, []byte("incomplete_details")):
+			details = m.Value
+		}
+	}
+	return usage, details, true
+}
+
+// pendingMetrics is one target's /aggregate_metrics request, built as
+// its results arrive: the encoded entries, comma-separated, after the
+// opening of {"verify_responses": [...]}, so that the closing call
+// sends what is there with no encoding left to do.
+type pendingMetrics struct {
+	body []byte
+	n    int // entries in body
+}
+
+// verifyResponsesOpen opens the request body; the list and the object
+// are closed when it is sent.
+const verifyResponsesOpen = `{"verify_responses":[`
+
+// add appends one encoded entry.
+func (p *pendingMetrics) add(entry []byte) {
+	if p.body == nil {
+		p.body = append(make([]byte, 0, 64<<10), verifyResponsesOpen...)
+	}
+	if p.n > 0 {
+		p.body = append(p.body, ',')
+	}
+	p.body = append(p.body, entry...)
+	p.n++
+}
+
+// request returns the whole body, closed.
+func (p *pendingMetrics) request() server.RawJSON {
+	return server.RawJSON(append(p.body, ']', '}'))
 }
 
 // priorResult is a result an earlier run wrote to the output, with what
 // routes it to its group.
 type priorResult struct {
 	server, agent string
-	entry         protocol.Fields
+	entry         []byte // metricsEntry of the result
 }
 
 // routePrior groups the results of earlier runs by target key: a result
 // stamped with an environment server under that server (which must be
 // in the fleet), else under its agent's current target. A result whose
 // agent the options cannot reach is left out.
-func routePrior(r *router, prior []priorResult) (map[string][]protocol.Fields, error) {
-	out := map[string][]protocol.Fields{}
+func routePrior(r *router, prior []priorResult) (map[string]*pendingMetrics, error) {
+	out := map[string]*pendingMetrics{}
 	for _, p := range prior {
 		var t *target
 		var err error
@@ -105,7 +167,10 @@ func routePrior(r *router, prior []priorResult) (map[string][]protocol.Fields, e
 		} else if t, err = r.forAgent(p.agent); err != nil {
 			continue
 		}
-		out[t.key] = append(out[t.key], p.entry)
+		if out[t.key] == nil {
+			out[t.key] = &pendingMetrics{}
+		}
+		out[t.key].add(p.entry)
 	}
 	return out, nil
 }
@@ -120,7 +185,7 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 	keys := sortedKeys(c.entries)
 	agentOf := map[string]string{}
 	for _, key := range keys {
-		if t := c.router.made[key]; t != nil && len(c.entries[key]) > 0 {
+		if t := c.router.made[key]; t != nil && c.entries[key].n > 0 {
 			agentOf[key] = t.agent
 		}
 	}
@@ -128,15 +193,19 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 	var out []AgentMetrics
 	for _, key := range keys {
 		t, entries := c.router.made[key], c.entries[key]
-		if t == nil || len(entries) == 0 {
+		if t == nil || entries.n == 0 {
 			continue
 		}
-		var resp protocol.AggregateMetricsResponse
-		if err := c.client.PostJSON(ctx, t.aggregate, protocol.AggregateMetricsRequest{VerifyResponses: entries}, &resp); err != nil {
-			what := "agent " + key
-			if t.server != "" {
-				what = "environment server " + key
-			}
+		what := "agent " + key
+		if t.server != "" {
+			what = "environment server " + key
+		}
+		var raw json.RawMessage // checked as JSON by the client's decoder
+		if err := c.client.PostJSON(ctx, t.aggregate, entries.request(), &raw); err != nil {
+			return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
+		}
+		resp, err := decodeMetrics(raw)
+		if err != nil {
 			return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
 		}
 		m := AgentMetrics{EnvironmentServer: t.server, AgentMetrics: resp.AgentMetrics, KeyMetrics: resp.KeyMetrics,
@@ -159,11 +228,11 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 	if len(out) == 0 {
 		return nil, nil
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	b, err := encodeMetricsFile(out)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: aggregate metrics: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), contract.RunFilePerm); err != nil {
+	if err := os.WriteFile(path, b, contract.RunFilePerm); err != nil {
 		return nil, fmt.Errorf("rollout: aggregate metrics: %w", err)
 	}
 	return out, nil

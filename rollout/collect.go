@@ -280,6 +280,10 @@ type Summary struct {
 	RepairedBytes int64
 	// Elapsed is the wall clock of the whole run.
 	Elapsed time.Duration
+	// AggregationElapsed is the part of Elapsed spent on the closing
+	// /aggregate_metrics calls and the aggregate metrics file (0 with
+	// aggregation off); Elapsed less it is the rollout phase.
+	AggregationElapsed time.Duration
 	// DurationsMS holds Bookkeeping.DurationMS of every rollout this run
 	// recorded (failed and discarded ones included), in completion
 	// order. See Percentile.
@@ -504,7 +508,9 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	}
 	var errs []error
 	if !opts.DisableAggregation {
+		aggStart := clk.now()
 		aggregated, err := c.aggregate(ctx, AggregateMetricsPath(opts.Output))
+		sum.AggregationElapsed = clk.now().Sub(aggStart)
 		sum.Metrics = aggregated
 		if err != nil {
 			errs = append(errs, err)
@@ -562,7 +568,7 @@ type collector struct {
 	writeErr error
 	// entries are the successful results to aggregate, by target key,
 	// as /aggregate_metrics takes them; nil when aggregation is off.
-	entries map[string][]protocol.Fields
+	entries map[string]*pendingMetrics
 
 	recorded, failed atomic.Int64 // for the progress output
 }
@@ -667,7 +673,7 @@ func (c *collector) record(row protocol.RunRequest, t *target, result protocol.F
 	failed := hasClass && !isNull(class)
 	var reward float64
 	_, _ = result.Decode(protocol.KeyReward, &reward)
-	var entry protocol.Fields
+	var entry []byte
 	if c.entries != nil && !noPersist && !failed {
 		entry = metricsEntry(result)
 	}
@@ -696,7 +702,10 @@ func (c *collector) record(row protocol.RunRequest, t *target, result protocol.F
 				c.sum.Rewarded++
 			}
 			if entry != nil {
-				c.entries[t.key] = append(c.entries[t.key], entry)
+				if c.entries[t.key] == nil {
+					c.entries[t.key] = &pendingMetrics{}
+				}
+				c.entries[t.key].add(entry)
 			}
 			c.finished(false, nil)
 		}

@@ -84,6 +84,10 @@
 // group_level_metrics, repeat_level_metrics and, when the server sent
 // one, perf_summary.
 //
+// Each server's request body is built as its results are recorded (each
+// result encoded once, appended), so the closing calls only send it;
+// Summary.AggregationElapsed is the time they and the file take.
+//
 // # Stopping and starting again
 //
 //   - Resume: with Options.Resume, a rollout (task index, rollout index)

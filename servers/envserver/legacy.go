@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -304,21 +305,27 @@ type aggregateMetrics struct {
 // aggregate checks the body as upstream's relay does, posts
 // {"verify_responses": [...]} to the agent and answers its metrics. A
 // non-2xx answer of the agent is a 500 saying so, with the agent's body.
+// A whole collection's results pass through here twice (the request and
+// the per-task answer), so a body of the usual shape is passed on as it
+// came (see forwardAggregate and jsonskim.CompleteAggregateMetrics) and only others are
+// decoded.
 func (r *relay) aggregate(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxRelayBody))
 	if err != nil {
 		writeJSON(w, http.StatusRequestEntityTooLarge, protocol.DetailBody{Detail: "request body: " + err.Error()})
 		return
 	}
-	in, verr := checkAggregate(body)
-	if verr != nil {
-		writeJSON(w, http.StatusUnprocessableEntity, verr)
-		return
-	}
-	fwd, err := json.Marshal(in)
-	if err != nil {
-		r.fail(w, err)
-		return
+	fwd, ok := forwardAggregate(body)
+	if !ok {
+		in, verr := checkAggregate(body)
+		if verr != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, verr)
+			return
+		}
+		if fwd, err = json.Marshal(in); err != nil {
+			r.fail(w, err)
+			return
+		}
 	}
 	reply, err := r.client.Post(req.Context(), r.agg, server.RawJSON(fwd), nil, server.Call{AnyStatus: true})
 	if err != nil {
@@ -327,6 +334,12 @@ func (r *relay) aggregate(w http.ResponseWriter, req *http.Request) {
 	}
 	if reply.Status < 200 || reply.Status > 299 {
 		writeJSON(w, http.StatusInternalServerError, fmt.Sprintf("Hit an exception in %s calling an inner server: %s", r.cookieName(), pyBytes(reply.Body)))
+		return
+	}
+	if jsonskim.CompleteAggregateMetrics(reply.Body) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(reply.Body)
 		return
 	}
 	var m aggregateMetrics

@@ -257,7 +257,7 @@ func TestAggregateMetricsChecksForwardsAndAnswersUpstreamsKeys(t *testing.T) {
 		t.Errorf("answer %s", got)
 	}
 	reqs := agent.requests()
-	if len(reqs) != 1 || reqs[0].Path != "/aggregate_metrics" || string(reqs[0].Body) != `{"verify_responses":[{"_ng_task_index":0,"reward":1}]}` {
+	if len(reqs) != 1 || reqs[0].Path != "/aggregate_metrics" || string(reqs[0].Body) != `{"verify_responses":[{"reward":1,"_ng_task_index":0}]}` {
 		t.Errorf("agent got %+v", reqs)
 	}
 }
