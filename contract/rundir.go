@@ -29,7 +29,17 @@ const (
 	// RunPrometheusDir holds the Prometheus configuration written for a
 	// run that exports to Prometheus.
 	RunPrometheusDir = "prometheus"
+	// RunHeadTokenFile holds the run's head token (EnvHeadToken), the one
+	// file of the run directory with a credential in it.
+	RunHeadTokenFile = "head_token"
 )
+
+// EnvHeadToken is the environment variable that carries a fleet's head
+// token: the bearer token its head server asks for. `gymlens run` and
+// `gymlens env start` take it from there when it is set (one token for
+// many runs), the orchestrator hands it to the servers it starts, and
+// `gymlens serve --head` and `gymlens rollouts collect --head` send it.
+const EnvHeadToken = "GYMLENS_HEAD_TOKEN"
 
 // TelemetryFileName is the name of server's telemetry file in
 // RunTelemetryDir.

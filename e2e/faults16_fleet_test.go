@@ -12,15 +12,14 @@ import (
 )
 
 // Issue 16, item 2: a server stopped with SIGSTOP answers nothing and never
-// exits. gymlens run must notice it (liveness probes: DefaultLivenessFailures
-// probes DefaultLivenessInterval apart, each with DefaultLivenessTimeout,
-// 12 s with the defaults), kill it and end the run, where it used to
-// crawl on at one timed-out rollout per client timeout.
+// exits. gymlens run must notice it (liveness probes DefaultLivenessInterval
+// apart, each with DefaultLivenessTimeout, unanswered for
+// DefaultLivenessBudget: 64 s with the defaults), kill it and end the run,
+// where it used to crawl on at one timed-out rollout per client timeout.
 func TestGymRunEndsWhenAServerHangs(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
-	bound := time.Duration(orchestrator.DefaultLivenessFailures) *
-		(orchestrator.DefaultLivenessInterval + orchestrator.DefaultLivenessTimeout)
+	bound := orchestrator.DefaultLivenessBudget + orchestrator.DefaultLivenessInterval + orchestrator.DefaultLivenessTimeout
 
 	killed := make(chan timedLine, 1)
 	// More rollouts than can run before the hang; after it none can

@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens/telfile"
 )
 
@@ -53,9 +56,20 @@ func TestServersOnOtherHosts(t *testing.T) {
 	cfgText := strings.NewReplacer("HOST1", head.ip, "HOST2", hostB.name, "HOST3", hostC.name).Replace(multiHostFleet)
 	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), cfgText)
 	headURL := "http://" + head.ip + ":11000"
-	env := gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1")
+	// The head binds an address other than loopback, so every route of it
+	// wants the head token: the orchestrator takes it from the
+	// environment, the model's host gets it the same way, the resources
+	// server's host as a copy of the file.
+	const token = "e2e-head-token-4b9d0c7a1f"
+	tokenFile := writeFile(t, filepath.Join(dir, "head_token_copy"), token+"\n")
+	env := gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1", contract.EnvHeadToken+"="+token)
+	envNoToken := gymEnv("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1")
 
 	join := func(h labHost, name, runs string) *gymProc {
+		if name == "arithmetic" {
+			return startProc(t, envNoToken, &lineLog{}, &lineLog{},
+				h.inNS(gymBin, "serve", "--head", headURL, "--name", name, "--runs-dir", runs, "--head-token-file", tokenFile)...)
+		}
 		return startProc(t, env, &lineLog{}, &lineLog{},
 			h.inNS(gymBin, "serve", "--head", headURL, "--name", name, "--runs-dir", runs)...)
 	}
@@ -153,7 +167,12 @@ func TestServersOnOtherHosts(t *testing.T) {
 		fleet := startProc(t, env, &lineLog{}, stderr, head.inNS(gymBin, "env", "start", "--config", cfg, "--runs-dir", runsHead)...)
 		client := head.client(5 * time.Second)
 		instances := func() map[string]map[string]any {
-			res, err := client.Get(headURL + "/server_instances")
+			req, err := http.NewRequest(http.MethodGet, headURL+"/server_instances", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			res, err := client.Do(req)
 			if err != nil {
 				return nil
 			}
@@ -179,6 +198,41 @@ func TestServersOnOtherHosts(t *testing.T) {
 			}
 			if pid, ok := got[name]["pid"]; !ok || pid != nil {
 				t.Errorf("/server_instances: %s pid %v, want null (a process on another host)", name, pid)
+			}
+		}
+
+		// From another host, every route of the head wants the token: NeMo
+		// Gym's too, the head being bound to an address other than
+		// loopback.
+		other := hostB.client(5 * time.Second)
+		for _, route := range []string{"/", "/global_config_dict_yaml", "/server_instances", "/gymlens/telemetry_env", "/nothing"} {
+			for _, auth := range []string{"", "Bearer wrong-token-000000000", "Bearer " + token} {
+				req, err := http.NewRequest(http.MethodGet, headURL+route, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				res, err := other.Do(req)
+				if err != nil {
+					t.Fatalf("GET %s from host 2: %v", route, err)
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				want := http.StatusUnauthorized
+				if auth == "Bearer "+token {
+					want = http.StatusOK
+					if route == "/nothing" {
+						want = http.StatusNotFound
+					}
+				}
+				if res.StatusCode != want {
+					t.Errorf("GET %s from host 2 with %q: %d %.100s, want %d", route, auth, res.StatusCode, body, want)
+				}
+				if res.StatusCode != http.StatusOK && strings.Contains(string(body), "sk-e2e-never-written") {
+					t.Errorf("GET %s from host 2 with %q gave the config's secret away", route, auth)
+				}
 			}
 		}
 

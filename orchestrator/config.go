@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/gymlens/gymlens/contract"
@@ -55,6 +58,11 @@ type ServerSpec struct {
 	// are resolved against it and an external server runs in it. Empty
 	// means the orchestrator's working directory.
 	Dir string `yaml:"-" json:"-"`
+	// LivenessBudget is how long the server may go without answering its
+	// liveness probes before the fleet declares it dead: the block's
+	// liveness_timeout_seconds, else the file's top-level one; 0 (neither
+	// given) means Options.LivenessBudget.
+	LivenessBudget time.Duration `yaml:"-" json:"-"`
 	// remote is set when Host is not this machine (see hostIsLocal),
 	// decided once, when the config is checked: the fleet waits for such a
 	// server to join instead of starting it.
@@ -78,7 +86,15 @@ type Config struct {
 	// Dir is the directory of the config file ("" for DefaultConfig and
 	// ParseConfig: the working directory).
 	Dir string
+	// LivenessBudget is the file's top-level liveness_timeout_seconds; 0
+	// when it gives none. A server block's own value overrides it (see
+	// ServerSpec.LivenessBudget).
+	LivenessBudget time.Duration
 
+	// budgets are the server blocks' own liveness_timeout_seconds, by
+	// instance name. The key is taken out of the blocks (see
+	// takeLivenessBudgets), so they are kept here for Set.
+	budgets  map[string]time.Duration
 	resolved *gymconfig.Config
 }
 
@@ -170,7 +186,8 @@ func parseConfig(doc []byte, dir string) (Config, error) {
 	// reports every mistake of the file.
 	tcfg, terr := telemetry.ConfigFromYAML(doc)
 	cfg := Config{Telemetry: tcfg, Dict: d, Dir: dir}
-	if err := errors.Join(terr, cfg.frontAgents(), cfg.validate(true)); err != nil {
+	lerr := cfg.takeLivenessBudgets()
+	if err := errors.Join(terr, lerr, cfg.frontAgents(), cfg.validate(true)); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -203,8 +220,8 @@ func (c *Config) Set(path []string, v any) error {
 	if err := d.Set(path, v); err != nil {
 		return fmt.Errorf("set %s: %w", strings.Join(path, "."), err)
 	}
-	next := Config{Telemetry: c.Telemetry, Dict: d, Dir: c.Dir}
-	if err := next.validate(false); err != nil {
+	next := Config{Telemetry: c.Telemetry, Dict: d, Dir: c.Dir, budgets: maps.Clone(c.budgets)}
+	if err := errors.Join(next.takeLivenessBudgets(), next.validate(false)); err != nil {
 		return err
 	}
 	*c = next
@@ -334,6 +351,10 @@ func (c *Config) validate(fillRefs bool) error {
 			fixed[spec.MetricsAddr] = inst.Name
 		}
 		spec.remote = !local
+		spec.LivenessBudget = c.LivenessBudget
+		if b, ok := c.budgets[spec.Name]; ok {
+			spec.LivenessBudget = b
+		}
 		servers = append(servers, spec)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -342,6 +363,92 @@ func (c *Config) validate(fillRefs bool) error {
 	c.Servers = servers
 	c.resolved = gc
 	return nil
+}
+
+// KeyLivenessTimeoutSeconds is the setting, in seconds, of how long a
+// server may go without answering its liveness probes (GET /) before the
+// fleet declares it dead: at the top level of the config dict for every
+// server, and in a server block for that server; null is the same as
+// leaving it out. Upstream has no such key
+// (it is none of gymconfig.IsReserved's), and a top-level scalar is no
+// server instance to upstream (config_types.py:778-779,
+// maybe_get_server_instance_config), so upstream's servers ignore the
+// top-level one. The block one is taken out of the dict the servers get:
+// upstream's environment servers refuse unknown block keys
+// (base_environment_server.py:34, extra="forbid").
+const KeyLivenessTimeoutSeconds = "liveness_timeout_seconds"
+
+// takeLivenessBudgets reads KeyLivenessTimeoutSeconds at the top level of
+// c.Dict (into c.LivenessBudget) and in every server block (into
+// c.budgets, over what it held), and deletes it from the blocks. A dict
+// that does not resolve is left to validate to report.
+func (c *Config) takeLivenessBudgets() error {
+	gc, err := c.Dict.Resolve(os.LookupEnv)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	c.LivenessBudget = 0
+	if v := gc.Root[KeyLivenessTimeoutSeconds]; v != nil {
+		b, err := livenessBudget(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", KeyLivenessTimeoutSeconds, err))
+		}
+		c.LivenessBudget = b
+	}
+	for _, inst := range gc.Instances {
+		v, ok := inst.Block[KeyLivenessTimeoutSeconds]
+		if !ok {
+			continue
+		}
+		// Out of the servers' dict, even when bad: reported once, here.
+		c.Dict.Delete([]string{inst.Name, inst.Type, inst.Impl, KeyLivenessTimeoutSeconds})
+		if v == nil {
+			delete(c.budgets, inst.Name)
+			continue
+		}
+		b, err := livenessBudget(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%s: %w", blockPath(inst), KeyLivenessTimeoutSeconds, err))
+			continue
+		}
+		if c.budgets == nil {
+			c.budgets = map[string]time.Duration{}
+		}
+		c.budgets[inst.Name] = b
+	}
+	return errors.Join(errs...)
+}
+
+// livenessBudget reads a liveness_timeout_seconds value: a number of
+// seconds above 0, or a string holding one (what an ${oc.env:...}
+// interpolation gives, as upstream reads server_spinup_timeout_seconds,
+// cli/env.py:310-327).
+func livenessBudget(v any) (time.Duration, error) {
+	var secs float64
+	switch x := v.(type) {
+	case int:
+		secs = float64(x)
+	case int64:
+		secs = float64(x)
+	case uint64:
+		secs = float64(x)
+	case float64:
+		secs = x
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return 0, fmt.Errorf("want a number of seconds above 0, got %q", x)
+		}
+		secs = f
+	default:
+		return 0, fmt.Errorf("want a number of seconds above 0, got %v", v)
+	}
+	// Up to a year: beyond, the duration would overflow long before.
+	if math.IsNaN(secs) || secs <= 0 || secs > 365*24*3600 {
+		return 0, fmt.Errorf("want a number of seconds above 0 (at most a year), got %v", v)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 // blockPath is the dotted path of an instance's block.

@@ -180,17 +180,17 @@ func sigstop(t *testing.T, pid int) {
 }
 
 // Issue 16, item 2: a server that stops answering (SIGSTOP) is detected by
-// the liveness probes within LivenessFailures × (LivenessInterval +
-// LivenessTimeout), killed and reported on Exits.
+// the liveness probes within LivenessBudget + LivenessInterval +
+// LivenessTimeout, killed and reported on Exits.
 func TestFleetKillsAServerThatStopsAnswering(t *testing.T) {
 	cleanEnv(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	opts := orchestrator.Options{
 		RunDir: runDir, ExtraEnv: []string{"NEMO_GYM_OTEL_ENABLED=0"},
-		LivenessInterval: 200 * time.Millisecond, LivenessTimeout: 300 * time.Millisecond, LivenessFailures: 3,
+		LivenessInterval: 200 * time.Millisecond, LivenessTimeout: 300 * time.Millisecond, LivenessBudget: time.Second,
 	}
-	bound := time.Duration(opts.LivenessFailures) * (opts.LivenessInterval + opts.LivenessTimeout)
+	bound := opts.LivenessBudget + opts.LivenessInterval + opts.LivenessTimeout
 	f := startFleet(t, orchestrator.DefaultConfig(), opts)
 	// Healthy servers are left alone for several probe rounds.
 	time.Sleep(3 * bound)

@@ -48,18 +48,26 @@ const pollInterval = 50 * time.Millisecond
 // Liveness defaults: once the fleet is up, every server's GET / is probed
 // every DefaultLivenessInterval (counted from the end of the previous
 // probe), each probe waiting up to DefaultLivenessTimeout for an answer
-// (any HTTP status counts, as for readiness). DefaultLivenessFailures
-// failed probes in a row and the server is killed and reported on Exits:
-// a server that stops answering is detected within LivenessFailures ×
-// (LivenessInterval + LivenessTimeout), 12 s with these defaults.
+// (any HTTP status counts, as for readiness). A server whose probes have
+// gone unanswered for its budget (DefaultLivenessBudget unless the config
+// or Options give another) is declared dead: killed and reported on Exits,
+// within budget + LivenessInterval + LivenessTimeout, 64 s with these
+// defaults. The budget outlasts a Python server that blocks its event
+// loop for 30 s in one request (it accepts connections meanwhile, but
+// answers none); upstream's launcher, once its servers are up, only
+// checks that their processes still run (cli/env.py:761-765, every 60 s).
+// A server that refuses the connection DefaultLivenessFailures times in a
+// row (nothing listens on its port any more) is declared dead at once,
+// budget or not.
 //
 // A server on another host is probed the same way; one that stops
 // answering cannot be killed from here, so it is dropped from the fleet
 // (and from gym.servers.active) and reported on Exits within the same
-// bound.
+// bounds.
 const (
 	DefaultLivenessInterval = 2 * time.Second
 	DefaultLivenessTimeout  = 2 * time.Second
+	DefaultLivenessBudget   = 60 * time.Second
 	DefaultLivenessFailures = 3
 )
 
@@ -101,14 +109,24 @@ type Options struct {
 	// LivenessTimeout bounds each liveness probe; 0 or less means
 	// DefaultLivenessTimeout.
 	LivenessTimeout time.Duration
-	// LivenessFailures is how many probes in a row must fail before the
-	// server is killed and reported on Exits; 0 or less means
-	// DefaultLivenessFailures.
+	// LivenessBudget is how long a server's probes may go unanswered
+	// before it is killed and reported on Exits, for servers whose config
+	// gives none (ServerSpec.LivenessBudget); 0 or less means
+	// DefaultLivenessBudget.
+	LivenessBudget time.Duration
+	// LivenessFailures is how many probes in a row must find the
+	// connection refused before the server is declared dead, budget or
+	// not; 0 or less means DefaultLivenessFailures.
 	LivenessFailures int
 	// Logger receives the orchestrator's own logs; nil means slog.Default().
 	Logger *slog.Logger
 	// ExtraEnv is added to every child's environment.
 	ExtraEnv []string
+	// HeadToken is the bearer token the head server asks for (see
+	// headGuard); "" means a fresh random one. Either way it is written
+	// to the run directory's head_token and handed to every child as
+	// contract.EnvHeadToken.
+	HeadToken string
 }
 
 // ServerInfo describes one running server.
@@ -162,6 +180,9 @@ type Fleet struct {
 	log  *slog.Logger
 	cwd  string
 	head *headServer
+	// headToken is the head server's bearer token (Options.HeadToken or
+	// a generated one).
+	headToken string
 
 	mu       sync.Mutex
 	dict     *gymconfig.Dict // the fleet's dict, hosts and ports filled in
@@ -170,9 +191,12 @@ type Fleet struct {
 	servers  []*child
 	active   int
 	stopping bool
-	exits    chan Exit
-	stopOnce sync.Once
-	stopErr  error
+	// stopFlushBy ends every telemetry flush of the stop: Stop's start
+	// plus the export timeout.
+	stopFlushBy time.Time
+	exits       chan Exit
+	stopOnce    sync.Once
+	stopErr     error
 
 	// quit is closed when Stop begins: the liveness watchers (watchers)
 	// end.
@@ -286,7 +310,8 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Fleet, error) {
 	// short run still shows it.
 	f.setActive(n)
 	f.startWatchers()
-	f.log.Info("fleet started", "servers", n, "head_server", f.HeadURL())
+	f.log.Info("fleet started", "servers", n, "head_server", f.HeadURL(),
+		"head_token_file", filepath.Join(f.opts.RunDir, contract.RunHeadTokenFile))
 	return f, nil
 }
 
@@ -328,6 +353,9 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	if opts.LivenessTimeout <= 0 {
 		opts.LivenessTimeout = DefaultLivenessTimeout
 	}
+	if opts.LivenessBudget <= 0 {
+		opts.LivenessBudget = DefaultLivenessBudget
+	}
 	if opts.LivenessFailures <= 0 {
 		opts.LivenessFailures = DefaultLivenessFailures
 	}
@@ -344,13 +372,31 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
+	open, err := cfg.HeadOpen()
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	token := opts.HeadToken
+	if token == "" {
+		if token, err = NewHeadToken(); err != nil {
+			return nil, fmt.Errorf("orchestrator: %w", err)
+		}
+	} else if err := CheckHeadToken(token); err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	for _, sub := range []string{contract.RunLogsDir, contract.RunTelemetryDir} {
 		if err := os.MkdirAll(filepath.Join(opts.RunDir, sub), contract.RunDirPerm); err != nil {
 			return nil, fmt.Errorf("orchestrator: %w", err)
 		}
 	}
+	// A full disk does not stop the fleet (the token is in memory; its
+	// own servers get it in their environment), but the user is told
+	// where else to find it.
+	if err := writeHeadToken(opts.RunDir, token); err != nil {
+		log.Warn("the head token could not be written to the run directory; servers on other hosts need it through "+contract.EnvHeadToken, "err", err)
+	}
 	f := &Fleet{
-		opts: opts, log: log, cwd: cwd, dict: d,
+		opts: opts, log: log, cwd: cwd, dict: d, headToken: token,
 		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		exits: make(chan Exit, len(cfg.Servers)),
 		quit:  make(chan struct{}),
@@ -383,7 +429,11 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 	for _, name := range assigned {
 		f.assigned[name] = true
 	}
-	f.head = serveHead(ln, headHost, headPort, f)
+	if open && !isLoopbackHost(headHost) {
+		log.Warn("the head server's NeMo Gym routes answer without the head token: anyone who can reach it reads the config dict, secrets included",
+			"head_server", net.JoinHostPort(headHost, headPortText), "because", HeadOpenKey+": true")
+	}
+	f.head = serveHead(ln, headHost, headPort, f, newHeadGuard(token, headHost, open))
 	return f, nil
 }
 
@@ -709,6 +759,8 @@ func (f *Fleet) spawn(spec ServerSpec) (*child, error) {
 		// which instance of it this process is.
 		gymconfig.EnvConfigDict+"="+dictYAML,
 		gymconfig.EnvConfigPath+"="+spec.Name,
+		// The head token, for a server that asks the head server.
+		contract.EnvHeadToken+"="+f.headToken,
 	)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	sink := &logSink{name: spec.Name, log: f.log, f: logFile}
@@ -934,7 +986,20 @@ func (f *Fleet) recordLoop() {
 	for ch := range f.activeCh {
 		f.recordActive(ch.n)
 		close(ch.recorded)
-		ctx, cancel := context.WithTimeout(context.Background(), activeFlushTimeout)
+		// Each count is flushed at once, bounded; while the fleet stops,
+		// every flush also ends with the stop's one export timeout, so a
+		// collector that never answers costs the stop that once, not once
+		// per server (what is not sent then is counted lost).
+		deadline := time.Now().Add(activeFlushTimeout)
+		f.mu.Lock()
+		if f.stopping && f.stopFlushBy.Before(deadline) {
+			deadline = f.stopFlushBy
+		}
+		f.mu.Unlock()
+		if time.Until(deadline) <= 0 {
+			continue
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		if err := telemetry.Get().ForceFlush(ctx); err != nil {
 			f.log.Debug("telemetry flush after a change of gym.servers.active", "err", err)
 		}
@@ -1042,8 +1107,13 @@ func (f *Fleet) Stop(ctx context.Context) error {
 }
 
 func (f *Fleet) stop(ctx context.Context) error {
+	budget := telemetry.Get().Config().OTLPTimeout
+	if budget <= 0 {
+		budget = lens.DefaultOTLPTimeout
+	}
 	f.mu.Lock()
 	f.stopping = true
+	f.stopFlushBy = time.Now().Add(budget)
 	servers := append([]*child(nil), f.servers...)
 	f.mu.Unlock()
 	// No liveness verdict while the servers drain.

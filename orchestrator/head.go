@@ -56,22 +56,25 @@ type headServer struct {
 	done chan struct{}
 }
 
-// serveHead serves the head API of f on ln until close.
-func serveHead(ln net.Listener, host string, port int, f *Fleet) *headServer {
+// serveHead serves the head API of f on ln until close, every route
+// behind g: NeMo Gym's (upstream) and gymlens's own.
+func serveHead(ln net.Listener, host string, port int, f *Fleet, g *headGuard) *headServer {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+	const upstream, ours = true, false
+	mux.HandleFunc("GET /{$}", g.guard(upstream, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET "+HeadConfigPath, func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.HandleFunc("GET "+HeadConfigPath, g.guard(upstream, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, string(f.ConfigYAML()))
-	})
-	mux.HandleFunc("GET "+HeadInstancesPath, func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.HandleFunc("GET "+HeadInstancesPath, g.guard(upstream, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, f.Instances())
-	})
-	mux.HandleFunc("GET "+HeadTelemetryPath, serveTelemetryEnv(f))
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
-	})
+	}))
+	mux.HandleFunc("GET "+HeadTelemetryPath, g.guard(ours, serveTelemetryEnv(f)))
+	// gymlens's prefix: nothing under it answers without the token, not
+	// even "not found".
+	mux.HandleFunc(HeadGymlensPrefix, g.guard(ours, notFound))
+	mux.HandleFunc("/", g.guard(upstream, notFound))
 	h := &headServer{
 		url: "http://" + net.JoinHostPort(dialHost(host), strconv.Itoa(port)),
 		srv: &http.Server{
@@ -98,6 +101,11 @@ func (h *headServer) close(ctx context.Context) error {
 	}
 	<-h.done
 	return err
+}
+
+// notFound answers 404 as NeMo Gym's head server (FastAPI) does.
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,8 +39,11 @@ func (f *Fleet) startWatchers() {
 
 // watch probes c's GET / every LivenessInterval until c ends or the fleet
 // stops. Any HTTP answer is alive, as for readiness; a refused connection,
-// a timeout or a reset is a failure. After LivenessFailures failures in a
-// row the server is taken for hung (stopped, deadlocked, wedged): it is
+// a timeout or a reset is a failure. Once c's probes have gone unanswered
+// for its budget (ServerSpec.LivenessBudget, else Options.LivenessBudget),
+// counted from the sending of the first unanswered one, or
+// LivenessFailures probes in a row found the connection refused, the
+// server is taken for dead (stopped, deadlocked, wedged, gone): it is
 // killed with its process group, and its reaper reports it on Exits with
 // an error wrapping ErrUnresponsive. A server that exits is its reaper's
 // to report, not the watcher's.
@@ -55,35 +59,47 @@ func (f *Fleet) watch(c *child) {
 		cancel()
 	}()
 	every, limit := f.opts.LivenessInterval, f.opts.LivenessFailures
+	budget := c.spec.LivenessBudget
+	if budget <= 0 {
+		budget = f.opts.LivenessBudget
+	}
 	t := time.NewTimer(every)
 	defer t.Stop()
-	failures := 0
-	var first time.Time
+	failures, refused := 0, 0
+	var first time.Time // when the first unanswered probe was sent
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		sent := time.Now()
 		err := probe(ctx, f.probe, c.info.URL)
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
 			if failures > 0 {
-				f.log.Info("server answers its liveness probe again", "server", c.spec.Name, "pid", c.info.PID, "failed_probes", failures)
+				f.log.Info("server answers its liveness probe again", "server", c.spec.Name, "pid", c.info.PID,
+					"failed_probes", failures, "unanswered_for", time.Since(first).Round(time.Millisecond))
 			}
-			failures = 0
+			failures, refused = 0, 0
 			t.Reset(every)
 			continue
 		}
 		if failures == 0 {
-			first = time.Now()
+			first = sent
 		}
 		failures++
-		if failures < limit {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			refused++
+		} else {
+			refused = 0
+		}
+		silent := time.Since(first)
+		if silent < budget && refused < limit {
 			f.log.Warn("server did not answer its liveness probe", "server", c.spec.Name, "pid", c.info.PID,
-				"failed_probes", failures, "limit", limit, "err", err)
+				"failed_probes", failures, "unanswered_for", silent.Round(time.Millisecond), "budget", budget, "err", err)
 			t.Reset(every)
 			continue
 		}
@@ -96,8 +112,12 @@ func (f *Fleet) watch(c *child) {
 		if c.remote {
 			verdict = "dropped from the fleet (it runs on another host)"
 		}
-		c.hung = fmt.Errorf("%w: %d liveness probes in a row failed over %s (every %s, each with a %s timeout; last: %v): %s",
-			ErrUnresponsive, failures, time.Since(first).Round(time.Millisecond), every, f.opts.LivenessTimeout, err, verdict)
+		why := fmt.Sprintf("unanswered for %s, over its %s budget", silent.Round(time.Millisecond), budget)
+		if refused >= limit {
+			why = fmt.Sprintf("%d in a row found the connection refused", refused)
+		}
+		c.hung = fmt.Errorf("%w: %d liveness probes in a row failed, %s (every %s, each with a %s timeout; last: %v): %s",
+			ErrUnresponsive, failures, why, every, f.opts.LivenessTimeout, err, verdict)
 		f.mu.Unlock()
 		if c.remote {
 			f.ended(c, nil)

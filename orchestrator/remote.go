@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -18,7 +21,11 @@ import (
 // runs with (see TelemetryEnv). `gymlens serve --head` reads it on another
 // host so that a server started there joins the run: same run id, same
 // exporters, sampler and presets.
-const HeadTelemetryPath = "/gymlens/telemetry_env"
+const HeadTelemetryPath = HeadGymlensPrefix + "telemetry_env"
+
+// HeadGymlensPrefix starts every route of gymlens's own on the head
+// server; each asks for the head token.
+const HeadGymlensPrefix = "/gymlens/"
 
 // TelemetryEnv is what GET HeadTelemetryPath answers.
 type TelemetryEnv struct {
@@ -29,8 +36,33 @@ type TelemetryEnv struct {
 	// OTEL_*) a server started by this orchestrator inherits, except the
 	// ones that name a place on the orchestrator's host (its file in the
 	// run directory and its /metrics address), which a server on another
-	// host chooses for itself.
+	// host chooses for itself, and the secret ones (Secrets).
 	Env map[string]string `json:"env"`
+	// Secrets names the telemetry variables set on the head's host whose
+	// values are credentials (export headers, keys, tokens, passwords, an
+	// endpoint with a user in it). Their values never leave the head: a
+	// server on another host must have them set there.
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// secretVar reports whether a telemetry variable carries a credential:
+// headers (OTEL_EXPORTER_OTLP_HEADERS and the per-signal ones), anything
+// named as a key, token, secret, password or credential, and a URL with
+// a user or password in it.
+func secretVar(name, value string) bool {
+	upper := strings.ToUpper(name)
+	if strings.HasSuffix(upper, "_HEADERS") {
+		return true
+	}
+	for _, word := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"} {
+		if strings.Contains(upper, word) {
+			return true
+		}
+	}
+	if u, err := url.Parse(strings.TrimSpace(value)); err == nil && u.User != nil {
+		return true
+	}
+	return false
 }
 
 // hostLocal variables name a place on one host; a server on another host
@@ -51,10 +83,19 @@ func telemetryEnv(env []string) TelemetryEnv {
 		if !ok || local[k] {
 			continue
 		}
-		if strings.HasPrefix(k, lens.PrimaryPrefix) || strings.HasPrefix(k, lens.FallbackPrefix) || strings.HasPrefix(k, "OTEL_") {
-			out.Env[k] = v
+		if !strings.HasPrefix(k, lens.PrimaryPrefix) && !strings.HasPrefix(k, lens.FallbackPrefix) && !strings.HasPrefix(k, "OTEL_") {
+			continue
 		}
+		if secretVar(k, v) {
+			if !slices.Contains(out.Secrets, k) {
+				out.Secrets = append(out.Secrets, k)
+			}
+			delete(out.Env, k) // an earlier, non-secret value of the same name
+			continue
+		}
+		out.Env[k] = v
 	}
+	slices.Sort(out.Secrets)
 	out.RunID = out.Env[lens.PrimaryPrefix+lens.KeyRunID]
 	return out
 }
@@ -109,9 +150,11 @@ func interfaceIPs() ([]net.IP, error) {
 }
 
 // JoinCommand is the command that starts the named server on its own
-// host and joins it to this fleet.
+// host and joins it to this fleet. It names the head token's file, never
+// the token: copy the file there, or set contract.EnvHeadToken.
 func (f *Fleet) JoinCommand(name string) string {
-	return "gymlens serve --head " + f.HeadURL() + " --name " + name
+	return "gymlens serve --head " + f.HeadURL() + " --name " + name +
+		" --head-token-file <a copy of " + filepath.Join(f.opts.RunDir, contract.RunHeadTokenFile) + ">"
 }
 
 // joinRemote waits for a server on another host to answer GET / on its

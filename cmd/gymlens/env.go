@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -93,9 +94,7 @@ func runEnvStart(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			}
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
-	defer cancel()
-	if err := fleet.Stop(stopCtx); err != nil {
+	if err := sess.stopFleet(fleet); err != nil {
 		fmt.Fprintf(stderr, "gymlens env start: %v\n", err)
 		failed = true
 	}
@@ -120,7 +119,7 @@ func dryRunFleet(ctx context.Context, cfg orchestrator.Config, runsDir string, i
 		return exitUsage
 	}
 	defer sess.close()
-	results, err := orchestrator.DryRun(ctx, sess.cfg, orchestrator.Options{RunDir: sess.runDir, Logger: sess.log})
+	results, err := orchestrator.DryRun(ctx, sess.cfg, orchestrator.Options{RunDir: sess.runDir, Logger: sess.log, HeadToken: os.Getenv(contract.EnvHeadToken)})
 	failed := 0
 	for _, r := range results {
 		s := r.Server

@@ -31,6 +31,9 @@ type fleetSession struct {
 	resumed bool
 	dir     *runDir
 	log     *slog.Logger
+	// stopBegan is when stopFleet began: the orchestrator's own last
+	// flush shares the stop's one export timeout from then on.
+	stopBegan time.Time
 }
 
 // defaultRunsDir is where gymlens run and gymlens env start create run
@@ -91,6 +94,15 @@ func orchestratorEnv(runDir string, lookup func(string) (string, bool)) []teleme
 // orchestrator's telemetry there. A run directory that may not be used is
 // an error returned before anything is created.
 func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, id runIdentity, resume bool, stderr io.Writer) (*fleetSession, error) {
+	// The head server's settings, checked before anything is created.
+	if token, set := os.LookupEnv(contract.EnvHeadToken); set {
+		if err := orchestrator.CheckHeadToken(token); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := cfg.HeadOpen(); err != nil {
+		return nil, err
+	}
 	cfg.Telemetry = fleetTelemetry(cfg.Telemetry, defaultOn, os.LookupEnv)
 	runID, err := telemetry.ConfigureEnv(cfg.Telemetry)
 	if err != nil {
@@ -194,7 +206,7 @@ func (s *fleetSession) writeEffectiveConfig(fleet *orchestrator.Fleet) error {
 }
 
 func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {
-	fleet, err := orchestrator.Start(ctx, s.cfg, orchestrator.Options{RunDir: s.runDir, Logger: s.log})
+	fleet, err := orchestrator.Start(ctx, s.cfg, orchestrator.Options{RunDir: s.runDir, Logger: s.log, HeadToken: os.Getenv(contract.EnvHeadToken)})
 	if err != nil {
 		return nil, err
 	}
@@ -210,10 +222,39 @@ func (s *fleetSession) start(ctx context.Context) (*orchestrator.Fleet, error) {
 	return fleet, nil
 }
 
-// close flushes the orchestrator's telemetry and releases the run
-// directory.
+// stopFleet stops fleet (bounded by its stop deadline) and starts the
+// stop's telemetry budget: every server flushes on SIGTERM at once, and
+// the orchestrator's own last flush (close) ends one export timeout
+// after the stop began, so stopping costs one export timeout in all,
+// whatever the fleet's size; what did not make it is counted.
+func (s *fleetSession) stopFleet(fleet *orchestrator.Fleet) error {
+	s.stopBegan = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
+	defer cancel()
+	return fleet.Stop(ctx)
+}
+
+// minLastFlush is what the orchestrator's last flush gets at least, even
+// when the servers' stop used up the export timeout: enough to send its
+// last values to a collector that answers.
+const minLastFlush = time.Second
+
+// close flushes the orchestrator's telemetry (within the stop's budget
+// once stopFleet ran) and releases the run directory.
 func (s *fleetSession) close() {
-	if err := shutdownTelemetry(); err != nil {
+	var err error
+	if h := telemetry.Get(); h != nil && !s.stopBegan.IsZero() {
+		deadline := s.stopBegan.Add(h.Config().OTLPTimeout)
+		if floor := time.Now().Add(minLastFlush); deadline.Before(floor) {
+			deadline = floor
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		err = telemetry.Shutdown(ctx)
+		cancel()
+	} else {
+		err = shutdownTelemetry()
+	}
+	if err != nil {
 		s.log.Warn("telemetry flush", "err", err)
 	}
 	s.dir.close()

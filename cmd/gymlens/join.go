@@ -62,6 +62,7 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := fs.String("name", "", "the server instance of the fleet config to serve (required)")
 	runsDir := fs.String("runs-dir", defaultRunsDir, "where this host keeps runs/<run id>/telemetry/<name>.jsonl when the fleet exports to files")
 	wait := fs.Duration("wait", defaultHeadWait, "how long to wait for the head server to answer")
+	tokenFile := fs.String("head-token-file", "", "file holding the fleet's head token (a copy of the run directory's "+contract.RunHeadTokenFile+"); default: $"+contract.EnvHeadToken)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gymlens serve --head http://HOST:PORT --name NAME [flags]\n\n"+
 			"Joins a running fleet from another host. It reads the fleet's config\n"+
@@ -91,13 +92,23 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gymlens serve: --wait %s: want a duration above 0\n", *wait)
 		return exitUsage
 	}
+	token, err := headToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
+		return exitUsage
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("server", *name)
-	client := &http.Client{Timeout: headProbeTimeout}
+	client := &http.Client{Timeout: headProbeTimeout, Transport: &orchestrator.BearerTransport{Token: token}}
 	defer client.CloseIdleConnections()
 	dict, tel, err := readHead(ctx, client, base, *wait, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 		return 1
+	}
+	for _, name := range tel.Secrets {
+		if _, set := os.LookupEnv(name); !set {
+			log.Warn("the fleet's telemetry uses a credential the head server does not hand out; set it on this host", "var", name)
+		}
 	}
 	lookup := func(k string) (string, bool) {
 		switch k {
@@ -122,6 +133,24 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	go watchHead(ctx, client, base, cancel, log)
 	log.Info("joining the fleet", "head", base, "run_id", tel.RunID, "addr", l.Addr())
 	return serveLaunched(ctx, l, stdout, stderr)
+}
+
+// headToken is the head token a command sends to a head server: the
+// content of file when one is given, else $GYMLENS_HEAD_TOKEN; "" when
+// neither (a head server on loopback answers NeMo Gym's routes without).
+func headToken(file string) (string, error) {
+	if file == "" {
+		return os.Getenv(contract.EnvHeadToken), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--head-token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if err := orchestrator.CheckHeadToken(token); err != nil {
+		return "", fmt.Errorf("--head-token-file %s: %w", file, err)
+	}
+	return token, nil
 }
 
 // headBase checks a --head value and returns it without a trailing slash.
@@ -151,6 +180,10 @@ func readHead(ctx context.Context, client *http.Client, base string, wait time.D
 		status, err := getJSON(ctx, client, base+orchestrator.HeadConfigPath, &dict)
 		if err == nil && status == http.StatusOK {
 			break
+		}
+		if status == http.StatusUnauthorized {
+			return "", tel, fmt.Errorf("head server %s: GET %s: 401: it wants the fleet's head token (--head-token-file, or $%s)",
+				base, orchestrator.HeadConfigPath, contract.EnvHeadToken)
 		}
 		if err == nil {
 			err = fmt.Errorf("status %d", status)

@@ -46,6 +46,10 @@ func testHead(t *testing.T, dict string, tel *orchestrator.TelemetryEnv) *httpte
 }
 
 func TestServeHeadUsageErrors(t *testing.T) {
+	shortToken := filepath.Join(t.TempDir(), "head_token")
+	if err := os.WriteFile(shortToken, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	head := testHead(t, "arithmetic:\n  resources_servers:\n    arithmetic: {domain: math, host: 127.0.0.1, port: 1}\n", nil)
 	for _, tc := range []struct {
 		args []string
@@ -56,6 +60,8 @@ func TestServeHeadUsageErrors(t *testing.T) {
 		{[]string{"serve", "--head", "http://127.0.0.1:1"}, "--name is required"},
 		{[]string{"serve", "--head", "http://127.0.0.1:1", "--name", "a", "--wait", "0s"}, "--wait"},
 		{[]string{"serve", "--head=" + head.URL, "--name", "arithmetc"}, `no instance "arithmetc"`},
+		{[]string{"serve", "--head", head.URL, "--name", "arithmetic", "--head-token-file", "/nonexistent/head_token"}, "--head-token-file"},
+		{[]string{"serve", "--head", head.URL, "--name", "arithmetic", "--head-token-file", shortToken}, "at least 16 characters"},
 	} {
 		code, stdout, stderr := runGym(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

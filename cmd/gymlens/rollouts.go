@@ -16,6 +16,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/telemetry"
@@ -46,6 +47,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&output, "o", "", "short for --output")
 	agentURL := fs.String("agent-url", "", "base URL of the agent server, called directly (this or --head is required)")
 	headURL := fs.String("head", "", "base URL of a NeMo Gym head server (http://host:11000): its config's environment servers and agents, instead of --agent-url")
+	tokenFile := fs.String("head-token-file", "", "with --head: file holding the fleet's head token (the run directory's "+contract.RunHeadTokenFile+"); default: $"+contract.EnvHeadToken)
 	var agentName string
 	fs.StringVar(&agentName, "agent", "simple_agent", "agent name the URL serves and the agent of rows with neither agent_ref nor task_source; given explicitly, the agent of every row (as NeMo Gym 0.7's --agent)")
 	fs.StringVar(&agentName, "a", "simple_agent", "short for --agent")
@@ -106,7 +108,12 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" || f.Name == "a" })
 	fleet := rollout.Fleet{Agents: map[string]string{agentName: *agentURL}}
 	if *headURL != "" {
-		if fleet, err = headFleet(ctx, *headURL, rows, *limit, agentName, agentSet); err != nil {
+		token, err := headToken(*tokenFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
+			return exitUsage
+		}
+		if fleet, err = headFleet(ctx, *headURL, token, rows, *limit, agentName, agentSet); err != nil {
 			fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
 			return exitUsage
 		}
@@ -156,8 +163,9 @@ func printCollectSummary(w io.Writer, output string, sum rollout.Summary) {
 // with neither agent_ref nor task_source take defaultAgent) is one of
 // its agents, as is defaultAgent when it was given explicitly (it then
 // routes every row).
-func headFleet(ctx context.Context, headURL string, rows []protocol.RunRequest, limit int, defaultAgent string, explicit bool) (rollout.Fleet, error) {
-	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+func headFleet(ctx context.Context, headURL, token string, rows []protocol.RunRequest, limit int, defaultAgent string, explicit bool) (rollout.Fleet, error) {
+	// A client of its own: the token goes to the head server only.
+	client := &http.Client{Transport: &orchestrator.BearerTransport{Token: token, Base: http.DefaultTransport.(*http.Transport).Clone()}}
 	defer client.CloseIdleConnections()
 	fleet, err := rollout.HeadFleet(ctx, client, headURL, os.LookupEnv)
 	if err != nil {

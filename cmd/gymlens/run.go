@@ -198,9 +198,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	routes, err := rollout.FleetFromConfig(fleet.ConfigYAML(), os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
-		stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
-		defer cancel()
-		_ = fleet.Stop(stopCtx)
+		_ = sess.stopFleet(fleet)
 		closeSession()
 		return 1
 	}
@@ -218,9 +216,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Stop:         stop,
 	})
 
-	stopCtx, cancel := context.WithTimeout(context.Background(), fleet.StopDeadline())
-	defer cancel()
-	stopErr := fleet.Stop(stopCtx)
+	stopErr := sess.stopFleet(fleet)
 	closeSession()
 
 	code := exitOK
@@ -304,6 +300,10 @@ func printSummary(w io.Writer, runID, runDir string, rep report.Summary, sum rol
 	fmt.Fprintf(w, "\nrun %s  (%s)\n", runID, runDir)
 	fmt.Fprintf(w, "  rollouts        %d (%d failed), %.1f/s over %s\n", rep.Rollouts, rep.Failed,
 		sum.Rate(), sum.Elapsed.Round(time.Millisecond))
+	if sum.AggregationElapsed > 0 {
+		fmt.Fprintf(w, "  phases          rollouts %.3f s, aggregation %.3f s\n",
+			(sum.Elapsed - sum.AggregationElapsed).Seconds(), sum.AggregationElapsed.Seconds())
+	}
 	fmt.Fprintf(w, "  success         %.3f (%d of %d rewarded)\n", rep.SuccessFraction(), rep.Rewarded, rep.Rollouts)
 	d := rep.DurationsMS
 	fmt.Fprintf(w, "  rollout time    p50 %.1f ms   p95 %.1f ms\n", rollout.Percentile(d, 50), rollout.Percentile(d, 95))
