@@ -2,7 +2,6 @@ package environment
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 
 	"github.com/gymlens/gymlens/protocol"
@@ -35,7 +34,7 @@ var (
 	infoIDKey         = memberKey(keyRolloutInfoID)
 	infoTaskKey       = memberKey(protocol.KeyTaskIndex)
 	infoRolloutKey    = memberKey(protocol.KeyRolloutIndex)
-	completionPercent = appendNumber(nil, 100)
+	completionPercent = protocol.AppendJSONFloat(nil, 100)
 )
 
 // statKeys returns, for every column, the encoded member name of each
@@ -63,7 +62,7 @@ func appendGroup(buf []byte, keys map[string][][]byte, cols []column, rows []*pr
 	describe(cols, len(rows), func(stat int, c *column, v float64) {
 		buf = append(buf, ',')
 		buf = append(buf, keys[c.name][stat]...)
-		buf = appendNumber(buf, v)
+		buf = protocol.AppendJSONFloat(buf, v)
 	})
 	buf = append(buf, ',')
 	buf = append(buf, groupSampleKey...)
@@ -88,26 +87,6 @@ func appendGroup(buf []byte, keys map[string][][]byte, cols []column, rows []*pr
 		buf = append(buf, r.info...)
 	}
 	return append(buf, ']', '}')
-}
-
-// appendNumber appends v as encoding/json writes a float64: the
-// shortest decimal that reads back as v, in exponent form (with at
-// least one exponent digit) only below 1e-6 or from 1e21 up. v must be
-// finite.
-func appendNumber(buf []byte, v float64) []byte {
-	format := byte('f')
-	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
-	}
-	buf = strconv.AppendFloat(buf, v, format, -1, 64)
-	if format == 'e' {
-		// strconv writes e-07; JSON encoders write e-7.
-		if n := len(buf); n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
-			buf[n-2] = buf[n-1]
-			buf = buf[:n-1]
-		}
-	}
-	return buf
 }
 
 // encodeMetrics encodes m as the server writes a typed answer

@@ -29,8 +29,8 @@ func TestAppendNumberIsEncodingJSONs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendNumber(nil, v); !bytes.Equal(got, want) {
-			t.Errorf("appendNumber(%v) = %s, want %s", v, got, want)
+		if got := protocol.AppendJSONFloat(nil, v); !bytes.Equal(got, want) {
+			t.Errorf("AppendJSONFloat(%v) = %s, want %s", v, got, want)
 		}
 		checked++
 	}

@@ -751,7 +751,7 @@ func appendValue(buf []byte, v reflect.Value) ([]byte, error) {
 		return strconv.AppendInt(buf, v.Int(), 10), nil
 	case reflect.Float64:
 		if f := v.Float(); !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return appendFloat(buf, f), nil
+			return AppendJSONFloat(buf, f), nil
 		}
 	case reflect.Slice:
 		if v.IsNil() {
@@ -773,8 +773,10 @@ func appendValue(buf []byte, v reflect.Value) ([]byte, error) {
 	return append(buf, b...), err
 }
 
-// appendFloat appends f as encoding/json writes a float64.
-func appendFloat(buf []byte, f float64) []byte {
+// AppendJSONFloat appends f as encoding/json writes a float64: the
+// shortest decimal that reads back as f, in exponent form only below
+// 1e-6 or from 1e21 up. f must be finite.
+func AppendJSONFloat(buf []byte, f float64) []byte {
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'

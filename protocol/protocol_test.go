@@ -1475,8 +1475,8 @@ func TestCodecsMatchEncodingJSON(t *testing.T) {
 	}
 	for _, f := range []float64{0, 1, -1, 0.5, 1.0 / 3, 1e-6, 1e-7, 123456789, 1e20, 1e21, 1.5e300, -2.5e-10, 5e-324, 1767225600.5} {
 		want, _ := json.Marshal(f)
-		if got := appendFloat(nil, f); !bytes.Equal(got, want) {
-			t.Fatalf("appendFloat(%v) = %s, want %s", f, got, want)
+		if got := AppendJSONFloat(nil, f); !bytes.Equal(got, want) {
+			t.Fatalf("AppendJSONFloat(%v) = %s, want %s", f, got, want)
 		}
 	}
 	// Numbers decode as encoding/json decodes them, errors included.
