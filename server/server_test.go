@@ -143,10 +143,13 @@ func TestTypedHandlerDecodingAndErrors(t *testing.T) {
 	res.Body.Close()
 }
 
-func TestGracefulShutdownDrainsInFlight(t *testing.T) {
-	s := server.New(server.Options{Name: "slow"})
-	entered := make(chan struct{})
-	release := make(chan struct{})
+// slowServer serves opts with one route, POST /slow, whose handler
+// closes entered and answers once release is closed. cancel begins the
+// shutdown; served gets Serve's result.
+func slowServer(t *testing.T, opts server.Options) (addr net.Addr, entered, release chan struct{}, cancel context.CancelFunc, served chan error) {
+	t.Helper()
+	s := server.New(opts)
+	entered, release = make(chan struct{}), make(chan struct{})
 	server.Handle(s, "POST /slow", func(_ context.Context, _ echoReq) (echoResp, error) {
 		close(entered)
 		<-release
@@ -157,8 +160,13 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
+	served = make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()
+	return addr, entered, release, cancel, served
+}
+
+func TestGracefulShutdownDrainsInFlight(t *testing.T) {
+	addr, entered, release, cancel, served := slowServer(t, server.Options{Name: "slow"})
 	type reply struct {
 		status int
 		body   string
@@ -205,21 +213,7 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 // The spare is closed; the request in flight on another connection still
 // gets its answer.
 func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
-	s := server.New(server.Options{Name: "spare", ShutdownTimeout: 3 * time.Second})
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	server.Handle(s, "POST /slow", func(_ context.Context, _ echoReq) (echoResp, error) {
-		close(entered)
-		<-release
-		return echoResp{Greeting: "done"}, nil
-	})
-	addr, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx) }()
+	addr, entered, release, cancel, served := slowServer(t, server.Options{Name: "spare", ShutdownTimeout: 3 * time.Second})
 	spare, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
