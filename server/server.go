@@ -97,6 +97,13 @@ type Options struct {
 	// the caller's session id when it sent a valid one and minting one
 	// otherwise; handlers read it with SessionID(ctx).
 	SessionCookie string
+	// Reroute, when set, sees every request before the mux matches it
+	// (its URL.Path decoded, as the request came) and returns the request
+	// to route, its URL possibly rewritten, and true; false answers it
+	// with the catch-all's 404. A server whose routes must match as a
+	// Python server's do on the decoded path uses it where the mux's own
+	// matching (escaped segments, cleaned paths) would differ.
+	Reroute func(*http.Request) (*http.Request, bool)
 }
 
 // PrefixMode selects how a server strips the rollout-id path prefix.
@@ -341,11 +348,21 @@ func (s *Server) build() http.Handler {
 		}
 		mux.Handle(pattern, h)
 	}
-	mux.Handle("/", wrap("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	notFound := wrap("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.setWriteDeadline(w)
 		writeJSON(w, http.StatusNotFound, protocol.NotFoundBody)
-	})))
+	}))
+	mux.Handle("/", notFound)
 	var h http.Handler = mux
+	if reroute := s.opts.Reroute; reroute != nil {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r2, ok := reroute(r); ok {
+				mux.ServeHTTP(w, r2)
+			} else {
+				notFound.ServeHTTP(w, r)
+			}
+		})
+	}
 	if s.opts.SessionCookie != "" {
 		h = sessions(s.opts.SessionCookie, h)
 	}

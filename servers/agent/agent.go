@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,7 +121,66 @@ func (c Config) executesTools() bool { return c.ExecuteTools == nil || *c.Execut
 // server Register is given from these options (adding name, address and
 // limits).
 func ServerOptions(instance string) server.Options {
-	return server.Options{SessionCookie: ServerName + "___" + instance}
+	return server.Options{SessionCookie: ServerName + "___" + instance, Reroute: routeDecoded}
+}
+
+// routeDecoded routes a request as upstream's Starlette router does
+// (nemo_gym 0.7.0 base_responses_api_agent.py:238-263): on the decoded path,
+// each route a regular expression ending in Python's "$", which also
+// matches before one newline ending the path, and the rollout id of the
+// two /ng-rollout/ forms (:242-243) one or more characters other than a
+// slash. The mux matches escaped segments and redirects a path it cleans,
+// so the request it gets is rewritten to match there exactly when
+// upstream's routes match: the decoded path, the id's segment escaped byte
+// by byte (an id may be "." or ".." or hold a newline); any other path
+// under the prefix, and any path the mux would clean ("//", "." and ".."
+// segments, which no literal route of upstream's matches), is upstream's
+// 404. Starlette's redirect of a path differing from a route by a
+// trailing slash is not followed: such a path is a 404 here.
+func routeDecoded(r *http.Request) (*http.Request, bool) {
+	p := strings.TrimSuffix(r.URL.Path, "\n")
+	raw := ""
+	if rest, ok := strings.CutPrefix(p, protocol.RolloutPrefix); ok {
+		id, tail, _ := strings.Cut(rest, "/")
+		tail = "/" + tail
+		if id == "" || tail != protocol.PathResponses && tail != protocol.TokenCaptureSegment+protocol.PathResponses {
+			return r, false
+		}
+		const hex = "0123456789ABCDEF"
+		var b strings.Builder
+		b.WriteString(protocol.RolloutPrefix)
+		for i := 0; i < len(id); i++ {
+			b.WriteByte('%')
+			b.WriteByte(hex[id[i]>>4])
+			b.WriteByte(hex[id[i]&15])
+		}
+		b.WriteString(tail)
+		raw = b.String()
+	} else if !muxClean(p) {
+		return r, false
+	}
+	if p == r.URL.Path && raw == r.URL.RawPath {
+		return r, true
+	}
+	u := *r.URL
+	u.Path, u.RawPath = p, raw
+	r2 := r.WithContext(r.Context())
+	r2.URL = &u
+	return r2, true
+}
+
+// muxClean says whether http.ServeMux leaves path p as it is, where it
+// redirects any other path to its cleaned form: p rooted, without empty,
+// "." or ".." segments, a trailing slash kept.
+func muxClean(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // Register validates cfg and registers the agent's routes on s: POST
