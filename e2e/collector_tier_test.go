@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 // Environment of the collector-tier test: the binaries it runs, built by
@@ -309,7 +311,10 @@ func startTier(t *testing.T, o tierOptions) *tier {
 	}
 	lab := newNetLab(t, 4)
 	tr := &tier{head: lab.hosts[0], hostB: lab.hosts[1], hostC: lab.hosts[2], obs: lab.hosts[3], dir: t.TempDir()}
-	base := gymEnv()
+	// The head binds a lab address, so every route of it wants the head
+	// token: one for the whole tier, as a user would export it on every
+	// host.
+	base := gymEnv(contract.EnvHeadToken + "=e2e-tier-head-token-5c2d81f0")
 	tr.service = func(h labHost, name string, env []string, argv ...string) *gymProc {
 		p := startProc(t, append(base, env...), &lineLog{}, &lineLog{}, h.inNS(argv...)...)
 		t.Cleanup(func() {
