@@ -146,6 +146,9 @@ func routeDecoded(r *http.Request) (*http.Request, bool) {
 		if id == "" || tail != protocol.PathResponses && tail != protocol.TokenCaptureSegment+protocol.PathResponses {
 			return r, false
 		}
+		if protocol.ValidRolloutID(id) && p == r.URL.Path && r.URL.RawPath == "" {
+			return r, true // the mux reads such an id as it is: nothing to rewrite
+		}
 		const hex = "0123456789ABCDEF"
 		var b strings.Builder
 		b.WriteString(protocol.RolloutPrefix)
