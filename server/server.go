@@ -432,7 +432,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		// 0 would fall back on ReadTimeout; a negative one is none.
 		srv.IdleTimeout = -1
 	}
-	fresh := &freshConns{m: map[net.Conn]struct{}{}}
+	fresh := &freshConns{}
 	srv.ConnState = fresh.connState
 	if conns != nil {
 		ln = &limitedListener{Listener: ln, l: conns}
@@ -484,31 +484,29 @@ wait:
 const freshCloseInterval = 50 * time.Millisecond
 
 // freshConns tracks the connections in http.StateNew: accepted, no
-// request read from them yet.
-type freshConns struct {
-	mu sync.Mutex
-	m  map[net.Conn]struct{}
-}
+// request read from them yet. Its hook runs on every request's state
+// changes, so it keeps no lock of its own there: an idle transition is
+// ignored, and deleting a connection that is not in the map is a lookup.
+type freshConns struct{ m sync.Map }
 
 // connState is an http.Server ConnState hook.
 func (f *freshConns) connState(c net.Conn, st http.ConnState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if st == http.StateNew {
-		f.m[c] = struct{}{}
-	} else {
-		delete(f.m, c)
+	switch st {
+	case http.StateNew:
+		f.m.Store(c, struct{}{})
+	case http.StateIdle:
+	default:
+		f.m.Delete(c)
 	}
 }
 
 // closeAll closes every connection still in http.StateNew.
 func (f *freshConns) closeAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for c := range f.m {
-		_ = c.Close()
-		delete(f.m, c)
-	}
+	f.m.Range(func(k, _ any) bool {
+		_ = k.(net.Conn).Close()
+		f.m.Delete(k)
+		return true
+	})
 }
 
 func decode(w http.ResponseWriter, r *http.Request, limit, budget int64, dst any) error {
