@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -46,23 +46,13 @@ type TelemetryEnv struct {
 }
 
 // secretVar reports whether a telemetry variable carries a credential:
-// headers (OTEL_EXPORTER_OTLP_HEADERS and the per-signal ones), anything
-// named as a key, token, secret, password or credential, and a URL with
-// a user or password in it.
+// headers (OTEL_EXPORTER_OTLP_HEADERS and the per-signal ones), a name
+// lens.IsSensitiveKey takes for a secret's (..._KEY, ..._TOKEN,
+// ..._PASSWORD, ...), or a value holding a URL with credentials in it
+// (what gymconfig.ScrubURLs would change).
 func secretVar(name, value string) bool {
-	upper := strings.ToUpper(name)
-	if strings.HasSuffix(upper, "_HEADERS") {
-		return true
-	}
-	for _, word := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"} {
-		if strings.Contains(upper, word) {
-			return true
-		}
-	}
-	if u, err := url.Parse(strings.TrimSpace(value)); err == nil && u.User != nil {
-		return true
-	}
-	return false
+	return strings.HasSuffix(strings.ToUpper(name), "_HEADERS") || lens.IsSensitiveKey(name) ||
+		gymconfig.ScrubURLs(value) != value
 }
 
 // hostLocal variables name a place on one host; a server on another host
