@@ -86,21 +86,67 @@ func TestServersOnOtherHosts(t *testing.T) {
 			t.Fatalf("gymlens run exited %d\nstdout:\n%s\nstderr:\n%s\nmodel host stderr:\n%s\nresources host stderr:\n%s",
 				code, run.stdout, tail(run.stderr.String(), 40), tail(model.stderr.String(), 20), tail(res.stderr.String(), 20))
 		}
-		// The run is over, so the head server is gone: the joined servers
-		// leave on their own, drained and flushed, within the head-probe
-		// bound (3 probes, 2 s apart, 2 s each) and their own stop.
+		// The head told the joined servers the fleet was stopping, and
+		// each left, drained and flushed, and handed the head its
+		// telemetry account before the head server closed.
 		for _, p := range []*gymProc{model, res} {
 			if code := p.wait(t, 45*time.Second); code != 0 {
 				t.Fatalf("joined server exited %d\nstderr:\n%s", code, tail(p.stderr.String(), 30))
 			}
-			if !strings.Contains(p.stderr.String(), "the head server is gone") {
-				t.Errorf("joined server did not say why it left:\n%s", tail(p.stderr.String(), 10))
+			for _, want := range []string{"the fleet is stopping; leaving it", "telemetry account handed to the head server"} {
+				if !strings.Contains(p.stderr.String(), want) {
+					t.Errorf("joined server's log lacks %q:\n%s", want, tail(p.stderr.String(), 10))
+				}
 			}
 		}
 
 		runDirHead := runDir(t, runsHead)
 		runID := filepath.Base(runDirHead)
 		procs := readRun(t, runDirHead)
+		// The run's summary covers the servers on the other hosts: their
+		// accounts are in the head's run directory, and each counts the
+		// spans that server wrote to its own file on its own host.
+		remoteSpans := map[string]int{}
+		for name, runs := range map[string]string{"policy_model": runsB, "arithmetic": runsC} {
+			remoteSpans[name] = len(readRun(t, filepath.Join(runs, runID))[name].spans)
+		}
+		for name, n := range remoteSpans {
+			p := procs[name]
+			if p == nil {
+				t.Fatalf("no telemetry account of %s in the head's run directory; have %v", name, names(procs))
+			}
+			if len(p.spans) != 0 {
+				t.Errorf("the head's copy of %s's telemetry holds %d spans, want its account only", name, len(p.spans))
+			}
+			exported := p.lastMetric(contract.SDKSpanExported)
+			if exported == nil {
+				t.Fatalf("%s's account in the head's run directory has no %s", name, contract.SDKSpanExported)
+			}
+			var ok, lost int64
+			for _, pt := range exported.Points {
+				v, _ := pt.Value.Int64()
+				if pt.Attributes[contract.AttrErrorType] == nil {
+					ok += v
+				} else {
+					lost += v
+				}
+			}
+			if ok != int64(n) || lost != 0 || n == 0 {
+				t.Errorf("%s's account: %d spans exported, %d lost; its own file holds %d", name, ok, lost, n)
+			}
+			if p.resource["nemo.run.id"] != runID {
+				t.Errorf("%s's account names run %v, want %s", name, p.resource["nemo.run.id"], runID)
+			}
+		}
+		accounted := 0
+		for _, p := range procs {
+			if p.lastMetric(contract.SDKSpanExported) != nil {
+				accounted++
+			}
+		}
+		if want := fmt.Sprintf("telemetry lost no spans (%d processes accounted for", accounted); accounted < 5 || !strings.Contains(run.stdout.String(), want) {
+			t.Errorf("gymlens run's summary lacks %q (the head's host's processes and both others):\n%s", want, run.stdout)
+		}
 		// Same run id on every host: each joined server's file is under
 		// runs/<the fleet's run id>/ on its own host.
 		for name, runs := range map[string]string{"policy_model": runsB, "arithmetic": runsC} {

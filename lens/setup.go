@@ -107,9 +107,11 @@ type Handle struct {
 	metricCounts []*countingMetricExporter
 	// file is the run-directory sink when the file exporter is in use;
 	// the loss accounting is written through it (see writeAccount).
-	file  *fileexport.Sink
-	warn  *slog.Logger
-	start time.Time
+	file *fileexport.Sink
+	// account is the account Shutdown wrote, encoded (see Account).
+	account atomic.Pointer[accountLines]
+	warn    *slog.Logger
+	start   time.Time
 
 	prevSlog     *slog.Logger
 	prevLogOut   io.Writer

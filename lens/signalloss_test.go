@@ -1,10 +1,13 @@
 package lens_test
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,6 +113,9 @@ func TestEverySignalsLossIsCountedWithinOneBudget(t *testing.T) {
 				logger.Emit(context.Background(), r)
 			}
 
+			if a := h.Account(); a != nil {
+				t.Errorf("an account before Shutdown: %s", a)
+			}
 			// No deadline of the caller's: the export timeout bounds it.
 			began := time.Now()
 			err = h.Shutdown(context.Background())
@@ -145,7 +151,58 @@ func TestEverySignalsLossIsCountedWithinOneBudget(t *testing.T) {
 			if logLost != logs || logTotal != logs {
 				t.Errorf("file says %d of %d log records lost (%v), want %d of %d", logLost, logTotal, acc, logs, logs)
 			}
+			checkAccountLines(t, h.Account(), path)
 		})
+	}
+}
+
+// checkAccountLines checks what Handle.Account returned: a resource
+// header and then the account's records, those byte for byte the lines
+// the process's telemetry file ends with.
+func checkAccountLines(t *testing.T, account []byte, path string) {
+	t.Helper()
+	_, records, ok := bytes.Cut(account, []byte("\n"))
+	if !ok || len(records) == 0 {
+		t.Fatalf("Account() = %q, want a header line and records", account)
+	}
+	var kinds []string
+	if err := telfile.Read(bytes.NewReader(account), func(r telfile.Record) error {
+		kinds = append(kinds, r.Type)
+		return nil
+	}); err != nil || kinds[0] != telfile.TypeResource || slices.Contains(kinds[1:], telfile.TypeResource) {
+		t.Fatalf("Account() is not a header and records (%v, %v):\n%s", kinds, err, account)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(file, records) {
+		t.Errorf("the telemetry file does not end with the account's records:\naccount:\n%s\nfile tail:\n%s", records, file[max(0, len(file)-len(records)):])
+	}
+}
+
+// A process that exports only over OTLP, with no telemetry file, still
+// has its account to hand over.
+func TestAccountWithoutAFile(t *testing.T) {
+	h := setupOTLP(t, refusing(t), map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "500"})
+	endSpans(t, 5)
+	_ = h.Shutdown(context.Background())
+	var lost int64
+	if err := telfile.Read(bytes.NewReader(h.Account()), func(r telfile.Record) error {
+		if m := r.Metric; m != nil && m.Name == contract.SDKSpanExported {
+			for _, p := range m.Points {
+				if p.Attributes[contract.AttrErrorType] != nil {
+					v, _ := p.Value.Int64()
+					lost += v
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("Account(): %v\n%s", err, h.Account())
+	}
+	if lost != 5 {
+		t.Errorf("the account counts %d spans lost in exports, want 5:\n%s", lost, h.Account())
 	}
 }
 

@@ -1,6 +1,7 @@
 package lens
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -53,6 +54,19 @@ func (h *Handle) writeAccount(ctx context.Context) error {
 			}
 		}
 	}
+	// A local write, and the one record of what was lost: it must be
+	// made even when a collector that never answered used up ctx.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), accountWriteTimeout)
+	defer cancel()
+	// Encoded once, with a header of its own, for a process that also
+	// hands it elsewhere (Account); its records are what the file gets.
+	var own bytes.Buffer
+	rm := accountMetrics(h.start, time.Now(), spans, points, logs)
+	if err := fileexport.NewSink(&own, h.res).MetricExporter().Export(wctx, rm); err != nil {
+		return fmt.Errorf("lens: encode telemetry accounting: %w", err)
+	}
+	h.account.Store(&accountLines{b: own.Bytes()})
+	_, records, _ := bytes.Cut(own.Bytes(), []byte{'\n'})
 	sink := h.file
 	if sink == nil {
 		if h.cfg.FilePath == "" {
@@ -64,12 +78,28 @@ func (h *Handle) writeAccount(ctx context.Context) error {
 		}
 		defer sink.Close()
 	}
-	// A local write, and the one record of what was lost: it must be
-	// made even when a collector that never answered used up ctx.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), accountWriteTimeout)
-	defer cancel()
-	if err := sink.MetricExporter().Export(wctx, accountMetrics(h.start, time.Now(), spans, points, logs)); err != nil {
+	if err := sink.WriteRecords(records); err != nil {
 		return fmt.Errorf("lens: write telemetry accounting: %w", err)
+	}
+	return nil
+}
+
+// accountLines holds the account as Account returns it.
+type accountLines struct{ b []byte }
+
+// Account returns the process's telemetry account as Shutdown wrote it
+// (see writeAccount): telemetry-file lines, a resource header naming the
+// process and then the account's records, the records byte for byte
+// those appended to the process's telemetry file. It is nil before
+// Shutdown, and when the process recorded nothing to account for. A
+// server whose file is on another host than its run hands it to the
+// head server with it (see the orchestrator's account route).
+func (h *Handle) Account() []byte {
+	if h == nil {
+		return nil
+	}
+	if a := h.account.Load(); a != nil {
+		return a.b
 	}
 	return nil
 }

@@ -242,6 +242,13 @@ type child struct {
 	// remote is set for a server on another host: cmd and output are nil
 	// and the fleet ends it with ended, not a signal.
 	remote bool
+	// reports is set for a server on another host that asked the head
+	// whether the fleet is stopping, and so will send its telemetry
+	// account when it leaves; account is closed once it has (see
+	// account.go).
+	reports     bool
+	account     chan struct{}
+	accountOnce sync.Once
 }
 
 // failure is why the child ended, as reported: the liveness watcher's
@@ -1138,8 +1145,8 @@ func (f *Fleet) stop(ctx context.Context) error {
 		c.stoppedByUs = true
 		f.mu.Unlock()
 		if c.remote {
-			// Not ours to stop: it leaves once the head server is gone.
-			f.ended(c, nil)
+			// Not ours to stop: it leaves when the head says the fleet
+			// is stopping (HeadStoppingPath), or once the head is gone.
 			continue
 		}
 		c.signal(syscall.SIGTERM)
@@ -1148,7 +1155,14 @@ func (f *Fleet) stop(ctx context.Context) error {
 	// where a timer's channel fires once, for the first server only.
 	drain, cancel := context.WithTimeout(ctx, f.opts.StopTimeout)
 	defer cancel()
+	// Servers on other hosts flush as these do, and hand their accounts
+	// in meanwhile.
+	f.awaitAccounts(drain, servers)
 	for _, c := range servers {
+		if c.remote {
+			f.ended(c, nil)
+			continue
+		}
 		select {
 		case <-c.done:
 		case <-drain.Done():

@@ -71,6 +71,8 @@ func serveHead(ln net.Listener, host string, port int, f *Fleet, g *headGuard) *
 		writeJSON(w, http.StatusOK, f.Instances())
 	}))
 	mux.HandleFunc("GET "+HeadTelemetryPath, g.guard(ours, serveTelemetryEnv(f)))
+	mux.HandleFunc("GET "+HeadStoppingPath, g.guard(ours, serveStopping(f)))
+	mux.HandleFunc("POST "+HeadAccountPath, g.guard(ours, serveAccount(f)))
 	// gymlens's prefix: nothing under it answers without the token, not
 	// even "not found".
 	mux.HandleFunc(HeadGymlensPrefix, g.guard(ours, notFound))

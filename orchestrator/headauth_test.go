@@ -92,6 +92,8 @@ func TestHeadTokenOnLoopback(t *testing.T) {
 		{"/nothing", true, http.StatusNotFound},
 		{orchestrator.HeadTelemetryPath, false, http.StatusOK},
 		{"/gymlens/nothing", false, http.StatusNotFound},
+		// POST only: a GET finds nothing, behind the token as well.
+		{orchestrator.HeadAccountPath, false, http.StatusNotFound},
 	} {
 		for _, auth := range []string{"", "Bearer wrong-token-0000000000", "Basic " + token, "Bearer " + token + "x", right, "bearer  " + token} {
 			want := c.ok

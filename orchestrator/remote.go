@@ -152,7 +152,7 @@ func (f *Fleet) JoinCommand(name string) string {
 // fleet. Nothing is spawned: the server is started there by
 // `gymlens serve --head`, which reads its block from the head server.
 func (f *Fleet) joinRemote(ctx context.Context, spec ServerSpec) error {
-	c := &child{spec: spec, remote: true, tail: newTailBuffer(1), done: make(chan struct{})}
+	c := &child{spec: spec, remote: true, tail: newTailBuffer(1), done: make(chan struct{}), account: make(chan struct{})}
 	c.info = ServerInfo{Spec: spec, Started: time.Now(), Remote: true, URL: serverURL(spec)}
 	f.mu.Lock()
 	f.servers = append(f.servers, c)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gymlens/gymlens/contract"
@@ -131,8 +133,85 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go watchHead(ctx, client, base, cancel, log)
+	// A second client for the long wait on the head's stopping route,
+	// same token.
+	poll := &http.Client{Timeout: orchestrator.StoppingPollTimeout, Transport: client.Transport}
+	defer poll.CloseIdleConnections()
+	var toldToStop atomic.Bool
+	go awaitStopping(ctx, poll, base, *name, func() { toldToStop.Store(true); cancel() }, log)
 	log.Info("joining the fleet", "head", base, "run_id", tel.RunID, "addr", l.Addr())
-	return serveLaunched(ctx, l, stdout, stderr)
+	return serveLaunched(ctx, l, stdout, stderr, func(h *lens.Handle) {
+		// The head waits for the account only when it told us to stop;
+		// otherwise it is gone and the account stays in this host's
+		// telemetry file and log.
+		if toldToStop.Load() {
+			sendAccount(client, base, *name, h.Account(), log)
+		}
+	})
+}
+
+// awaitStopping asks the head server, one long wait after another,
+// whether the fleet is stopping, and calls leave when it is. It ends with
+// ctx, or at once when the head has no such route (NeMo Gym's head
+// server, an older gymlens): watchHead still notices the head going.
+func awaitStopping(ctx context.Context, client *http.Client, base, name string, leave func(), log *slog.Logger) {
+	u := base + orchestrator.HeadStoppingPath + "?" + url.Values{orchestrator.StoppingServerParam: {name}}.Encode()
+	for ctx.Err() == nil {
+		var st orchestrator.StoppingStatus
+		status, err := getJSON(ctx, client, u, &st)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && status == http.StatusNotFound:
+			return
+		case err == nil && status == http.StatusOK && st.Stopping:
+			log.Info("the fleet is stopping; leaving it", "head", base)
+			leave()
+			return
+		case err == nil && status == http.StatusOK:
+			continue
+		}
+		// The head is restarting, or unreachable for now: ask again
+		// shortly (watchHead decides when it is gone).
+		select {
+		case <-ctx.Done():
+		case <-time.After(headProbeInterval):
+		}
+	}
+}
+
+// accountSendTimeout bounds the hand-over of the telemetry account.
+const accountSendTimeout = 5 * time.Second
+
+// sendAccount hands this server's telemetry account (lens.Handle.Account,
+// nil when telemetry is off) to the head server, which adds it to the
+// run directory so that the run's summary covers this server too.
+func sendAccount(client *http.Client, base, name string, account []byte, log *slog.Logger) {
+	body, err := json.Marshal(orchestrator.RemoteAccount{Server: name, Account: string(account)})
+	if err != nil {
+		log.Warn("telemetry account not sent", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), accountSendTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+orchestrator.HeadAccountPath, bytes.NewReader(body))
+	if err != nil {
+		log.Warn("telemetry account not sent", "err", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		log.Warn("telemetry account not sent to the head server", "head", base, "err", err)
+		return
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode != http.StatusNoContent {
+		log.Warn("the head server refused the telemetry account", "head", base, "status", res.StatusCode)
+		return
+	}
+	log.Info("telemetry account handed to the head server", "head", base, "bytes", len(account))
 }
 
 // headToken is the head token a command sends to a head server: the

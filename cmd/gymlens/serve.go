@@ -12,6 +12,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/registry"
@@ -41,7 +42,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 		if launched {
-			return serveLaunched(ctx, l, stdout, stderr)
+			return serveLaunched(ctx, l, stdout, stderr, nil)
 		}
 	}
 	if wantsHead(args) {
@@ -141,12 +142,19 @@ type serveSpec struct {
 	// dryRun stops after registering the routes (on a server that never
 	// listens), before telemetry, any profile and the listener.
 	dryRun bool
+	// stopped, when not nil, gets the telemetry handle once telemetry
+	// has shut down (see serveLaunched).
+	stopped func(*lens.Handle)
 }
 
 // serveLaunched serves the instance a fleet's launcher started this
 // process as (NeMo Gym's launch contract): every problem with the config
 // is one line on stderr and exit status 2, before anything listens.
-func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.Writer) int {
+//
+// stopped, when not nil, is called with the process's telemetry handle
+// once its telemetry has shut down (the handle is nil when telemetry is
+// off).
+func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.Writer, stopped func(*lens.Handle)) int {
 	self := l.Self
 	path := self.Name + "." + self.Type + "." + self.Impl
 	entry, ok := registry.Lookup(self.Type, self.Impl)
@@ -228,7 +236,7 @@ func serveLaunched(ctx context.Context, l *gymconfig.Launch, stdout, stderr io.W
 	}
 	return serveOne(ctx, serveSpec{
 		name: self.Name, typ: self.Type, impl: entry, cfg: cfg, addr: l.Addr(), peers: peers,
-		dryRun: dryRun,
+		dryRun: dryRun, stopped: stopped,
 	}, stdout, stderr)
 }
 
@@ -289,6 +297,9 @@ func serveOne(ctx context.Context, spec serveSpec, stdout, stderr io.Writer) int
 	defer func() {
 		if err := shutdownTelemetry(); err != nil {
 			log.Warn("telemetry flush", "err", err)
+		}
+		if spec.stopped != nil {
+			spec.stopped(h)
 		}
 	}()
 	s := server.New(opts)
