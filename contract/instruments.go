@@ -176,8 +176,14 @@ const (
 	HTTPServerRequestDuration = "http.server.request.duration"
 	HTTPServerActiveRequests  = "http.server.active_requests"
 	HTTPServerDurationOld     = "http.server.duration"
-	GenAIOperationDuration    = "gen_ai.client.operation.duration"
-	GenAITokenUsage           = "gen_ai.client.token.usage"
+	// The HTTP body sizes, recorded only when NEMO_GYM_OTEL_HTTP_BODY_SIZES
+	// is on (server/instrument.go, server/client.go).
+	HTTPServerRequestBodySize  = "http.server.request.body.size"
+	HTTPServerResponseBodySize = "http.server.response.body.size"
+	HTTPClientRequestBodySize  = "http.client.request.body.size"
+	HTTPClientResponseBodySize = "http.client.response.body.size"
+	GenAIOperationDuration     = "gen_ai.client.operation.duration"
+	GenAITokenUsage            = "gen_ai.client.token.usage"
 )
 
 // GymPattern matches the name of every gym.* instrument (an SDK view
@@ -249,6 +255,25 @@ var catalogue = []Instrument{
 		Attrs: []string{AttrHTTPRequestMethod, AttrURLScheme, AttrOldHTTPMethod, AttrOldHTTPScheme,
 			AttrOldHTTPFlavor, AttrOldHTTPHost, AttrOldHTTPServerName},
 		Description: "Number of active HTTP server requests."},
+	// Body sizes in bytes, as read and written: the server's with the
+	// attributes of http.server.request.duration (stable conventions),
+	// the client's per attempt with the CLIENT span's peer attributes.
+	// Python's ASGI instrumentation records the server pair from the
+	// Content-Length headers, always; gymlens from the bytes that passed,
+	// when asked (opentelemetry-instrumentation-asgi 0.66b1, as installed
+	// with nemo-gym 0.7.0: asgi/__init__.py:638-657, :811-843).
+	{Name: HTTPServerRequestBodySize, Kind: Histogram, Unit: "By", Source: SourceSemconv,
+		Attrs:       []string{AttrHTTPRoute, AttrHTTPRequestMethod, AttrHTTPResponseStatus, AttrURLScheme, AttrNetworkProtocolVersion, AttrErrorType},
+		Description: "Size of HTTP server request bodies."},
+	{Name: HTTPServerResponseBodySize, Kind: Histogram, Unit: "By", Source: SourceSemconv,
+		Attrs:       []string{AttrHTTPRoute, AttrHTTPRequestMethod, AttrHTTPResponseStatus, AttrURLScheme, AttrNetworkProtocolVersion, AttrErrorType},
+		Description: "Size of HTTP server response bodies."},
+	{Name: HTTPClientRequestBodySize, Kind: Histogram, Unit: "By", Source: SourceSemconv,
+		Attrs:       []string{AttrHTTPRequestMethod, AttrServerAddress, AttrServerPort, AttrHTTPResponseStatus, AttrNetworkProtocolVersion, AttrErrorType},
+		Description: "Size of HTTP client request bodies."},
+	{Name: HTTPClientResponseBodySize, Kind: Histogram, Unit: "By", Source: SourceSemconv,
+		Attrs:       []string{AttrHTTPRequestMethod, AttrServerAddress, AttrServerPort, AttrHTTPResponseStatus, AttrNetworkProtocolVersion, AttrErrorType},
+		Description: "Size of HTTP client response bodies."},
 	{Name: GenAIOperationDuration, Kind: Histogram, Float: true, Unit: "s", Boundaries: GenAIDurationBucketsS, Source: SourceSemconv,
 		Attrs:       []string{AttrGenAIOperationName, AttrGenAIProviderName, AttrGenAIRequestModel, AttrGenAIResponseModel, AttrServerAddress, AttrServerPort, AttrErrorType},
 		Description: "Duration of a GenAI client operation."},

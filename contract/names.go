@@ -67,6 +67,12 @@ const (
 	AttrRolloutID = "nemo.gym.rollout.id"
 	// AttrTaskID is a task's id, when the dataset row carries one.
 	AttrTaskID = "nemo.gym.task.id"
+	// AttrRolloutRepeat and AttrRolloutAttempt complete a rollout's
+	// identity next to AttrTaskID (its task index): the row's repeat
+	// (upstream's _ng_rollout_index) and attempt (_ng_attempt_index, 0 for
+	// the first call), as integers. NeMo Gym 0.7.0 names neither.
+	AttrRolloutRepeat  = "nemo.gym.rollout.repeat"
+	AttrRolloutAttempt = "nemo.gym.rollout.attempt"
 	// AttrJobTasks is the number of tasks on the gym.job span.
 	AttrJobTasks = "nemo.gym.job.tasks"
 	// AttrVerifyReward is the reward on the gym.verify span.

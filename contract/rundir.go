@@ -32,7 +32,22 @@ const (
 	// RunHeadTokenFile holds the run's head token (EnvHeadToken), the one
 	// file of the run directory with a credential in it.
 	RunHeadTokenFile = "head_token"
+	// RunStatusFile is the run's last status snapshot (the status API's
+	// JSON, every rollout state counted), written when collection ends.
+	RunStatusFile = "status.json"
 )
+
+// RoutePrefix starts every HTTP route of gymlens's own, on the head
+// server and on gymlens's servers (NeMo Gym has none under it): each asks
+// for the head token when the fleet has one, and a server answers them
+// outside its request telemetry, as it does its health checks.
+const RoutePrefix = "/gymlens/"
+
+// EnvLive turns the live view (package live) off when it reads as false
+// (0, false, no, off): no rollout tracker or status API in a collection,
+// no episode registry in an agent. Unset, it is on. The orchestrator's
+// servers inherit it.
+const EnvLive = "GYMLENS_LIVE"
 
 // EnvHeadToken is the environment variable that carries a fleet's head
 // token: the bearer token its head server asks for. `gymlens run` and

@@ -89,6 +89,12 @@ func TestGymRunOneTracePerRolloutAcrossProcesses(t *testing.T) {
 				t.Fatalf("gym.rollout span without nemo.gym.rollout.id: %+v", s)
 			}
 			rolloutTraces[id] = s.TraceID
+			// The rest of the rollout's identity, as the live view names
+			// it: task index, repeat and attempt (one attempt each here).
+			task, repeat, _ := strings.Cut(id, "-")
+			if got := fmt.Sprint(s.Attributes["nemo.gym.task.id"], "-", s.Attributes["nemo.gym.rollout.repeat"], "/", s.Attributes["nemo.gym.rollout.attempt"]); got != task+"-"+repeat+"/0" {
+				t.Errorf("gym.rollout span of %s: task.id-repeat/attempt %s, want %s-%s/0", id, got, task, repeat)
+			}
 		}
 	}
 	if len(rolloutTraces) != n {

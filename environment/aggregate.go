@@ -111,16 +111,38 @@ func AggregateMetrics(responses []protocol.Fields) protocol.AggregateMetricsResp
 // benchmark's own compute_metrics hook: its metrics join agent_metrics
 // after the coverage ones, before num_repeats.
 func aggregate(responses []protocol.Fields, custom func(tasks [][]protocol.Fields) map[string]any) protocol.AggregateMetricsResponse {
+	var a aggregator
+	for _, r := range responses {
+		a.add(r)
+	}
+	return a.metrics(custom)
+}
+
+// aggregator gathers verify responses one by one, profiling each scored
+// one as it comes (the streamed /aggregate_metrics reads them while the
+// collection runs), for metrics to compute the statistics over them all.
+type aggregator struct {
+	responses, scored []protocol.Fields
+	rows              []*profiled // of scored, in its order
+}
+
+// add takes one more verify response.
+func (a *aggregator) add(r protocol.Fields) {
+	a.responses = append(a.responses, r)
+	if raw, ok := r.Get(protocol.KeyMaskSample); !ok || !truthy(raw) {
+		a.scored = append(a.scored, r)
+		a.rows = append(a.rows, profile(r))
+	}
+}
+
+// metrics computes the aggregate metrics of the responses added (see
+// aggregate).
+func (a *aggregator) metrics(custom func(tasks [][]protocol.Fields) map[string]any) protocol.AggregateMetricsResponse {
 	out := protocol.AggregateMetricsResponse{GroupLevelMetrics: []json.RawMessage{}, AgentMetrics: map[string]any{},
 		KeyMetrics: map[string]any{}, RepeatLevelMetrics: []json.RawMessage{}}
+	responses, scored, rows := a.responses, a.scored, a.rows
 	if len(responses) == 0 {
 		return out
-	}
-	scored := make([]protocol.Fields, 0, len(responses))
-	for _, r := range responses {
-		if raw, ok := r.Get(protocol.KeyMaskSample); !ok || !truthy(raw) {
-			scored = append(scored, r)
-		}
 	}
 	coverage := coverageMetrics(responses, scored)
 	out.PerfSummary = perfSummary(responses)
@@ -132,10 +154,6 @@ func aggregate(responses []protocol.Fields, custom func(tasks [][]protocol.Field
 		return out
 	}
 
-	rows := make([]*profiled, len(scored))
-	for i, r := range scored {
-		rows[i] = profile(r)
-	}
 	// Upstream aligns results by (task, rollout) key before profiling,
 	// so its columns come in the order they first appear in that order.
 	sort.SliceStable(rows, func(i, j int) bool {

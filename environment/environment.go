@@ -1,14 +1,17 @@
 package environment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/aggstream"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -164,7 +167,7 @@ func (e *Environment) Register(s *server.Server) error {
 	}
 	server.Handle(s, "POST "+protocol.PathSeedSession, e.seedSession)
 	server.Handle(s, "POST "+protocol.PathVerify, e.verify)
-	server.Handle(s, "POST "+protocol.PathAggregateMetrics, e.aggregateMetrics, server.BulkBody())
+	server.HandleStream(s, "POST "+protocol.PathAggregateMetrics, e.streamAggregateMetrics, e.aggregateMetrics, server.BulkBody())
 	mode, _ := json.Marshal(e.reverify)
 	s.HandleFunc("GET "+protocol.PathReverifyMode, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -198,7 +201,34 @@ func (e *Environment) seedSession(ctx context.Context, req protocol.SeedSessionR
 	return protocol.SeedSessionResponse{}, nil
 }
 
-// aggregateMetrics answers POST /aggregate_metrics (see AggregateMetrics).
+// aggregateMetrics answers POST /aggregate_metrics (see AggregateMetrics)
+// for a body read whole.
 func (e *Environment) aggregateMetrics(_ context.Context, req protocol.AggregateMetricsRequest) (server.RawJSON, error) {
 	return encodeMetrics(aggregate(req.VerifyResponses, e.metrics))
+}
+
+// streamAggregateMetrics answers POST /aggregate_metrics as its body
+// arrives (see aggstream): each verify response is split into its
+// members and profiled once read, so that when the caller ends the body
+// only the statistics are left to compute. A body of another shape is
+// left to aggregateMetrics.
+func (e *Environment) streamAggregateMetrics(_ context.Context, body io.Reader) (server.RawJSON, error) {
+	var a aggregator
+	err := aggstream.Each(body, false, func(elem []byte) error {
+		var f protocol.Fields // checks elem, and keeps parts of it
+		if err := f.UnmarshalJSON(bytes.Clone(elem)); err != nil {
+			// Valid JSON that protocol still refuses: the whole body's
+			// decoding says where, as it always did.
+			return fmt.Errorf("%w: %w", server.ErrNotStreamed, err)
+		}
+		if f == nil {
+			f = protocol.Fields{}
+		}
+		a.add(f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return encodeMetrics(a.metrics(e.metrics))
 }

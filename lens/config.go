@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gymlens/gymlens/contract"
 )
 
 // Default variable prefixes. Every lens setting KEY is read from
@@ -122,6 +124,10 @@ const (
 	// KeySemconvStabilityOptIn picks the HTTP server metric conventions
 	// (server/semconv.go): "http" new only, "http/dup" old and new.
 	KeySemconvStabilityOptIn = "OTEL_SEMCONV_STABILITY_OPT_IN"
+	// KeyHTTPBodySizes switches on the HTTP body size histograms
+	// (http.server.request.body.size and its three siblings), which cost
+	// a counting wrapper around every body on the hot path.
+	KeyHTTPBodySizes = "HTTP_BODY_SIZES"
 )
 
 // Span batching defaults. The interval and timeout are the OpenTelemetry
@@ -219,6 +225,8 @@ var settings = []Setting{
 	{Key: KeyHistogramBoundaries, YAML: "histogram_boundaries_ms", Default: "", Doc: "explicit bucket boundaries of the gym.* millisecond histograms, ascending and comma-separated (for example 100,1000,10000,60000,600000,3600000); empty keeps the OpenTelemetry default buckets, as NeMo Gym; not with base2_exponential_bucket_histogram",
 		value: boundariesValue},
 	{Key: KeySemconvStabilityOptIn, Standard: true, YAML: "semconv_stability_opt_in", Default: "http", Doc: "HTTP server metric conventions, a comma list as Python's instrumentation reads it: http (new only), http/dup (old and new); a list with neither means the old ones (Python's default when unset)"},
+	{Key: KeyHTTPBodySizes, YAML: "http_body_sizes", Default: "false", Doc: "record the HTTP request and response body sizes, server and client side (http.server.request.body.size and its siblings, bytes); off, bodies are not wrapped",
+		value: boolValue(func(c *Config) *bool { return &c.HTTPBodySizes })},
 	{Key: KeyBSPScheduleDelay, Standard: true, YAML: "span_schedule_delay_ms", Default: strconv.FormatInt(defaultScheduleDelay.Milliseconds(), 10), Doc: "longest wait, in milliseconds, before queued spans are exported",
 		value: millisValue(func(c *Config) *time.Duration { return &c.SpanScheduleDelay })},
 	{Key: KeyBSPExportTimeout, Standard: true, YAML: "span_export_timeout_ms", Default: strconv.FormatInt(defaultExportTimeout.Milliseconds(), 10), Doc: "milliseconds one span export may take before it is abandoned",
@@ -328,6 +336,9 @@ type Config struct {
 	AttributeValueLengthLimit int
 	// MaxSpanLoss is KeyMaxSpanLoss, a fraction in [0, 1].
 	MaxSpanLoss float64
+	// HTTPBodySizes is KeyHTTPBodySizes: the HTTP body size histograms
+	// are recorded.
+	HTTPBodySizes bool
 
 	// Sources holds one entry per setting, in display order.
 	Sources []Source
@@ -718,14 +729,12 @@ func parseExporters(spec string) ([]string, error) {
 	return out, nil
 }
 
-// ParseBool accepts 1/true/yes/on and 0/false/no/off in any case, with
-// surrounding spaces ignored. Anything else is an error.
+// ParseBool accepts the words of contract.BoolWord (1/true/yes/on and
+// 0/false/no/off in any case, surrounding spaces ignored). Anything else
+// is an error.
 func ParseBool(s string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true, nil
-	case "0", "false", "no", "off":
-		return false, nil
+	if v, ok := contract.BoolWord(s); ok {
+		return v, nil
 	}
 	return false, errors.New("not a boolean (use 1/true/yes/on or 0/false/no/off)")
 }

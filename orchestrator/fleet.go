@@ -22,6 +22,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/telemetry"
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
@@ -183,6 +184,8 @@ type Fleet struct {
 	// headToken is the head server's bearer token (Options.HeadToken or
 	// a generated one).
 	headToken string
+	// board answers the head's status API (see Board).
+	board *live.Board
 
 	mu       sync.Mutex
 	dict     *gymconfig.Dict // the fleet's dict, hosts and ports filled in
@@ -407,6 +410,7 @@ func newFleet(cfg Config, opts Options) (*Fleet, error) {
 		rnd:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		exits: make(chan Exit, len(cfg.Servers)),
 		quit:  make(chan struct{}),
+		board: &live.Board{},
 	}
 	ln, err := listenHead(cfg, log)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/gymlens/gymlens/live"
 )
 
 // Head server routes, as NeMo Gym's HeadServer serves them.
@@ -73,6 +75,11 @@ func serveHead(ln net.Listener, host string, port int, f *Fleet, g *headGuard) *
 	mux.HandleFunc("GET "+HeadTelemetryPath, g.guard(ours, serveTelemetryEnv(f)))
 	mux.HandleFunc("GET "+HeadStoppingPath, g.guard(ours, serveStopping(f)))
 	mux.HandleFunc("POST "+HeadAccountPath, g.guard(ours, serveAccount(f)))
+	mux.Handle("GET "+live.StatusPath, g.guard(ours, f.board.ServeHTTP))
+	// The live page holds no data (it fetches the status route, token
+	// and all): the one gymlens route served without the token.
+	mux.Handle("GET "+live.PagePath, live.Page())
+	mux.HandleFunc("POST "+HeadStatusSourcePath, g.guard(ours, serveStatusSource(f)))
 	// gymlens's prefix: nothing under it answers without the token, not
 	// even "not found".
 	mux.HandleFunc(HeadGymlensPrefix, g.guard(ours, notFound))

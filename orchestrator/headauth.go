@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/server"
 )
 
 // HeadOpenKey is the top-level fleet-config switch that leaves NeMo Gym's
@@ -74,9 +73,8 @@ func writeHeadToken(runDir, token string) error {
 
 // headGuard decides which requests the head server answers.
 type headGuard struct {
-	// sum is the SHA-256 of the token: requests are compared by digest, so
-	// the comparison takes the same time whatever the guess.
-	sum [sha256.Size]byte
+	// token checks a request's bearer token in constant time.
+	token server.BearerToken
 	// upstreamOpen leaves NeMo Gym's routes open without a token.
 	upstreamOpen bool
 }
@@ -85,7 +83,7 @@ type headGuard struct {
 // open on a loopback host (upstream's clients on this machine cannot send
 // a token) or when open says so; gymlens's need the token always.
 func newHeadGuard(token, host string, open bool) *headGuard {
-	return &headGuard{sum: sha256.Sum256([]byte(token)), upstreamOpen: open || isLoopbackHost(host)}
+	return &headGuard{token: server.NewBearerToken(token), upstreamOpen: open || isLoopbackHost(host)}
 }
 
 // isLoopbackHost reports whether a head host binds loopback only.
@@ -98,14 +96,7 @@ func isLoopbackHost(host string) bool {
 }
 
 // authorized reports whether r carries the head token as a bearer token.
-func (g *headGuard) authorized(r *http.Request) bool {
-	scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
-	return subtle.ConstantTimeCompare(sum[:], g.sum[:]) == 1
-}
+func (g *headGuard) authorized(r *http.Request) bool { return g.token.Authorized(r) }
 
 // guard wraps a route: upstream marks one of NeMo Gym's own routes.
 func (g *headGuard) guard(upstream bool, h http.HandlerFunc) http.HandlerFunc {

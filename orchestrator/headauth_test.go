@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/orchestrator"
 )
 
@@ -94,6 +95,9 @@ func TestHeadTokenOnLoopback(t *testing.T) {
 		{"/gymlens/nothing", false, http.StatusNotFound},
 		// POST only: a GET finds nothing, behind the token as well.
 		{orchestrator.HeadAccountPath, false, http.StatusNotFound},
+		{orchestrator.HeadStatusSourcePath, false, http.StatusNotFound},
+		// No run is shown yet: 503, behind the token.
+		{live.StatusPath, false, http.StatusServiceUnavailable},
 	} {
 		for _, auth := range []string{"", "Bearer wrong-token-0000000000", "Basic " + token, "Bearer " + token + "x", right, "bearer  " + token} {
 			want := c.ok

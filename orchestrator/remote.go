@@ -25,7 +25,7 @@ const HeadTelemetryPath = HeadGymlensPrefix + "telemetry_env"
 
 // HeadGymlensPrefix starts every route of gymlens's own on the head
 // server; each asks for the head token.
-const HeadGymlensPrefix = "/gymlens/"
+const HeadGymlensPrefix = contract.RoutePrefix
 
 // TelemetryEnv is what GET HeadTelemetryPath answers.
 type TelemetryEnv struct {

@@ -486,11 +486,8 @@ func acceptsBool(raw []byte) bool {
 		if err != nil {
 			return false
 		}
-		switch strings.ToLower(s) {
-		case "0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes":
-			return true
-		}
-		return false
+		_, ok := LaxBoolWord(s)
+		return ok
 	}
 	f, ok := laxNumber(raw)
 	return ok && raw[0] != '"' && (f == 0 || f == 1)
@@ -564,17 +561,27 @@ func (l *laxBool) decodeRaw(b []byte) error {
 		*l = false
 	case '"':
 		s, _ := decodeString(b)
-		switch strings.ToLower(s) {
-		case "1", "on", "t", "true", "y", "yes":
-			*l = true
-		default:
-			*l = false
-		}
+		v, _ := LaxBoolWord(s)
+		*l = laxBool(v)
 	default:
 		n, _ := laxNumber(b)
 		*l = n == 1
 	}
 	return nil
+}
+
+// LaxBoolWord reads a string as pydantic's lax mode reads it for a
+// boolean: 1, on, t, true, y, yes and 0, off, f, false, n, no, in any
+// case. ok is false for any other string. gymlens's own settings take
+// fewer words (contract.BoolWord).
+func LaxBoolWord(s string) (v, ok bool) {
+	switch strings.ToLower(s) {
+	case "1", "on", "t", "true", "y", "yes":
+		return true, true
+	case "0", "off", "f", "false", "n", "no":
+		return false, true
+	}
+	return false, false
 }
 
 // LaxBool reads raw (one JSON value) as pydantic's lax mode reads a

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/environment"
+	"github.com/gymlens/gymlens/internal/aggstream"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -55,11 +57,27 @@ type fakeAgent struct {
 	calls                 []call
 	aggregates            []protocol.AggregateMetricsRequest
 	aggregateStatus       int // 0 means 200
+	// aggregateStreams says what becomes of a streamed /aggregate_metrics
+	// request; realMetrics answers them with environment.AggregateMetrics.
+	aggregateStreams streamMode
+	realMetrics      bool
+	aggregateCalls   int // /aggregate_metrics requests seen, streamed or not
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	served   chan error
 }
+
+// streamMode is what a fake agent does with a streamed /aggregate_metrics
+// request: reads it whole at its end (the default), refuses it with 503,
+// or drops its connection once the first result has come.
+type streamMode int
+
+const (
+	readStreams streamMode = iota
+	refuseStreams
+	dropStreams
+)
 
 // startAgent serves fn (nil means answer every row with reward 1) until
 // the test ends or Stop is called.
@@ -114,13 +132,35 @@ func startAgent(t *testing.T, fn runFunc) *fakeAgent {
 		w.WriteHeader(max(ans.Status, http.StatusOK))
 		_ = json.NewEncoder(w).Encode(body)
 	})
-	server.Handle(s, "POST "+protocol.PathAggregateMetrics, func(_ context.Context, req protocol.AggregateMetricsRequest) (protocol.AggregateMetricsResponse, error) {
+	// A streamed request (no length) is refused or dropped as
+	// aggregateStreams says, else read whole at its end.
+	stream := func(ctx context.Context, body io.Reader) (protocol.AggregateMetricsResponse, error) {
+		a.mu.Lock()
+		mode := a.aggregateStreams
+		a.aggregateCalls++
+		a.mu.Unlock()
+		if server.Request(ctx).ContentLength >= 0 {
+			return protocol.AggregateMetricsResponse{}, server.ErrNotStreamed
+		}
+		switch mode {
+		case refuseStreams:
+			return protocol.AggregateMetricsResponse{}, server.Errorf(http.StatusServiceUnavailable, "no streams today")
+		case dropStreams: // once the first result is in
+			_ = aggstream.Each(body, false, func([]byte) error { panic(http.ErrAbortHandler) })
+		}
+		return protocol.AggregateMetricsResponse{}, server.ErrNotStreamed
+	}
+	server.HandleStream(s, "POST "+protocol.PathAggregateMetrics, stream, func(_ context.Context, req protocol.AggregateMetricsRequest) (protocol.AggregateMetricsResponse, error) {
 		a.mu.Lock()
 		a.aggregates = append(a.aggregates, req)
 		status := a.aggregateStatus
+		real := a.realMetrics
 		a.mu.Unlock()
 		if status != 0 {
 			return protocol.AggregateMetricsResponse{}, server.Errorf(status, "no metrics today")
+		}
+		if real {
+			return environment.AggregateMetrics(req.VerifyResponses), nil
 		}
 		var sum float64
 		for _, r := range req.VerifyResponses {

@@ -2,13 +2,20 @@ package rollout
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/aggstream"
 	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -115,32 +122,139 @@ func responseSummary(raw json.RawMessage) (usage, details json.RawMessage, ok bo
 
 // pendingMetrics is one target's /aggregate_metrics request, built as
 // its results arrive: the encoded entries, comma-separated, after the
-// opening of {"verify_responses": [...]}, so that the closing call
-// sends what is there with no encoding left to do.
+// opening of {"verify_responses": [...]} (aggstream.Open). From this
+// run's first result on, the request is streamed to the target as the
+// body grows (see open), so that the servers read the results while the
+// collection runs; the body is kept whole all the same, to be sent again
+// at the end should the stream fail.
 type pendingMetrics struct {
+	mu   sync.Mutex
+	more *sync.Cond // signalled when body grows, the run ends or the stream is abandoned
 	body []byte
 	n    int // entries in body
-}
+	sent int // bytes of body the stream has read
+	// ended says no entry will follow; abandoned that the stream is to
+	// stop (a read of its body fails with it).
+	ended     bool
+	abandoned error
 
-// verifyResponsesOpen opens the request body; the list and the object
-// are closed when it is sent.
-const verifyResponsesOpen = `{"verify_responses":[`
+	// The stream, once opened: done is closed when its call has
+	// returned, with answer and err set; cancel ends the call.
+	done   chan struct{}
+	cancel context.CancelFunc
+	answer server.RawJSON
+	err    error
+}
 
 // add appends one encoded entry.
 func (p *pendingMetrics) add(entry []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.body == nil {
-		p.body = append(make([]byte, 0, 64<<10), verifyResponsesOpen...)
+		p.body = append(make([]byte, 0, 64<<10), aggstream.Open...)
 	}
 	if p.n > 0 {
 		p.body = append(p.body, ',')
 	}
 	p.body = append(p.body, entry...)
 	p.n++
+	if p.more != nil && len(p.body)-p.sent >= aggstream.Batch {
+		p.more.Signal() // a batch is there for the stream
+	}
 }
 
-// request returns the whole body, closed.
+// request returns the whole body, closed. The stream has ended.
 func (p *pendingMetrics) request() server.RawJSON {
-	return server.RawJSON(append(p.body, ']', '}'))
+	return server.RawJSON(append(p.body[:len(p.body):len(p.body)], aggstream.Close...))
+}
+
+// open starts streaming the request to url, unless it was started
+// before: a call whose body is what add has appended so far, then, as it
+// is appended, what follows, closed when the run ends (finish). Its
+// answer waits for finish.
+func (p *pendingMetrics) open(ctx context.Context, client *server.Client, url string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done != nil {
+		return
+	}
+	p.more = sync.NewCond(&p.mu)
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		p.err = client.PostStream(ctx, url, &streamBody{p: p}, &p.answer)
+	}()
+}
+
+// finish ends the streamed request's body and returns the target's
+// answer (waiting at most timeout for it once the body is sent); ok is
+// false when there was no stream.
+func (p *pendingMetrics) finish(timeout time.Duration) (answer server.RawJSON, ok bool, err error) {
+	p.mu.Lock()
+	if p.done == nil {
+		p.mu.Unlock()
+		return nil, false, nil
+	}
+	p.ended = true
+	p.more.Broadcast()
+	p.mu.Unlock()
+	stop := time.AfterFunc(timeout, p.cancel)
+	<-p.done
+	stop.Stop()
+	p.cancel()
+	return p.answer, true, p.err
+}
+
+// abandon stops a stream that is still open and waits for its call to
+// end: for a run that ends without aggregating.
+func (p *pendingMetrics) abandon() {
+	p.mu.Lock()
+	if p.done == nil {
+		p.mu.Unlock()
+		return
+	}
+	if p.abandoned == nil {
+		p.abandoned = errStreamAbandoned
+	}
+	p.more.Broadcast()
+	p.mu.Unlock()
+	p.cancel()
+	<-p.done
+}
+
+// errStreamAbandoned ends the body of a stream whose run ended early.
+var errStreamAbandoned = errors.New("rollout: the run ended before its aggregation")
+
+// streamBody reads a pendingMetrics' body as it grows: what has been
+// appended, aggstream.Batch bytes at least at a time (each read is a chunk
+// on the wire, and its own wake-up of every server on the way), then,
+// once the run has ended, the rest and the list's close.
+type streamBody struct {
+	p    *pendingMetrics
+	tail int // of aggstream.Close read so far
+}
+
+func (s *streamBody) Read(b []byte) (int, error) {
+	p := s.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.body)-p.sent < aggstream.Batch && !p.ended && p.abandoned == nil {
+		p.more.Wait()
+	}
+	switch {
+	case p.abandoned != nil:
+		return 0, p.abandoned
+	case p.sent < len(p.body):
+		n := copy(b, p.body[p.sent:])
+		p.sent += n
+		return n, nil
+	case s.tail < len(aggstream.Close):
+		n := copy(b, aggstream.Close[s.tail:])
+		s.tail += n
+		return n, nil
+	}
+	return 0, io.EOF
 }
 
 // priorResult is a result an earlier run wrote to the output, with what
@@ -191,6 +305,10 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 	}
 	labels := labelRuns(agentOf)
 	var out []AgentMetrics
+	var checks sync.WaitGroup
+	var invalidMu sync.Mutex
+	var invalid error // the first answer found not to be JSON
+	defer checks.Wait()
 	for _, key := range keys {
 		t, entries := c.router.made[key], c.entries[key]
 		if t == nil || entries.n == 0 {
@@ -200,11 +318,33 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 		if t.server != "" {
 			what = "environment server " + key
 		}
-		var raw json.RawMessage // checked as JSON by the client's decoder
-		if err := c.client.PostJSON(ctx, t.aggregate, entries.request(), &raw); err != nil {
+		raw, streamed, err := entries.finish(c.client.Timeout())
+		var refused *server.StatusError
+		if streamed && errors.As(err, &refused) && !gatewayStatus(refused.Status) {
+			// The target read the results and refused them: sending them
+			// again would get the same answer.
 			return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
 		}
-		resp, err := decodeMetrics(raw)
+		if streamed && err != nil {
+			slog.Warn("rollout: the streamed /aggregate_metrics call failed; sending the results again, at once",
+				"target", what, "err", err)
+		}
+		if !streamed || err != nil {
+			raw = nil
+			if err := c.client.PostJSON(ctx, t.aggregate, entries.request(), &raw); err != nil {
+				return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
+			}
+		}
+		// The servers on the way pass the answer on unread: it is checked
+		// here, while it is taken apart and written.
+		checks.Go(func() {
+			if !json.Valid(raw) {
+				invalidMu.Lock()
+				defer invalidMu.Unlock()
+				invalid = cmp.Or(invalid, fmt.Errorf("rollout: aggregate metrics of %s: the answer is not valid JSON", what))
+			}
+		})
+		resp, err := decodeMetrics(json.RawMessage(raw))
 		if err != nil {
 			return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
 		}
@@ -229,6 +369,10 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 		return nil, nil
 	}
 	b, err := encodeMetricsFile(out)
+	checks.Wait()
+	if invalid != nil {
+		return nil, invalid
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rollout: aggregate metrics: %w", err)
 	}
@@ -236,6 +380,14 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 		return nil, fmt.Errorf("rollout: aggregate metrics: %w", err)
 	}
 	return out, nil
+}
+
+// abandonStreams stops every streamed /aggregate_metrics call still
+// open (a run that ended before aggregating) and waits for them.
+func (c *collector) abandonStreams() {
+	for _, p := range c.entries {
+		p.abandon()
+	}
 }
 
 // labelRuns names each group (by key) after its agent when that agent

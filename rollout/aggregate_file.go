@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
@@ -156,22 +158,122 @@ func encodeMetricsFile(entries []AgentMetrics) ([]byte, error) {
 }
 
 // indentList writes list, a member of an entry, as MarshalIndent lays a
-// list out at that level.
+// list out at that level. A long list (the per-task metrics of a large
+// run) is indented in parts at once, one per CPU, and the parts joined.
 func indentList(buf *bytes.Buffer, list []json.RawMessage) error {
 	if len(list) == 0 {
 		buf.WriteString("[]")
 		return nil
 	}
 	buf.WriteString("[")
-	for i, el := range list {
-		if i > 0 {
-			buf.WriteString(",")
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(list)/minIndentPart))
+	per := (len(list) + parts - 1) / parts
+	outs := make([]bytes.Buffer, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		wg.Go(func() { errs[p] = indentElements(&outs[p], list, p*per, min((p+1)*per, len(list))) })
+	}
+	errs[0] = indentElements(buf, list, 0, min(per, len(list)))
+	wg.Wait()
+	for p := range parts {
+		if errs[p] != nil {
+			return errs[p]
 		}
-		buf.WriteString("\n" + listPrefix)
-		if err := json.Indent(buf, el, listPrefix, fileIndent); err != nil {
-			return fmt.Errorf("per-task metrics %d: %w", i, err)
-		}
+		buf.Write(outs[p].Bytes())
 	}
 	buf.WriteString("\n" + memberPrefix + "]")
 	return nil
+}
+
+// minIndentPart is the fewest elements of a list indented apart.
+const minIndentPart = 1024
+
+// indentElements writes list[first:last] to out, each after its comma
+// (but the list's first) and its line's indentation.
+func indentElements(out *bytes.Buffer, list []json.RawMessage, first, last int) error {
+	size := 0
+	for _, el := range list[first:last] {
+		size += 2*len(el) + len(listPrefix) + 2
+	}
+	out.Grow(size)
+	for i := first; i < last; i++ {
+		if i > 0 {
+			out.WriteString(",")
+		}
+		out.WriteString("\n" + listPrefix)
+		if indentCompact(out, list[i], listPrefix) {
+			continue
+		}
+		if err := json.Indent(out, list[i], listPrefix, fileIndent); err != nil {
+			return fmt.Errorf("per-task metrics %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// indentCompact writes v, compact JSON, to out as json.Indent(out, v,
+// prefix, fileIndent) does, and reports true; for v with a space outside
+// its strings (not compact) it writes nothing and reports false. It does
+// not check v: the caller has (json.Valid over the whole answer), and a
+// server's per-task metrics are compact, so this costs a fraction of
+// json.Indent's scan.
+func indentCompact(out *bytes.Buffer, v []byte, prefix string) bool {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case ' ', '\t', '\n', '\r':
+			return false
+		case '"':
+			end, ok := jsonskim.ValueEnd(v, i)
+			if !ok {
+				return false
+			}
+			i = end - 1
+		}
+	}
+	depth := 0
+	newline := func() {
+		out.WriteByte('\n')
+		out.WriteString(prefix)
+		for range depth {
+			out.WriteString(fileIndent)
+		}
+	}
+	start := 0 // of the bytes not yet written
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch c {
+		case '"':
+			end, _ := jsonskim.ValueEnd(v, i)
+			i = end - 1
+			continue
+		case '{', '[':
+			out.Write(v[start : i+1])
+			start = i + 1
+			if i+1 < len(v) && (v[i+1] == '}' || v[i+1] == ']') {
+				out.WriteByte(v[i+1]) // empty: {} or [] as it is
+				i++
+				start = i + 1
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			out.Write(v[start:i])
+			depth--
+			newline()
+			out.WriteByte(c)
+			start = i + 1
+		case ',':
+			out.Write(v[start : i+1])
+			start = i + 1
+			newline()
+		case ':':
+			out.Write(v[start : i+1])
+			out.WriteByte(' ')
+			start = i + 1
+		}
+	}
+	out.Write(v[start:])
+	return true
 }

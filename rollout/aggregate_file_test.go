@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/gymlens/gymlens/environment"
+	"github.com/gymlens/gymlens/protocol"
 )
 
 // metricsAnswers are /aggregate_metrics answers of several shapes: as
@@ -73,7 +76,25 @@ func TestEncodeMetricsFileIsMarshalIndent(t *testing.T) {
 		}
 		entries = append(entries, e)
 	}
-	for _, list := range [][]AgentMetrics{entries[:1], entries, nil} {
+	// A large run's answer: per-task objects as the resources server
+	// writes them, enough to be indented in parts.
+	var responses []protocol.Fields
+	for task := range 3000 {
+		for rollout := range 2 {
+			var f protocol.Fields
+			_ = f.Set(protocol.KeyTaskIndex, task)
+			_ = f.Set(protocol.KeyRolloutIndex, rollout)
+			_ = f.Set(protocol.KeyReward, float64((task+rollout)%3)/2)
+			_ = f.Set("correct", (task+rollout)%2 == 0)
+			responses = append(responses, f)
+		}
+	}
+	big := environment.AggregateMetrics(responses)
+	e := AgentMetrics{AgentMetrics: big.AgentMetrics, KeyMetrics: big.KeyMetrics, GroupLevelMetrics: big.GroupLevelMetrics,
+		RepeatLevelMetrics: big.RepeatLevelMetrics}
+	e.AgentRef.Name = "big"
+	entries = append(entries, e)
+	for _, list := range [][]AgentMetrics{entries[:1], entries[:2], entries, nil} {
 		want, err := json.MarshalIndent(list, "", "  ")
 		if err != nil {
 			t.Fatal(err)

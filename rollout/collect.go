@@ -22,6 +22,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
@@ -222,6 +223,22 @@ type Options struct {
 	// that re-routed rows, agents called without an environment server);
 	// nil means slog.Default().
 	Log *slog.Logger
+	// Live, when set, is told of every rollout as it is queued, started,
+	// retried and finished, and of the episodes the run's agents report
+	// (see package live); the rollouts still queued when the run stops
+	// are cancelled there. nil costs a nil check per rollout.
+	Live *live.Tracker
+	// LiveEvery is how often, with Live, each agent of the run is asked
+	// for its episodes (GET live.EpisodesPath); 0 means
+	// DefaultLiveEvery. An agent that answers 404 (not gymlens's), or
+	// refuses the call (401 or 403: LiveClient does not send the head
+	// token the fleet has), is asked no more; its rollouts show the
+	// collector's view only.
+	LiveEvery time.Duration
+	// LiveClient makes those calls; nil means a client of the run's own.
+	// Give it the fleet's head token when the fleet has one (an
+	// orchestrator.BearerTransport), as every gymlens route asks for it.
+	LiveClient *http.Client
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -355,9 +372,11 @@ func CollectFile(ctx context.Context, inputPath string, opts Options) (Summary, 
 // its agent is resolved (agent override, agent_ref, task_source,
 // Options.DefaultAgent). The expanded rows go to the materialized inputs
 // file. A /run call that fails is retried with _ng_attempt_index 1, 2,
-// ... up to MaxAttempts calls. When every rollout has ended, each
-// environment server's (or directly called agent's) /aggregate_metrics
-// gets the successful results it ran (see AggregateMetricsPath).
+// ... up to MaxAttempts calls. Each environment server's (or directly
+// called agent's) /aggregate_metrics gets the successful results it ran
+// (see AggregateMetricsPath): the call opens with its first result and
+// its body is streamed as results come, closed when every rollout has
+// ended; should that call fail, the results are sent again in one body.
 //
 // The error is for the run as a whole. Bad options or rows come back
 // before anything is touched (wrapping ErrInvalidInput); an unreadable output, a failed write (the
@@ -436,12 +455,18 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 		job:         trace.SpanContextFromContext(ctx),
 		guard:       guard,
 		abort:       make(chan struct{}),
+		live:        opts.Live,
 	}
 	if !opts.DisableAggregation {
 		if c.entries, err = routePrior(p.router, files.prior); err != nil {
 			_ = files.close()
 			return sum, invalidInput{err}
 		}
+		// The /aggregate_metrics calls stream as the results come (see
+		// pendingMetrics), under the job's context; a run that returns
+		// before aggregating stops them.
+		c.aggCtx = ctx
+		defer c.abandonStreams()
 	}
 	c.callCtx = runCtx
 	if c.job.IsValid() {
@@ -467,6 +492,14 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	// rollout.
 	lim := metrics.NewLimiter(contract.SiteRolloutCollection, p.concurrency)
 	defer lim.Close() // a finished collection no longer counts in the gauges
+	var poller *livePoller
+	if c.live != nil {
+		liveQueue(c.live, todo, sum.Skipped)
+		if len(todo) > 0 {
+			poller = startLivePoll(runCtx, c.live, opts.LiveClient, opts.LiveEvery,
+				pollTargets(p.router, p.targets), clk, opts.logger())
+		}
+	}
 	jobs := make(chan pending)
 	var wg sync.WaitGroup
 	for range min(p.concurrency, len(todo)) {
@@ -489,6 +522,10 @@ func collect(ctx context.Context, rows []protocol.RunRequest, opts Options, clk 
 	}
 	close(jobs)
 	wg.Wait()
+	if poller != nil {
+		poller.stop()
+	}
+	c.live.End() // what is still queued will not run
 	prog.finish()
 
 	closeErr := files.close()
@@ -569,8 +606,13 @@ type collector struct {
 	// entries are the successful results to aggregate, by target key,
 	// as /aggregate_metrics takes them; nil when aggregation is off.
 	entries map[string]*pendingMetrics
+	// aggCtx is what the streamed /aggregate_metrics calls run under.
+	aggCtx context.Context
 
 	recorded, failed atomic.Int64 // for the progress output
+
+	// live is Options.Live, nil when off.
+	live *live.Tracker
 }
 
 // run performs one rollout, calling /run up to maxAttempts times, and
@@ -583,20 +625,28 @@ func (c *collector) run(ctx context.Context, job pending) {
 	var lastErr error
 	var lastReply server.Reply
 	var meta Bookkeeping
+	var lh *live.Handle // the rollout on Options.Live; nil when off
 	for n := range c.maxAttempts {
 		if idx := job.first + n; idx > 0 {
 			row.AttemptIndex = &idx
 		}
 		id, _, _ := row.ResolveRolloutID() // checked by prepare
+		if c.live != nil {
+			lh = c.liveAttempt(lh, job, row, id)
+		}
 		start := c.clock.now()
 		var result protocol.Fields
 		// The id labels this call's CLIENT span (server.WithRolloutID).
 		// PostSpan, so a call that got no answer (a timeout, a reset) still
 		// names its trace: the CLIENT span's, which the agent continues.
 		reply, err := c.client.PostSpan(server.WithRolloutID(c.callCtx, id), runURL, row, &result, server.Call{})
+		if reply.Span != nil && reply.Span.IsRecording() {
+			reply.AddSpanAttributes(telemetry.RolloutIdentity(row.TaskIndex, row.RolloutIndex, row.AttemptIndex)...)
+		}
 		reply.EndSpan()
 		elapsed := c.clock.now().Sub(start)
 		if err != nil && ctx.Err() != nil {
+			lh.Finish(live.Cancelled, 0, "")
 			return
 		}
 		if err == nil && result == nil {
@@ -605,13 +655,29 @@ func (c *collector) run(ctx context.Context, job pending) {
 		meta = Bookkeeping{TraceID: traceIDOf(reply.Header, reply.Span), RolloutID: id,
 			DurationMS: float64(elapsed) / float64(time.Millisecond), AttemptedAt: start.UTC(), Attempts: n + 1}
 		if err == nil {
+			if lh == nil {
+				c.record(row, job.target, result, meta)
+				return
+			}
+			state, class := liveOutcome(result)
 			c.record(row, job.target, result, meta)
+			lh.SetTraceID(meta.TraceID)
+			lh.Finish(state, reply.Status, class)
 			return
 		}
 		lastErr, lastReply = err, reply
 		if c.halted() {
 			break
 		}
+		if lh != nil && n+1 < c.maxAttempts {
+			lh.SetTraceID(meta.TraceID)
+			lh.Retrying(failureKind(err, statusOf(err, reply)), statusOf(err, reply))
+		}
+	}
+	if lh != nil {
+		lh.SetTraceID(meta.TraceID)
+		status := statusOf(lastErr, lastReply)
+		lh.Finish(live.Failed, status, failureKind(lastErr, status))
 	}
 	c.fail(row, job.target, failureOf(lastErr, lastReply, runURL), lastErr, meta)
 }
@@ -706,6 +772,7 @@ func (c *collector) record(row protocol.RunRequest, t *target, result protocol.F
 					c.entries[t.key] = &pendingMetrics{}
 				}
 				c.entries[t.key].add(entry)
+				c.entries[t.key].open(c.aggCtx, c.client, t.aggregate)
 			}
 			c.finished(false, nil)
 		}
@@ -749,28 +816,14 @@ const maxFailureBody = 2000
 // back, FailureAgentRequestFailed otherwise), the error's kind and
 // message, the status and the body.
 func failureOf(err error, reply server.Reply, runURL string) protocol.Fields {
-	status := server.StatusOf(err)
-	if status == 0 {
-		status = reply.Status // a 2xx whose body was not a result
-	}
+	status := statusOf(err, reply)
 	var se *server.StatusError
 	var body []byte
-	kind, msg := "ClientError", err.Error()
-	switch {
-	case errors.As(err, &se):
-		kind, body = "ClientResponseError", se.Raw
+	kind, msg := failureKind(err, status), err.Error()
+	if errors.As(err, &se) {
+		body = se.Raw
 		// aiohttp's words for it, then what the peer said.
 		msg = fmt.Sprintf("%d, message='%s', url='%s': %s", se.Status, http.StatusText(se.Status), runURL, se.Body)
-	case errors.Is(err, errNullResult):
-		kind = "TypeError"
-	case status != 0:
-		kind = "JSONDecodeError" // an answer came, its body did not decode
-	case errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
-		kind = "TimeoutError"
-	case errors.Is(err, syscall.ECONNREFUSED) || isDial(err):
-		kind = "ClientConnectorError"
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
-		kind = "ServerDisconnectedError"
 	}
 	class := FailureAgentRequestFailed
 	if status != 0 && !gatewayStatus(status) {
@@ -791,6 +844,37 @@ func failureOf(err error, reply server.Reply, runURL string) protocol.Fields {
 		line.SetRaw(KeyFailureResponseBody, json.RawMessage("null"))
 	}
 	return line
+}
+
+// statusOf is the HTTP status of a failed /run call: the error's, else
+// the reply's (a 2xx whose body was not a result); 0 when no answer came.
+func statusOf(err error, reply server.Reply) int {
+	if status := server.StatusOf(err); status != 0 {
+		return status
+	}
+	return reply.Status
+}
+
+// failureKind names the kind of a failed /run call (status: statusOf) as
+// upstream's client names its exceptions: the _ng_failure_type of its
+// failure line, and the error class the live view shows.
+func failureKind(err error, status int) string {
+	var se *server.StatusError
+	switch {
+	case errors.As(err, &se):
+		return "ClientResponseError"
+	case errors.Is(err, errNullResult):
+		return "TypeError"
+	case status != 0:
+		return "JSONDecodeError" // an answer came, its body did not decode
+	case errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
+		return "TimeoutError"
+	case errors.Is(err, syscall.ECONNREFUSED) || isDial(err):
+		return "ClientConnectorError"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		return "ServerDisconnectedError"
+	}
+	return "ClientError"
 }
 
 // errNullResult is the error of a /run answered with JSON null.

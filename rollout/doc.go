@@ -10,7 +10,7 @@
 //	                                                            │
 //	     output.jsonl ◄── completed, one Write per line ◄───────┤ (completion order)
 //	     <stem>_failures.jsonl ◄── failed, _ng_failure_class ◄──┘
-//	     <stem>_aggregate_metrics.json ◄── POST {environment server}/aggregate_metrics at the end
+//	     <stem>_aggregate_metrics.json ◄── POST {environment server}/aggregate_metrics, streamed, answered at the end
 //
 // # Routing
 //
@@ -85,8 +85,14 @@
 // one, perf_summary.
 //
 // Each server's request body is built as its results are recorded (each
-// result encoded once, appended), so the closing calls only send it;
-// Summary.AggregationElapsed is the time they and the file take.
+// result encoded once, appended), and sent as it grows: the call opens
+// with the server's first result of the run (earlier results first) and
+// its body is streamed in batches, so that the servers read the results
+// during the collection; when every rollout has ended the body is closed
+// and the answer awaited. A streamed call that fails (connection lost,
+// gateway status) is made again at the end with the whole body, as
+// upstream's collector makes it. Summary.AggregationElapsed is the time
+// from the last rollout to the file written.
 //
 // # Stopping and starting again
 //
@@ -136,8 +142,8 @@
 // agent, model and resources servers do for the rollout stays in that
 // trace; a collection of 10,000 rollouts is 10,000 traces of a rollout
 // each plus the job's, not one enormous trace. A retried rollout is one
-// such trace per attempt. The closing /aggregate_metrics calls are
-// children of the gym.job span, in its trace.
+// such trace per attempt. The /aggregate_metrics calls are children of
+// the gym.job span, in its trace.
 //
 // With the http_client group off there is no CLIENT span to carry the
 // link: the call sends no trace context and the agent starts a root of

@@ -69,6 +69,9 @@ type Client struct {
 	// up by the part before its prefix, so rollout ids never fill it.
 	targets sync.Map
 	cached  atomic.Int64
+	// sizes are the body size histograms of the telemetry set-up they
+	// were made in (see bodySizes).
+	sizes atomic.Pointer[clientSizes]
 }
 
 // maxCachedTargets bounds the cache, so a caller that varies its URLs (a
@@ -87,6 +90,9 @@ type target struct {
 	// prefixed one, whose url.full is per call.
 	attrs     []attribute.KeyValue
 	rolloutID string // the id of the URL's rollout prefix, if any
+	// host is the URL's host[:port], which static is made of: the body
+	// size histograms' attribute sets are kept per host.
+	host string
 	// idempotent says the route may be sent again after a connection that
 	// broke under it (see idempotentPath).
 	idempotent bool
@@ -103,7 +109,7 @@ func (c *Client) target(rawURL string) (target, error) {
 	if origin, id, rest, ok := cutRolloutURL(rawURL); ok {
 		base, err := c.cachedTarget(origin)
 		if err == nil {
-			t := target{url: rawURL, safe: rawURL, static: base.static, rolloutID: id, idempotent: idempotentPath(rest)}
+			t := target{url: rawURL, safe: rawURL, static: base.static, host: base.host, rolloutID: id, idempotent: idempotentPath(rest)}
 			if base.safe != origin {
 				// User info or an odd spelling: the safe form is rebuilt.
 				u, err := url.Parse(rawURL)
@@ -137,7 +143,7 @@ func (c *Client) cachedTarget(rawURL string) (*target, error) {
 	safe := lens.SafeURL(u)
 	static := clientAttrs(u)
 	attrs := append(slices.Clip(static), attribute.String(contract.AttrURLFull, safe))
-	t := &target{url: u.String(), safe: safe, static: static, attrs: attrs, idempotent: idempotentPath(u.Path)}
+	t := &target{url: u.String(), safe: safe, static: static, attrs: attrs, host: u.Host, idempotent: idempotentPath(u.Path)}
 	if c.cached.Load() < maxCachedTargets {
 		if _, loaded := c.targets.LoadOrStore(rawURL, t); !loaded {
 			c.cached.Add(1)
@@ -355,8 +361,9 @@ func (c *Client) post(ctx context.Context, rawURL string, req, resp any, call Ca
 
 	var resent int    // attempts sent again so far
 	var giveUp string // why a retryable failure was not retried
+	sizes := c.bodySizes()
 	for {
-		reply, err = c.once(ctx, &tg, body, resp, call)
+		reply, err = c.once(ctx, &tg, bytes.NewReader(body), resp, call, sizes)
 		r, again := c.retry.classify(reply, err, tg.idempotent)
 		if !again {
 			break
@@ -480,13 +487,24 @@ func encodeRequest(req any) ([]byte, error) {
 	return json.Marshal(req)
 }
 
+// maxPresize bounds the buffer allocated for an answer on the word of its
+// Content-Length (a larger one grows as it is read).
+const maxPresize = 1 << 30
+
 // maxErrorBody bounds how much of a non-2xx body is kept.
 const maxErrorBody = 4096
 
-func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, call Call) (Reply, error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, bytes.NewReader(body))
+// once sends one attempt of a call; with sizes (not nil) it records the
+// attempt's body sizes (see clientSizes.attempt).
+func (c *Client) once(ctx context.Context, tg *target, body io.Reader, resp any, call Call, sizes *clientSizes) (reply Reply, err error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, body)
 	if err != nil {
 		return Reply{}, err
+	}
+	var counted *sizeCount // the attempt's counted bodies, with sizes
+	if sizes != nil {
+		r, counted = sizes.attempt(r)
+		defer func() { sizes.record(tg, reply.Status, counted, err) }()
 	}
 	for k, vs := range call.Header {
 		r.Header[k] = append(r.Header[k], vs...)
@@ -511,8 +529,11 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, ca
 		// read: the answer's first bytes arrived just now.
 		headerAt = time.Now()
 	}
+	if counted != nil {
+		counted.answer(res)
+	}
 	defer res.Body.Close()
-	reply := Reply{Status: res.StatusCode, Cookies: res.Cookies(), Header: res.Header, headerAt: headerAt}
+	reply = Reply{Status: res.StatusCode, Cookies: res.Cookies(), Header: res.Header, headerAt: headerAt}
 	ok := res.StatusCode >= 200 && res.StatusCode <= 299
 	if call.AnyStatus {
 		raw, err := io.ReadAll(res.Body)
@@ -536,6 +557,17 @@ func (c *Client) once(ctx context.Context, tg *target, body []byte, resp any, ca
 	if resp == nil {
 		_, err = io.Copy(io.Discard, res.Body)
 		return reply, err
+	}
+	if raw, ok := resp.(*RawJSON); ok { // taken as it came (see RawJSON)
+		var buf bytes.Buffer
+		if n := res.ContentLength; n > 0 && n <= maxPresize {
+			buf.Grow(int(n) + bytes.MinRead) // read in place, not grown by doubling
+		}
+		if _, err := buf.ReadFrom(res.Body); err != nil {
+			return reply, fmt.Errorf("read response: %w", err)
+		}
+		*raw = buf.Bytes()
+		return reply, nil
 	}
 	if err := json.NewDecoder(res.Body).Decode(resp); err != nil {
 		return reply, fmt.Errorf("decode response: %w", err)

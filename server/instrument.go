@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -45,6 +47,13 @@ type ingressTelemetry struct {
 	durationOld lens.Histogram[float64] // http.server.duration, ms
 	active      *activeTable            // http.server.active_requests
 	origins     originTable             // old conventions: where requests arrived
+
+	// bodySizes says the body size histograms are recorded: lens's
+	// HTTPBodySizes with the stable conventions. Only then are a
+	// request's bodies wrapped to be counted.
+	bodySizes bool
+	reqBody   lens.Histogram[int64] // http.server.request.body.size, By
+	respBody  lens.Histogram[int64] // http.server.response.body.size, By
 }
 
 func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
@@ -67,6 +76,9 @@ func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
 			t.durationOld, t.conv.old = histogram(ins, contract.HTTPServerDurationOld, log)
 		}
 		t.durations = t.conv.new || t.conv.old
+		if t.conv.new && h.Config().HTTPBodySizes {
+			t.bodySizes = t.bodySizeHistograms(ins, log)
+		}
 		// Python's ASGI instrumentation counts active requests under
 		// every setting; only the attribute keys follow it. The counts are
 		// atomics read at export time, so a request pays two atomic adds
@@ -82,6 +94,20 @@ func newIngressTelemetry(log *slog.Logger) *ingressTelemetry {
 		t.metrics = t.durations || t.active != nil
 	}
 	return t
+}
+
+// bodySizeHistograms creates the two body size histograms; false when
+// either is unavailable.
+func (t *ingressTelemetry) bodySizeHistograms(ins lens.Instrumenter, log *slog.Logger) bool {
+	var err error
+	if t.reqBody, err = ins.Int64Histogram(contract.HTTPServerRequestBodySize); err == nil {
+		t.respBody, err = ins.Int64Histogram(contract.HTTPServerResponseBodySize)
+	}
+	if err != nil {
+		log.Debug("instrument unavailable", "instrument", contract.HTTPServerRequestBodySize, "err", err)
+		return false
+	}
+	return true
 }
 
 // histogram creates the contract's histogram name; false on failure.
@@ -185,15 +211,28 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	sw := statusWriters.Get().(*statusWriter)
-	sw.ResponseWriter, sw.status = w, 0
-	in.next.ServeHTTP(sw, withContext(ctx, r))
-	status := sw.status
+	var status int
+	var sizes *bodyCount // the counted bodies, when their sizes are recorded
+	if t.bodySizes {
+		sizes = &bodyCount{statusWriter: statusWriter{ResponseWriter: w}}
+		if r.Body != nil {
+			sizes.body.ReadCloser = r.Body
+			r.Body = &sizes.body
+		}
+		in.next.ServeHTTP(sizes, withContext(ctx, r))
+		status = sizes.status
+		sizes.ResponseWriter = nil
+	} else {
+		sw := statusWriters.Get().(*statusWriter)
+		sw.ResponseWriter, sw.status = w, 0
+		in.next.ServeHTTP(sw, withContext(ctx, r))
+		status = sw.status
+		sw.ResponseWriter = nil
+		statusWriters.Put(sw)
+	}
 	if status == 0 {
 		status = http.StatusOK
 	}
-	sw.ResponseWriter = nil
-	statusWriters.Put(sw)
 
 	if span != nil {
 		// Every attribute in one call, at the end (see lens.Attrs).
@@ -227,6 +266,10 @@ func (in *ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if t.conv.old {
 			sets.old.Record(oldDurationMS(seconds))
+		}
+		if sizes != nil {
+			sets.reqBody.Record(sizes.body.n.Load())
+			sets.respBody.Record(sizes.written)
 		}
 	}
 }
@@ -279,3 +322,34 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// bodyCount is a statusWriter that also counts the bytes of a request's
+// bodies, for the body size histograms: the response body bytes the
+// route wrote (written) and, through body, which replaces the request's
+// Body, the request body bytes it read. Made per request, and only when
+// the sizes are recorded.
+type bodyCount struct {
+	statusWriter
+	written int64
+	body    countedBody
+}
+
+func (w *bodyCount) Write(b []byte) (int, error) {
+	n, err := w.statusWriter.Write(b)
+	w.written += int64(n)
+	return n, err
+}
+
+// countedBody is a body that counts the bytes read from it. The count is
+// atomic: an HTTP client's transport reads a request body on a goroutine
+// of its own, which may still run when the answer has come.
+type countedBody struct {
+	io.ReadCloser
+	n atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}

@@ -187,10 +187,13 @@ func (k requestKind) key(status int) uint64 {
 
 // durationSets are the duration histograms bound to the attribute sets
 // of one kind of request and status: one per convention emitted (the
-// other is the zero value, which records nothing).
+// other is the zero value, which records nothing), and the body size
+// histograms, bound to the stable conventions' set, when recorded.
 type durationSets struct {
 	new lens.BoundHistogram[float64]
 	old lens.BoundHistogram[float64]
+
+	reqBody, respBody lens.BoundHistogram[int64]
 }
 
 // kindOf classifies r for the metrics.
@@ -298,7 +301,11 @@ func (in *ingress) durationSet(k requestKind, status int) durationSets {
 			if status >= 500 {
 				attrs = append(attrs, attribute.String(contract.AttrErrorType, strconv.Itoa(status)))
 			}
-			s.new = in.t.duration.Bind(attribute.NewSet(attrs...))
+			set := attribute.NewSet(attrs...)
+			s.new = in.t.duration.Bind(set)
+			if in.t.bodySizes {
+				s.reqBody, s.respBody = in.t.reqBody.Bind(set), in.t.respBody.Bind(set)
+			}
 		}
 		if in.t.conv.old {
 			attrs := []attribute.KeyValue{

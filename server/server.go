@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -324,6 +325,20 @@ func (s *Server) Handler() http.Handler {
 	return s.handler
 }
 
+// observation reports whether pattern is a route that looks at the
+// server rather than serving the fleet's work: the health checks and
+// gymlens's own routes (contract.RoutePrefix), polled every second or so.
+// They are answered outside the ingress telemetry, the middleware and the
+// request cap, so that watching a server neither shows in its request
+// metrics and traces nor waits behind its work.
+func observation(pattern string) bool {
+	path := pattern
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		path = p
+	}
+	return pattern == "GET "+HealthPath || pattern == "GET "+livenessPattern || strings.HasPrefix(path, contract.RoutePrefix)
+}
+
 // build wires every route, each behind its own ingress instrumentation
 // (none for an uninstrumented benchmark baseline), and a catch-all that
 // answers 404 for everything else.
@@ -335,7 +350,7 @@ func (s *Server) build() http.Handler {
 	mux := http.NewServeMux()
 	for i, pattern := range s.routes {
 		h := s.handlers[i]
-		if pattern != "GET "+HealthPath && pattern != "GET "+livenessPattern {
+		if !observation(pattern) {
 			if s.opts.Middleware != nil {
 				// The route's own recoverer sits inside the middleware;
 				// this one answers 500 for a panic in the middleware.
@@ -562,7 +577,8 @@ func writeError(w http.ResponseWriter, err error) {
 // a RawJSON request as it is, with no encoding, compacting or checking,
 // so code that passes a peer's answer on, or encodes a protocol value
 // with its own MarshalJSON, pays no second pass over it. It must hold one
-// valid JSON value; the runtime trusts it. (A json.RawMessage, by
+// valid JSON value; the runtime trusts it. A *RawJSON given to a Client
+// call for the answer takes the answer's bytes as they came, unchecked. (A json.RawMessage, by
 // contrast, is encoded: encoding/json checks and compacts it, one more
 // scan of the bytes, as it does the output of every MarshalJSON method.)
 type RawJSON []byte

@@ -2,7 +2,9 @@ package telemetry
 
 import (
 	"context"
+	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/baggage"
 
 	"github.com/gymlens/gymlens/contract"
@@ -35,4 +37,25 @@ func WithRolloutID(ctx context.Context, id string) context.Context {
 // RolloutIDFrom returns the rollout id carried by ctx's baggage, or "".
 func RolloutIDFrom(ctx context.Context) string {
 	return baggage.FromContext(ctx).Member(contract.AttrRolloutID).Value()
+}
+
+// RolloutIdentity are the keys that name a rollout on its spans next to
+// its nemo.gym.rollout.id: its task index (nemo.gym.task.id, in decimal,
+// as the report names a task), repeat and attempt (0 when nil), so that a
+// rollout on the live view and its trace are found by the same words.
+// The collector's /run CLIENT span and the agent's gym.rollout span carry
+// them. Nil when the row has no task or repeat index.
+func RolloutIdentity(task, repeat, attempt *int) []attribute.KeyValue {
+	if task == nil || repeat == nil {
+		return nil
+	}
+	a := 0
+	if attempt != nil {
+		a = *attempt
+	}
+	return []attribute.KeyValue{
+		attribute.String(contract.AttrTaskID, strconv.Itoa(*task)),
+		attribute.Int(contract.AttrRolloutRepeat, *repeat),
+		attribute.Int(contract.AttrRolloutAttempt, a),
+	}
 }

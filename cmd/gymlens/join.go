@@ -99,6 +99,15 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
 		return exitUsage
 	}
+	if token != "" {
+		// This server's own gymlens routes (an agent's episodes) ask for
+		// the fleet's token, as those of the servers the orchestrator
+		// starts do, which get it in their environment.
+		if err := os.Setenv(contract.EnvHeadToken, token); err != nil {
+			fmt.Fprintf(stderr, "gymlens serve: %v\n", err)
+			return 1
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("server", *name)
 	client := &http.Client{Timeout: headProbeTimeout, Transport: &orchestrator.BearerTransport{Token: token}}
 	defer client.CloseIdleConnections()

@@ -81,6 +81,7 @@ var gym = group{
 			rolloutsCommand,
 			telemetryCommand,
 			reportCommand,
+			topCommand,
 		}
 	},
 }

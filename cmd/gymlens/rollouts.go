@@ -16,6 +16,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
@@ -56,6 +57,8 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	limit := fs.Int("limit", 0, "use only the first N lines of the input (0: all)")
 	noAggregate := fs.Bool("disable-aggregation", false, "do not ask the agent for aggregate metrics")
 	resume := fs.Bool("resume", false, "continue an existing output: skip the (task, rollout) pairs it completed, retry its failures")
+	statusAddr := fs.String("status-addr", "127.0.0.1:0", "where this run's status API (and live page) listens, for gymlens top --head; \"\" for none. Off loopback it needs the head token. With --head, the head server relays it too")
+	lf := addLiveFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gymlens rollouts collect -i tasks.jsonl -o rollouts.jsonl (--agent-url URL | --head URL) [flags]\n\n"+
 			"Runs each task (num-repeats times) through the agent's POST /run and writes\n"+
@@ -89,6 +92,11 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "gymlens rollouts collect: --concurrency and --num-repeats must be at least 1, --limit at least 0")
 		return exitUsage
 	}
+	tracker, err := lf.tracker()
+	if err != nil {
+		fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
+		return exitUsage
+	}
 	if !*resume {
 		// The output and its failures file are one record of the run:
 		// neither is overwritten without being asked to.
@@ -107,15 +115,31 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	agentSet := false
 	fs.Visit(func(f *flag.Flag) { agentSet = agentSet || f.Name == "agent" || f.Name == "a" })
 	fleet := rollout.Fleet{Agents: map[string]string{agentName: *agentURL}}
+	// The head token: the head's, for its routes and the fleet's servers'
+	// /gymlens/ routes (the agents' episodes), and this run's status API.
+	token := ""
 	if *headURL != "" {
-		token, err := headToken(*tokenFile)
-		if err != nil {
+		if token, err = headToken(*tokenFile); err != nil {
 			fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
 			return exitUsage
 		}
 		if fleet, err = headFleet(ctx, *headURL, token, rows, *limit, agentName, agentSet); err != nil {
 			fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
 			return exitUsage
+		}
+	}
+	if *statusAddr != "" && tracker != nil {
+		board := &live.Board{}
+		lf.show(board, tracker)
+		st, err := listenStatus(*statusAddr, token, board)
+		if err != nil {
+			fmt.Fprintf(stderr, "gymlens rollouts collect: %v\n", err)
+			return exitUsage
+		}
+		defer st.close()
+		fmt.Fprintf(stderr, "gymlens rollouts collect: status API at %s%s (gymlens top --head %s)\n", st.base, live.StatusPath, st.base)
+		if *headURL != "" {
+			offerStatus(ctx, *headURL, token, st.base, stderr)
 		}
 	}
 	override, fallback := "", agentName
@@ -131,6 +155,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		TaskSources: fleet.TaskSources, AgentOverride: override, DefaultAgent: fallback,
 		NumRepeats: *repeats, Limit: *limit, Concurrency: *concurrency, DisableAggregation: *noAggregate,
 		Progress: stderr, ProgressTTY: isTerminal(stderr),
+		Live: tracker, LiveClient: liveClient(token),
 	})
 	printCollectSummary(stdout, output, sum)
 	if err != nil {

@@ -42,6 +42,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noTelemetry := fs.Bool("no-telemetry", false, "turn telemetry off (same as NEMO_GYM_OTEL_ENABLED=0)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	resume := fs.Bool("resume", false, "continue runs/<run id>/ when it exists (same run id: RUN_ID or SLURM_JOB_ID) and holds the same work (seed, dataset, num-repeats): only the rollouts it lacks run")
+	lf := addLiveFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: gymlens run [--rollouts N] [flags]\n\n"+
 			"Starts the fleet (telemetry on, exported to runs/<run id>/), runs N rollouts\n"+
@@ -65,6 +66,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *n < 1 || *concurrency < 1 || *repeats < 1 || *limit < 0 {
 		fmt.Fprintln(stderr, "gymlens run: --rollouts, --concurrency and --num-repeats must be at least 1, --limit at least 0")
+		return exitUsage
+	}
+	tracker, err := lf.tracker()
+	if err != nil {
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
 		return exitUsage
 	}
 	set := map[string]bool{}
@@ -202,6 +208,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		closeSession()
 		return 1
 	}
+	// The run as it runs: the head's status API and live page show it.
+	tracker.SetRunID(sess.runID)
+	lf.show(fleet.Board(), tracker)
+	if !*quiet && tracker != nil {
+		printLiveWhere(stderr, fleet.HeadURL(), filepath.Join(sess.runDir, contract.RunHeadTokenFile))
+	}
 	sum, collectErr := rollout.Collect(ctx, rows, rollout.Options{
 		Output:       filepath.Join(sess.runDir, contract.RunRolloutsFile),
 		Resume:       sess.resumed,
@@ -214,8 +226,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Progress:     progress,
 		ProgressTTY:  isTerminal(stderr),
 		Stop:         stop,
+		Live:         tracker,
+		LiveClient:   liveClient(fleet.HeadToken()),
 	})
 
+	// The live view's last word, kept with the run.
+	if err := writeStatus(filepath.Join(sess.runDir, contract.RunStatusFile), tracker); err != nil {
+		fmt.Fprintf(stderr, "gymlens run: %v\n", err)
+	}
 	stopErr := sess.stopFleet(fleet)
 	closeSession()
 

@@ -63,11 +63,14 @@ for s in socks:
 # telemetry_variant VARIANT: sets variant_flags (arguments for `gymlens run`)
 # and variant_env (VAR=value words for `env`) to run the fleet scripts'
 # variant VARIANT: off (telemetry off), on (as configured), metrics (traces
-# off) or traces (metrics off). Fails, setting nothing, for any other name.
-telemetry_variants="off on metrics traces"
+# off), traces (metrics off) or nolive (telemetry off and the live view
+# off too, GYMLENS_LIVE=0: off/nolive is the live view's cost). Fails,
+# setting nothing, for any other name.
+telemetry_variants="off on metrics traces nolive"
 telemetry_variant() {
   case $1 in
     off) variant_flags=(--no-telemetry) variant_env=() ;;
+    nolive) variant_flags=(--no-telemetry) variant_env=(GYMLENS_LIVE=0) ;;
     on) variant_flags=() variant_env=() ;;
     metrics) variant_flags=() variant_env=(NEMO_GYM_OTEL_TRACES_ENABLED=0) ;;
     traces) variant_flags=() variant_env=(NEMO_GYM_OTEL_METRICS_ENABLED=0) ;;
@@ -86,14 +89,14 @@ check_variants() {
 }
 
 # set_clean_env: fills the array clean_env with `env` arguments that unset
-# every NEMO_GYM_OTEL_*, NEMO_LENS_* and OTEL_* variable of this shell, so
-# only the script's own telemetry settings reach a server. Use it as
+# every NEMO_GYM_OTEL_*, NEMO_LENS_* and OTEL_* variable of this shell (and
+# GYMLENS_LIVE), so only the script's own telemetry settings reach a server. Use it as
 #   env ${clean_env[@]+"${clean_env[@]}"} NAME=VALUE ... command
 set_clean_env() {
   local name
   clean_env=()
   while read -r name; do
-    case $name in NEMO_GYM_OTEL_* | NEMO_LENS_* | OTEL_*) clean_env+=(-u "$name") ;; esac
+    case $name in NEMO_GYM_OTEL_* | NEMO_LENS_* | OTEL_* | GYMLENS_LIVE) clean_env+=(-u "$name") ;; esac
   done < <(compgen -e)
 }
 

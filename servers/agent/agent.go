@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
@@ -28,6 +29,9 @@ const (
 	RouteRolloutResponses = "POST " + protocol.RolloutPrefix + "{rollout_id}" + protocol.PathResponses
 	RouteCaptureResponses = "POST " + protocol.RolloutPrefix + "{rollout_id}" + protocol.TokenCaptureSegment + protocol.PathResponses
 	RouteAggregateMetrics = "POST " + protocol.PathAggregateMetrics
+	// RouteEpisodes is gymlens's own: the episodes in flight and the
+	// stages' last minute (live.EpisodesReport).
+	RouteEpisodes = "GET " + live.EpisodesPath
 )
 
 // KeyVerificationSkipped is the member a result answered without
@@ -82,6 +86,20 @@ type Config struct {
 	// host and port.
 	ModelServerName     string `json:"-" yaml:"-"`
 	ResourcesServerName string `json:"-" yaml:"-"`
+	// Instance is the agent's own server name in the fleet config, which
+	// its episodes report (live.EpisodesReport.Server) names; whoever
+	// starts the agent sets it. "" names the agent as its telemetry
+	// resource does, else ServerName.
+	Instance string `json:"-" yaml:"-"`
+	// HeadToken is the fleet's head token (contract.EnvHeadToken, which
+	// the orchestrator hands every server it starts): with one, the
+	// episodes route (live.EpisodesPath) answers only a request that
+	// carries it as "Authorization: Bearer <token>"; "" leaves the route
+	// open. Whoever starts the agent sets it.
+	HeadToken string `json:"-" yaml:"-"`
+	// NoLive turns the episode registry off (contract.EnvLive): no
+	// episode is recorded and the episodes route is not served (404).
+	NoLive bool `json:"-" yaml:"-"`
 }
 
 // Defaults returns the default configuration: upstream's defaults
@@ -187,8 +205,9 @@ func muxClean(p string) bool {
 }
 
 // Register validates cfg and registers the agent's routes on s: POST
-// /run, POST /v1/responses and its two /ng-rollout/ twins, and POST
-// /aggregate_metrics. s should be built from ServerOptions. client makes
+// /run, POST /v1/responses and its two /ng-rollout/ twins, POST
+// /aggregate_metrics, and GET live.EpisodesPath, the episodes in flight
+// (see serveEpisodes). s should be built from ServerOptions. client makes
 // the calls to the model and resources servers; it must not be nil.
 func Register(s *server.Server, cfg Config, client *server.Client) error {
 	if s == nil || client == nil {
@@ -220,11 +239,21 @@ func Register(s *server.Server, cfg Config, client *server.Client) error {
 		verifyURL:     endpoint(resources, protocol.PathVerify),
 		aggregateURL:  endpoint(resources, protocol.PathAggregateMetrics),
 	}
+	if !cfg.NoLive {
+		a.episodes = &live.Episodes{}
+	}
+	if cfg.HeadToken != "" {
+		t := server.NewBearerToken(cfg.HeadToken)
+		a.token = &t
+	}
 	server.Handle(s, RouteRun, a.run)
 	server.Handle(s, RouteResponses, a.responsesHandler(noPrefix))
 	server.Handle(s, RouteRolloutResponses, a.responsesHandler(rolloutPrefix))
 	server.Handle(s, RouteCaptureResponses, a.responsesHandler(capturePrefix))
-	server.Handle(s, RouteAggregateMetrics, a.aggregateMetrics, server.BulkBody())
+	server.HandleStream(s, RouteAggregateMetrics, a.streamAggregateMetrics, a.aggregateMetrics, server.BulkBody())
+	if a.episodes != nil {
+		s.HandleFunc(RouteEpisodes, a.serveEpisodes)
+	}
 	return nil
 }
 
@@ -273,6 +302,12 @@ type agent struct {
 	modelURL, seedURL, verifyURL string
 	aggregateURL                 string
 	warnNoAggregates             sync.Once
+	// episodes records every episode in flight and its steps, whatever
+	// the process's telemetry (see serveEpisodes).
+	episodes *live.Episodes
+	// token checks the episodes route's bearer token; nil without a head
+	// token.
+	token *server.BearerToken
 }
 
 // toolURL is the resources server's route for a tool: the name is one

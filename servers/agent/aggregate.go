@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
+	"github.com/gymlens/gymlens/internal/aggstream"
 	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -30,16 +33,42 @@ func (a *agent) aggregateMetrics(ctx context.Context, req aggregateBody) (server
 		})
 		return encodeMetrics(protocol.AggregateMetricsResponse{})
 	}
-	var raw json.RawMessage
+	var raw server.RawJSON
 	fwd := server.RawJSON(req.fwd)
 	if fwd == nil {
 		fwd = aggregateRequest(req.decoded.VerifyResponses)
 	}
-	if err := a.client.PostJSON(ctx, a.aggregateURL, fwd, &raw); err != nil {
+	err := a.client.PostJSON(ctx, a.aggregateURL, fwd, &raw)
+	return answerMetrics(raw, err)
+}
+
+// streamAggregateMetrics serves POST /aggregate_metrics as its body
+// arrives: each verify response is passed on to the resources server once
+// read (aggstream.Forward), so that the resources server reads the
+// collection's results while they are produced. A body of another shape,
+// and every body under skip_verification, is left to aggregateMetrics.
+func (a *agent) streamAggregateMetrics(ctx context.Context, body io.Reader) (server.RawJSON, error) {
+	if a.cfg.SkipVerification {
+		return nil, server.ErrNotStreamed
+	}
+	raw, err := aggstream.Forward(ctx, a.client, a.aggregateURL, body)
+	if errors.Is(err, server.ErrNotStreamed) {
+		return nil, err
+	}
+	return answerMetrics(raw, err)
+}
+
+// answerMetrics answers with the resources server's answer raw, or the
+// failure of that call (a 500, as upstream raises). An answer of the usual
+// shape is passed on as it came, unread: the last reader checks it (the
+// collector's, as upstream's collector decodes it); others are decoded to
+// fill upstream's defaults.
+func answerMetrics(raw server.RawJSON, err error) (server.RawJSON, error) {
+	if err != nil {
 		return nil, failed(fmt.Errorf("aggregate_metrics: %w", err))
 	}
 	if jsonskim.CompleteAggregateMetrics(raw) {
-		return server.RawJSON(raw), nil
+		return raw, nil
 	}
 	var out protocol.AggregateMetricsResponse
 	if err := json.Unmarshal(raw, &out); err != nil {

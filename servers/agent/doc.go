@@ -125,7 +125,22 @@
 // asks for) into gym.agent.turn_duration_ms and each episode's number of
 // turns into gym.agent.turn_count (by this agent's server name); each tool
 // call into gym.tool.call_duration_ms (tool name, resources server name).
-// With metrics off none of it reads a clock.
+// With metrics off none of it reads a clock of its own (the episodes
+// registry below reads one as each step starts and ends, whatever).
+//
+// # Episodes in flight
+//
+// Whatever its telemetry, the agent keeps a live.Episodes registry: each
+// /run and each /v1/responses call is an episode named by its rollout id
+// (one without an id is counted, not listed), and its seed_session, each
+// model call, each tool call and its verify are steps with their HTTP
+// status (0 when no answer came). GET live.EpisodesPath (RouteEpisodes)
+// answers the live.EpisodesReport: the episodes in flight, their recent
+// steps, and every stage's count, success rate and latency percentiles
+// over the last minute. With a head token (Config.HeadToken) it answers
+// only a request carrying it as a bearer token, else 401. The report
+// holds ids, stages, times and statuses: no prompt, answer, header or
+// cookie. docs/live.md describes its schema.
 //
 // # GenAI conventions
 //

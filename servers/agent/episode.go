@@ -17,6 +17,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
@@ -41,13 +42,14 @@ type episodeResult struct {
 // same name replaced, a new one added), and each model answer's cookies
 // replace the model's. id, when not "", labels the gym.agent.responses
 // span and the termination warning; prefix, when not "", is the
-// rollout-id path prefix of the tool calls.
+// rollout-id path prefix of the tool calls. Each model call and tool call
+// is a step of steps (the rollout's live episode), turn by turn.
 //
 // Each turn (a model call and the tool calls it asks for) is recorded
 // into gym.agent.turn_duration_ms, the number of turns into
 // gym.agent.turn_count once per episode, failed episodes included.
 func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParams, modelURL, id, prefix string,
-	resourcesCookies []*http.Cookie) (res episodeResult, err error) {
+	resourcesCookies []*http.Cookie, steps *live.EpisodeHandle) (res episodeResult, err error) {
 	p := params.Clone()
 	if a.cfg.Model != "" {
 		m := a.cfg.Model
@@ -73,7 +75,8 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 		}()
 	}
 	// Metrics are decided once per episode; off, no clock is read for
-	// them and no agent name is looked up.
+	// them and no agent name is looked up. (The live episode's steps read
+	// the clock as they start and end whatever.)
 	var agentName string
 	metricsOn := telemetry.Instruments() != nil
 	turns := 0
@@ -103,7 +106,7 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 		if err != nil {
 			return res, fmt.Errorf("model call: encode the request: %w", err)
 		}
-		r, cookies, err := a.callModel(ctx, modelURL, raw, p.Model, modelCookies, metricsOn)
+		r, cookies, err := a.callModel(ctx, modelURL, raw, p.Model, modelCookies, metricsOn, steps, step)
 		if err != nil {
 			return res, err
 		}
@@ -125,7 +128,7 @@ func (a *agent) episode(ctx context.Context, params protocol.ResponseCreateParam
 			break
 		}
 		for _, call := range calls {
-			output, cookies, called, err := a.callTool(ctx, prefix, call, resourcesCookies, metricsOn)
+			output, cookies, called, err := a.callTool(ctx, prefix, call, resourcesCookies, metricsOn, steps, step)
 			if err != nil {
 				return res, err
 			}
@@ -205,18 +208,20 @@ func (a *agent) terminate(r protocol.Response, id string, step int) protocol.Res
 // gets the GenAI semantic conventions' attributes when it records; with
 // metricsOn the call is recorded into gym.model.call_duration_ms,
 // gym.model.time_to_first_byte_ms and the gen_ai.client.* histograms.
+// The call is a model_call step of ep in turn turn, failed when the answer
+// is invalid too.
 func (a *agent) callModel(ctx context.Context, modelURL string, body []byte, model *string,
-	cookies []*http.Cookie, metricsOn bool) (r protocol.Response, _ []*http.Cookie, err error) {
-	var start time.Time
-	if metricsOn {
-		start = time.Now()
-	}
+	cookies []*http.Cookie, metricsOn bool, ep *live.EpisodeHandle, turn int) (r protocol.Response, _ []*http.Cookie, err error) {
+	start := time.Now()
+	ep.Enter(live.StageModel, turn, start)
 	reply, err := a.client.PostSpan(ctx, modelURL, server.RawJSON(body), &r, server.Call{Cookies: cookies, TimeFirstByte: metricsOn})
 	if err == nil {
 		if verr := r.Validate(); verr != nil {
 			err = fmt.Errorf("invalid response from the model server: %w", verr)
 		}
 	}
+	end := time.Now()
+	ep.Leave(reply.Status, err != nil, end)
 	requestModel := ""
 	if model != nil {
 		requestModel = *model
@@ -234,7 +239,7 @@ func (a *agent) callModel(ctx context.Context, modelURL string, body []byte, mod
 	}
 	reply.EndSpan()
 	if metricsOn {
-		d := time.Since(start)
+		d := end.Sub(start)
 		metrics.RecordModelCall(contract.DialectResponses, a.cfg.ModelServerName, d, reply.FirstByte)
 		call := metrics.GenAICall{Operation: contract.GenAIOperationChat, Provider: contract.GenAIProviderOpenAI,
 			RequestModel: requestModel, ServerAddress: a.modelHost, ServerPort: a.modelPort, Duration: d,
@@ -295,20 +300,22 @@ func errorType(err error) string {
 // prefix, a rollout-id path prefix or "") with the parsed arguments, whose
 // answer of any status is the output. Arguments that Python's json.loads
 // refuses make upstream's error output and no call (called false). With
-// metricsOn the call is recorded into gym.tool.call_duration_ms.
+// metricsOn the call is recorded into gym.tool.call_duration_ms. A call
+// made is a tool_call step of ep in turn turn (an answer of 400 or more
+// counts failed there, though the episode goes on with it).
 func (a *agent) callTool(ctx context.Context, prefix string, call protocol.Item, cookies []*http.Cookie,
-	metricsOn bool) (output string, _ []*http.Cookie, called bool, _ error) {
+	metricsOn bool, ep *live.EpisodeHandle, turn int) (output string, _ []*http.Cookie, called bool, _ error) {
 	args, refused := toolArguments(call.Arguments)
 	if refused != "" {
 		return invalidArguments(refused), nil, false, nil
 	}
-	var start time.Time
-	if metricsOn {
-		start = time.Now()
-	}
+	start := time.Now()
+	ep.Enter(live.StageTool, turn, start)
 	reply, err := a.client.Post(ctx, a.toolURL(prefix, call.Name), args, nil, server.Call{Cookies: cookies, AnyStatus: true})
+	end := time.Now()
+	ep.Leave(reply.Status, err != nil, end)
 	if metricsOn {
-		metrics.RecordToolCall(call.Name, a.cfg.ResourcesServerName, time.Since(start))
+		metrics.RecordToolCall(call.Name, a.cfg.ResourcesServerName, end.Sub(start))
 	}
 	if err != nil {
 		return "", nil, false, fmt.Errorf("tool %q: %w", call.Name, err)
@@ -373,7 +380,9 @@ func (a *agent) responsesHandler(mode prefixMode) func(context.Context, response
 				prefix = a.rolloutPrefix(ctx, id)
 			}
 		}
-		ep, err := a.episode(ctx, body.ResponseCreateParams, endpoint(a.model, path), id, prefix, a.inboundCookies(ctx))
+		steps := a.episodes.Begin(liveID(id), time.Now())
+		defer steps.End()
+		ep, err := a.episode(ctx, body.ResponseCreateParams, endpoint(a.model, path), id, prefix, a.inboundCookies(ctx), steps)
 		if err != nil {
 			return protocol.Response{}, failed(err)
 		}

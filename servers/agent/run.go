@@ -14,6 +14,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
@@ -94,13 +95,18 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 	if ok {
 		if span != nil {
 			attrs.Add(attribute.String(contract.AttrRolloutID, id))
+			attrs.Add(telemetry.RolloutIdentity(row.TaskIndex, row.RolloutIndex, row.AttemptIndex)...)
 		}
 		if serverSpan.IsRecording() {
 			serverSpan.SetAttributes(attribute.String(contract.AttrRolloutID, id))
 		}
 		ctx = telemetry.WithRolloutID(ctx, id)
 	}
-	return a.rollout(ctx, row, id)
+	// The live view's episode, always on: a rollout without an id counts
+	// in the stages only.
+	ep := a.episodes.Begin(id, start)
+	defer ep.End()
+	return a.rollout(ctx, row, id, ep)
 }
 
 // rollout is upstream's run, with the episode run in this process rather
@@ -112,7 +118,10 @@ func (a *agent) run(ctx context.Context, row protocol.RunRequest) (out server.Ra
 // the echoed members, in one shallow pass. The two edits upstreamAnswer
 // makes (its verify-response model's defaults added, an echoed
 // _ng_rollout_id left out) are one more shallow pass.
-func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string) (server.RawJSON, error) {
+//
+// Its seed_session, the episode's calls and its verify are the steps of
+// ep, the rollout's live episode.
+func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string, ep *live.EpisodeHandle) (server.RawJSON, error) {
 	if !a.cfg.executesTools() {
 		return nil, errRunWithoutTools
 	}
@@ -134,19 +143,21 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 		verifyURL = rolloutEndpoint(a.resources, a.resourcesRoot, prefix, protocol.PathVerify)
 		modelURL = rolloutEndpoint(a.model, a.modelRoot, prefix, protocol.PathResponses)
 	}
+	ep.Enter(live.StageSeed, 0, time.Now())
 	seed, err := a.client.Post(ctx, seedURL, server.RawJSON(rowBody), nil, server.Call{Cookies: a.inboundCookies(ctx)})
+	ep.Leave(seed.Status, err != nil, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("seed_session: %w", err)
 	}
 
-	ep, err := a.episode(ctx, row.ResponsesCreateParams, modelURL, id, prefix, seed.Cookies)
+	res, err := a.episode(ctx, row.ResponsesCreateParams, modelURL, id, prefix, seed.Cookies, ep)
 	if err != nil {
 		return nil, err
 	}
 
 	// The row, with the episode as its response (one a row carried is
 	// replaced, as upstream's dict merge replaces it).
-	req := protocol.VerifyRequest{RunRequest: row, Response: ep.response}
+	req := protocol.VerifyRequest{RunRequest: row, Response: res.response}
 	req.Fields = row.Fields.Clone()
 	req.Fields.Delete(protocol.KeyResponse)
 
@@ -165,16 +176,21 @@ func (a *agent) rollout(ctx context.Context, row protocol.RunRequest, id string)
 	// Upstream's self-call answer sets the resources and model cookies the
 	// episode ended with, then the agent's own session cookie; verify is
 	// called with all of them.
-	cookies := mergeCookies(ep.resourcesCookies, ep.modelCookies, ownCookies(ctx))
+	cookies := mergeCookies(res.resourcesCookies, res.modelCookies, ownCookies(ctx))
 	reqBody, err := req.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("verify: encode the request: %w", err)
 	}
 	var out verifyAnswer
-	if _, err := a.client.Post(ctx, verifyURL, server.RawJSON(reqBody), &out, server.Call{Cookies: cookies}); err != nil {
+	ep.Enter(live.StageVerify, 0, time.Now())
+	reply, err := a.client.Post(ctx, verifyURL, server.RawJSON(reqBody), &out, server.Call{Cookies: cookies})
+	if err != nil {
+		ep.Leave(reply.Status, true, time.Now())
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	if err := protocol.CheckVerifyResponse(out); err != nil {
+	err = protocol.CheckVerifyResponse(out)
+	ep.Leave(reply.Status, err != nil, time.Now())
+	if err != nil {
 		return nil, fmt.Errorf("verify: invalid response from the resources server: %w", err)
 	}
 	return upstreamAnswer(out), nil

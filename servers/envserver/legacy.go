@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/aggstream"
 	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -212,7 +213,7 @@ func Register(s *server.Server, cfg Config, client *server.Client) error {
 		r.log.Warn(fmt.Sprintf("%s sets %s, which a relay does not enforce. This parameter has no effect.", name, strings.Join(set, ", ")))
 	}
 	s.HandleFunc("POST /run", r.relayRun)
-	s.HandleFunc("POST /aggregate_metrics", r.aggregate)
+	s.HandleStreamFunc("POST /aggregate_metrics", r.aggregate)
 	return nil
 }
 
@@ -309,12 +310,34 @@ type aggregateMetrics struct {
 // the per-task answer), so a body of the usual shape is passed on as it
 // came (see forwardAggregate and jsonskim.CompleteAggregateMetrics) and only others are
 // decoded.
+//
+// A body of the streamed shape (see aggstream) is passed on as it arrives,
+// each result once read, so the agent reads the collection's results
+// while they are produced (the route is the server's HandleStreamFunc:
+// the collector's pace is the body's).
 func (r *relay) aggregate(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxRelayBody))
+	limited := http.MaxBytesReader(w, req.Body, maxRelayBody)
+	seen := &bytes.Buffer{}
+	raw, err := aggstream.Forward(req.Context(), r.client, r.agg, io.TeeReader(limited, seen))
+	if err == nil {
+		r.answerAggregate(w, raw)
+		return
+	}
+	var se *server.StatusError
+	switch {
+	case errors.As(err, &se):
+		writeJSON(w, http.StatusInternalServerError, fmt.Sprintf("Hit an exception in %s calling an inner server: %s", r.cookieName(), pyBytes(se.Raw)))
+		return
+	case !errors.Is(err, server.ErrNotStreamed):
+		r.fail(w, err)
+		return
+	}
+	rest, err := io.ReadAll(limited)
 	if err != nil {
 		writeJSON(w, http.StatusRequestEntityTooLarge, protocol.DetailBody{Detail: "request body: " + err.Error()})
 		return
 	}
+	body := append(seen.Bytes(), rest...)
 	fwd, ok := forwardAggregate(body)
 	if !ok {
 		in, verr := checkAggregate(body)
@@ -336,14 +359,21 @@ func (r *relay) aggregate(w http.ResponseWriter, req *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, fmt.Sprintf("Hit an exception in %s calling an inner server: %s", r.cookieName(), pyBytes(reply.Body)))
 		return
 	}
-	if jsonskim.CompleteAggregateMetrics(reply.Body) {
+	r.answerAggregate(w, reply.Body)
+}
+
+// answerAggregate answers the agent's 2xx /aggregate_metrics answer body:
+// as it came when it has the usual shape, else with upstream's defaults
+// filled.
+func (r *relay) answerAggregate(w http.ResponseWriter, body []byte) {
+	if jsonskim.CompleteAggregateMetrics(body) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(reply.Body)
+		_, _ = w.Write(body)
 		return
 	}
 	var m aggregateMetrics
-	if err := json.Unmarshal(reply.Body, &m); err != nil {
+	if err := json.Unmarshal(body, &m); err != nil {
 		r.fail(w, fmt.Errorf("the agent's /aggregate_metrics answer: %w", err))
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -58,6 +59,15 @@ type Config struct {
 	// LatencyMS is a simulated think time added to every built-in answer,
 	// cut short when the caller goes away. 0 means none.
 	LatencyMS float64 `json:"latency_ms,omitempty" yaml:"latency_ms,omitempty"`
+	// StallTasks lists task indices (a row's _ng_task_index) whose
+	// rollouts stall: the first model call of such a rollout's episode
+	// waits StallSeconds before it is answered (see the package
+	// documentation for how a call's task is known). Each must be an
+	// integer >= 0.
+	StallTasks []int `json:"stall_tasks,omitempty" yaml:"stall_tasks,omitempty"`
+	// StallSeconds is how long a stalled call waits, cut short when the
+	// caller goes away; 0 means no stall.
+	StallSeconds float64 `json:"stall_seconds,omitempty" yaml:"stall_seconds,omitempty"`
 	// Upstream, when its BaseURL is set, replaces the built-in policy by
 	// an OpenAI-compatible endpoint.
 	Upstream UpstreamConfig `json:"upstream,omitzero" yaml:"upstream,omitempty"`
@@ -143,6 +153,14 @@ func (c Config) Validate() error {
 	if !finiteNonNegative(c.LatencyMS) {
 		return fmt.Errorf("model: latency_ms must be a finite number >= 0, got %v", c.LatencyMS)
 	}
+	if !finiteNonNegative(c.StallSeconds) || c.StallSeconds > maxStallSeconds {
+		return fmt.Errorf("model: stall_seconds must be a number in [0, %d], got %v", int64(maxStallSeconds), c.StallSeconds)
+	}
+	for i, task := range c.StallTasks {
+		if task < 0 {
+			return fmt.Errorf("model: stall_tasks[%d] must be a task index >= 0, got %d", i, task)
+		}
+	}
 	if c.OpenAIBaseURL != "" || c.OpenAIAPIKey != "" || c.OpenAIModel != "" {
 		if c.Upstream.BaseURL != "" {
 			return fmt.Errorf("model: set either upstream.base_url or openai_base_url, not both")
@@ -193,6 +211,9 @@ func validateBase(raw, key string) error {
 
 func finiteNonNegative(f float64) bool { return f >= 0 && !math.IsInf(f, 0) }
 
+// maxStallSeconds is the longest stall a time.Duration can hold.
+const maxStallSeconds = float64(math.MaxInt64 / int64(time.Second))
+
 // UnmarshalJSON decodes c, starting from Defaults().
 func (c *Config) UnmarshalJSON(b []byte) error {
 	type plain Config // no methods: no recursion
@@ -217,8 +238,8 @@ func (c *Config) UnmarshalYAML(n *yaml.Node) error {
 
 // String describes c with the API keys hidden.
 func (c Config) String() string {
-	return fmt.Sprintf("{Name:%s Model:%s Seed:%d CorrectProbability:%v LatencyMS:%v Upstream:%s OpenAIBaseURL:%s OpenAIAPIKey:%s OpenAIModel:%s}",
-		c.Name, c.Model, c.Seed, c.CorrectProbability, c.LatencyMS, c.Upstream, safeBase(c.OpenAIBaseURL),
+	return fmt.Sprintf("{Name:%s Model:%s Seed:%d CorrectProbability:%v LatencyMS:%v StallTasks:%v StallSeconds:%v Upstream:%s OpenAIBaseURL:%s OpenAIAPIKey:%s OpenAIModel:%s}",
+		c.Name, c.Model, c.Seed, c.CorrectProbability, c.LatencyMS, c.StallTasks, c.StallSeconds, c.Upstream, safeBase(c.OpenAIBaseURL),
 		hidden(c.OpenAIAPIKey), c.OpenAIModel)
 }
 
@@ -233,6 +254,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("seed", c.Seed),
 		slog.Float64("correct_probability", c.CorrectProbability),
 		slog.Float64("latency_ms", c.LatencyMS),
+		slog.Any("stall_tasks", c.StallTasks),
+		slog.Float64("stall_seconds", c.StallSeconds),
 		slog.Any("upstream", c.Upstream),
 		slog.String("openai_base_url", safeBase(c.OpenAIBaseURL)),
 		slog.String("openai_api_key", hidden(c.OpenAIAPIKey)),

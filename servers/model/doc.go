@@ -39,6 +39,23 @@
 // The draw is seeded from (Seed, message text): the same question under
 // the same seed always gets the same answer, whatever ran before.
 //
+// # Stalls
+//
+// StallTasks and StallSeconds make a fault visible on purpose: the first
+// model call of a rollout whose task index is in StallTasks waits
+// StallSeconds before it is answered, in either mode and on both routes,
+// and returns at once when its caller goes away. The server knows a
+// call's task from the rollout id it carries (the /ng-rollout/<id>/
+// prefix, else the W3C baggage), when that id has upstream's form
+// "<task index>-<rollout index>[-a<attempt>]"; an agent sends it while
+// the fleet sets observability_enabled or traces are exported. A call
+// without such an id, or with an explicit _ng_rollout_id of another form,
+// never stalls. The first call of an episode is the one that carries no
+// session cookie of this server: agents send back the model's cookies
+// from its second call on, so every later call of the episode, and every
+// call of the other tasks, is answered at once. Each retry attempt of a
+// task is an episode of its own and stalls again.
+//
 // In upstream mode (Upstream.BaseURL, or upstream's openai_base_url) the
 // server forwards to an OpenAI-compatible endpoint with a bearer key.
 // Upstream.API chooses where /v1/responses goes: "chat_completions" (the

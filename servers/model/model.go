@@ -53,6 +53,13 @@ func Register(s *server.Server, cfg Config) error {
 	}
 	cfg = cfg.withDefaults()
 	h := &handler{cfg: cfg, mode: contract.ModeBuiltin, provider: contract.GenAIProviderGymlens, ids: newIDSource()}
+	if cfg.StallSeconds > 0 && len(cfg.StallTasks) > 0 {
+		h.stallTasks = make(map[int]bool, len(cfg.StallTasks))
+		for _, task := range cfg.StallTasks {
+			h.stallTasks[task] = true
+		}
+		h.stallFor = time.Duration(cfg.StallSeconds * float64(time.Second))
+	}
 	if cfg.Upstream.BaseURL != "" {
 		key := cfg.Upstream.APIKey
 		if key == "" {
@@ -108,6 +115,10 @@ type handler struct {
 	provider string
 	up       *upstream // nil in built-in mode
 	ids      *idSource
+	// stallTasks are the task indices whose first model call waits
+	// stallFor (Config.StallTasks); nil when nothing stalls. Read-only.
+	stallTasks map[int]bool
+	stallFor   time.Duration
 }
 
 func (h *handler) requestModel() string {
@@ -185,6 +196,9 @@ func (h *handler) responses(ctx context.Context, req responsesRequest) (resp pro
 			endSpan(span, attrs, err, a)
 		}()
 	}
+	if err := h.stall(ctx); err != nil {
+		return protocol.Response{}, err
+	}
 	if h.up != nil {
 		return h.up.respond(ctx, req.ResponseCreateParams, h.ids.next())
 	}
@@ -210,6 +224,9 @@ func (h *handler) chatCompletions(ctx context.Context, req ChatCompletionRequest
 			endSpan(span, attrs, err, a)
 		}()
 	}
+	if err := h.stall(ctx); err != nil {
+		return nil, err
+	}
 	if h.up != nil {
 		resp, cc, err = h.up.chat(ctx, &req)
 		return resp, err
@@ -226,13 +243,59 @@ func (h *handler) think(ctx context.Context) error {
 	if h.cfg.LatencyMS <= 0 {
 		return nil
 	}
-	t := time.NewTimer(time.Duration(h.cfg.LatencyMS * float64(time.Millisecond)))
+	return wait(ctx, time.Duration(h.cfg.LatencyMS*float64(time.Millisecond)), "simulated latency")
+}
+
+// stall waits out Config.StallSeconds, or until the caller goes away,
+// when the call made with ctx is the first model call of a rollout whose
+// task is in Config.StallTasks. The task is read from the rollout id the
+// call carries (its /ng-rollout/<id>/ prefix, else its baggage: see
+// server.RequestRolloutID), which names it when the id is upstream's
+// "<task index>-<rollout index>" (protocol.TaskIndexOfRolloutID). The
+// first call of an episode is the one without this server's session
+// cookie: an agent sends back the cookies of the model's previous answer
+// (upstream's simple_agent starts an episode with model_server_cookies
+// None and keeps each answer's, nemo_gym 0.7.0
+// responses_api_agents/simple_agent/app.py:161-178), so only its first
+// call comes without. A server without a session
+// cookie (not built with ServerOptions) stalls every call of the task.
+func (h *handler) stall(ctx context.Context) error {
+	if h.stallTasks == nil {
+		return nil
+	}
+	task, ok := protocol.TaskIndexOfRolloutID(server.RequestRolloutID(ctx))
+	if !ok || !h.stallTasks[task] || continuesSession(ctx) {
+		return nil
+	}
+	return wait(ctx, h.stallFor, "a configured stall")
+}
+
+// continuesSession reports whether the request handled with ctx carried
+// the server's session cookie. The session middleware keeps a valid id
+// the caller sent and mints a fresh random one otherwise, so a cookie of
+// the request holding the session id is the caller's own.
+func continuesSession(ctx context.Context) bool {
+	id, r := server.SessionID(ctx), server.Request(ctx)
+	if id == "" || r == nil {
+		return false
+	}
+	for _, c := range r.Cookies() {
+		if c.Value == id {
+			return true
+		}
+	}
+	return false
+}
+
+// wait waits d, or until ctx ends; what names the wait in the error.
+func wait(ctx context.Context, d time.Duration, what string) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("model: request abandoned during simulated latency: %w", ctx.Err())
+		return fmt.Errorf("model: request abandoned during %s: %w", what, ctx.Err())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"sort"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/lens"
+	"github.com/gymlens/gymlens/live"
+	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/servers/envserver"
@@ -294,16 +297,10 @@ func badString(path, key, kind, s string) []error {
 	return []error{fmt.Errorf("%s: want %s, got string %q", path, kind, s)}
 }
 
-// laxBools are the strings pydantic's lax mode takes for a boolean.
-var laxBools = map[string]bool{
-	"1": true, "true": true, "t": true, "yes": true, "y": true, "on": true,
-	"0": false, "false": false, "f": false, "no": false, "n": false, "off": false,
-}
-
 func coerceBool(v any, path, key string) (any, []error) {
 	switch x := v.(type) {
 	case string:
-		b, ok := laxBools[strings.ToLower(strings.TrimSpace(x))]
+		b, ok := protocol.LaxBoolWord(strings.TrimSpace(x))
 		if !ok {
 			return v, badString(path, key, "a boolean", x)
 		}
@@ -445,6 +442,14 @@ var impls = []Impl{
 				c.ResourcesURL = p.ResourcesURL
 			}
 			c.ModelServerName, c.ResourcesServerName = p.ModelName, p.ResourcesName
+			// Its episodes route is named for the instance and asks for the
+			// fleet's head token, which the orchestrator hands its servers.
+			c.Instance, c.HeadToken = p.Instance, os.Getenv(contract.EnvHeadToken)
+			on, err := live.Enabled(os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			c.NoLive = !on
 			c.ObservabilityEnabled = c.ObservabilityEnabled || p.ObservabilityEnabled
 			return agent.Register(s, c, server.NewClient(server.ClientOptions{}))
 		}, agent.ServerOptions),
