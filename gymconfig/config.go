@@ -417,12 +417,10 @@ func asBool(v any) (bool, bool) {
 	case bool:
 		return t, true
 	case string:
-		switch strings.ToLower(strings.TrimSpace(t)) {
-		case "true", "yes", "on", "1":
-			return true, true
-		case "false", "no", "off", "0", "":
-			return false, true
+		if strings.TrimSpace(t) == "" {
+			return false, true // an empty value leaves the switch off
 		}
+		return contract.BoolWord(t)
 	case int:
 		return t != 0, true
 	}

@@ -228,10 +228,8 @@ func truthy(v any) bool {
 	case int:
 		return x != 0
 	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "1", "true", "yes", "on":
-			return true
-		}
+		v, _ := contract.BoolWord(x)
+		return v
 	}
 	return false
 }
