@@ -55,7 +55,7 @@ const (
 // and a screenshot kept when GYMLENS_ARTIFACTS names a directory).
 func TestLiveViewOfAStalledRun(t *testing.T) {
 	const (
-		stallSeconds = 25
+		stallSeconds = 45 // long enough for tmux and Chromium on a loaded machine
 		rollouts     = 60
 		stallFloor   = time.Second
 		pollEvery    = time.Second // rollout.DefaultLiveEvery
