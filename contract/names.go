@@ -293,3 +293,9 @@ func ResponseFinishReason(status, incompleteReason string, functionCalls bool) s
 	}
 	return status
 }
+
+// SessionCookieName is the name of the session cookie a server sets: its
+// class (for gymlens's servers, the implementation's name) and its
+// instance name in the fleet, joined by three underscores, as NeMo Gym's
+// servers name theirs.
+func SessionCookieName(class, instance string) string { return class + "___" + instance }

@@ -152,7 +152,7 @@ func ServerOptions(name, instance string) server.Options {
 	return server.Options{
 		Type:          contract.ServerTypeResources,
 		RolloutPrefix: server.PrefixResources,
-		SessionCookie: name + "___" + instance,
+		SessionCookie: contract.SessionCookieName(name, instance),
 	}
 }
 

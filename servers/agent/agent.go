@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/protocol"
@@ -139,7 +140,7 @@ func (c Config) executesTools() bool { return c.ExecuteTools == nil || *c.Execut
 // server Register is given from these options (adding name, address and
 // limits).
 func ServerOptions(instance string) server.Options {
-	return server.Options{SessionCookie: ServerName + "___" + instance, Reroute: routeDecoded}
+	return server.Options{SessionCookie: contract.SessionCookieName(ServerName, instance), Reroute: routeDecoded}
 }
 
 // routeDecoded routes a request as upstream's Starlette router does

@@ -139,9 +139,10 @@ func describe(v any) string {
 	return string(b)
 }
 
-// sessionPrefix is the class name upstream's relay names its session
-// cookie (and itself, in its inner-server error) after: <class>___<instance>.
-const sessionPrefix = "LegacyAgentEnvironmentServer___"
+// relayClass is the class name upstream's relay names its session
+// cookie (and itself, in its inner-server error) after
+// (contract.SessionCookieName).
+const relayClass = "LegacyAgentEnvironmentServer"
 
 // ServerOptions are the server options a relay instance needs: its type
 // and its own session cookie, which upstream's servers all set.
@@ -149,7 +150,7 @@ func ServerOptions(instance string) server.Options {
 	if instance == "" {
 		instance = ServerName
 	}
-	return server.Options{Type: contract.ServerTypeEnvironment, SessionCookie: sessionPrefix + instance}
+	return server.Options{Type: contract.ServerTypeEnvironment, SessionCookie: contract.SessionCookieName(relayClass, instance)}
 }
 
 // NewClient returns the client a relay calls its agent with: a call is
@@ -399,7 +400,7 @@ func (r *relay) cookieName() string {
 	if name == "" {
 		name = ServerName
 	}
-	return sessionPrefix + name
+	return contract.SessionCookieName(relayClass, name)
 }
 
 // checkAggregate validates an /aggregate_metrics body as upstream's

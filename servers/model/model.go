@@ -37,7 +37,7 @@ func ServerOptions(instance string) server.Options {
 	if instance == "" {
 		instance = ServerName
 	}
-	return server.Options{RolloutPrefix: server.PrefixModel, SessionCookie: ServerName + "___" + instance}
+	return server.Options{RolloutPrefix: server.PrefixModel, SessionCookie: contract.SessionCookieName(ServerName, instance)}
 }
 
 // Register validates cfg and registers POST /v1/responses and POST
