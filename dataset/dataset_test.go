@@ -15,6 +15,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/servers/resources/counter"
 )
 
 var questionRE = regexp.MustCompile(`^What is (\d+) ([-+*]) (\d+)\?`)
@@ -266,7 +267,7 @@ func TestEnvironmentDatasets(t *testing.T) {
 				t.Fatalf("row %s", line)
 			}
 			tools := row.ResponsesCreateParams.Tools
-			if len(tools) != 2 || tools[0].Name != dataset.ToolIncrementCounter || tools[1].Name != dataset.ToolGetCounterValue {
+			if len(tools) != 2 || tools[0].Name != counter.ToolIncrement || tools[1].Name != counter.ToolGet {
 				t.Fatalf("tools %s", line)
 			}
 			for _, tool := range tools {
@@ -281,7 +282,7 @@ func TestEnvironmentDatasets(t *testing.T) {
 				if err := json.Unmarshal(tool.Parameters, &schema); err != nil || schema.Type != "object" {
 					t.Fatalf("tool %s parameters %s: %v", tool.Name, tool.Parameters, err)
 				}
-				if tool.Name == dataset.ToolIncrementCounter && (len(schema.Required) != 1 || schema.Required[0] != "count" || schema.Properties["count"] == nil) {
+				if tool.Name == counter.ToolIncrement && (len(schema.Required) != 1 || schema.Required[0] != "count" || schema.Properties["count"] == nil) {
 					t.Fatalf("increment_counter schema %s", tool.Parameters)
 				}
 			}

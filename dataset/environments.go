@@ -1,11 +1,11 @@
 package dataset
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/servers/resources/counter"
 )
 
 // Task fields and values the environments' datasets use.
@@ -13,10 +13,6 @@ const (
 	// ExtractionBoxed is string_match's extraction_mode that reads the
 	// last \boxed{...} of the answer.
 	ExtractionBoxed = "boxed"
-	// ToolIncrementCounter and ToolGetCounterValue are the counter
-	// environment's function tools.
-	ToolIncrementCounter = "increment_counter"
-	ToolGetCounterValue  = "get_counter_value"
 )
 
 // StringMatch returns n rows for the string_match environment: the
@@ -110,29 +106,10 @@ func Counter(n int, seed int64) []protocol.RunRequest {
 			continue
 		}
 		seen[k] = true
-		a, b, initial := k[0], k[1], k[2]
-		row := newRow(fmt.Sprintf("add %d then add %d then get the count", a, b),
-			"initial_count", initial, "expected_count", initial+a+b)
-		row.ResponsesCreateParams.Tools = counterTools()
+		// The environment's own row: its prompt, task fields and tools.
+		row := counter.Row(int(k[2]), int(k[0]), int(k[1]))
+		row.AgentRef = protocol.AgentRef(DefaultAgent)
 		rows = append(rows, row)
 	}
 	return rows
-}
-
-// counterTools returns the counter environment's function tools.
-func counterTools() []protocol.Tool {
-	return []protocol.Tool{
-		functionTool(ToolIncrementCounter, "Add count to this session's counter.",
-			`{"type":"object","properties":{"count":{"type":"integer","description":"How much to add."}},"required":["count"],"additionalProperties":false}`),
-		functionTool(ToolGetCounterValue, "Return this session's counter value.",
-			`{"type":"object","properties":{},"required":[],"additionalProperties":false}`),
-	}
-}
-
-// functionTool returns a strict function tool.
-func functionTool(name, description, schema string) protocol.Tool {
-	t := protocol.FunctionTool(name, description, json.RawMessage(schema))
-	strict := true
-	t.Strict = &strict
-	return t
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
 	"github.com/gymlens/gymlens/server"
+	"github.com/gymlens/gymlens/servers/resources/counter"
 )
 
 // hangGuard bounds how long a test waits for something that should happen
@@ -1017,7 +1018,7 @@ func TestCollectFile(t *testing.T) {
 	}
 	// The tools reach the agent untouched.
 	for _, c := range agent.Calls() {
-		if tools := c.Row.ResponsesCreateParams.Tools; len(tools) != 2 || tools[0].Name != dataset.ToolIncrementCounter {
+		if tools := c.Row.ResponsesCreateParams.Tools; len(tools) != 2 || tools[0].Name != counter.ToolIncrement {
 			t.Fatalf("tools %+v", tools)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/servers/resources/counter"
 )
 
 // DontKnow is the built-in policy's answer to a message it cannot parse.
@@ -20,9 +21,9 @@ const DontKnow = "I don't know"
 // how to drive.
 const (
 	// CounterIncrementTool adds its {"count": N} argument to the counter.
-	CounterIncrementTool = "increment_counter"
+	CounterIncrementTool = counter.ToolIncrement
 	// CounterValueTool reads the counter; it answers {"count": X}.
-	CounterValueTool = "get_counter_value"
+	CounterValueTool = counter.ToolGet
 )
 
 // Turn is one turn of the built-in policy: a function call to make, or
