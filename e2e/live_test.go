@@ -293,3 +293,57 @@ func skipOrFail(t *testing.T, why string) {
 	}
 	t.Skip(why)
 }
+
+// TestLiveViewOfACollectorBesideEnvStart watches a run made of
+// `gymlens env start` and `gymlens rollouts collect --head`: the collector
+// serves its own status API (and says where), names it to the head, and
+// the head's /gymlens/status relays it, so that `gymlens top --head` works
+// against either; a stalled task shows as stalled through both, and the
+// collector's listener wants the head token.
+func TestLiveViewOfACollectorBesideEnvStart(t *testing.T) {
+	const stallSeconds = 30
+	dir := t.TempDir()
+	cfg := writeFile(t, filepath.Join(dir, "fleet.yaml"), fmt.Sprintf(stallFleet, stallSeconds))
+	var input strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&input, `{"responses_create_params":{"input":[{"role":"user","content":"What is %d + 1?"}]},"agent_ref":{"name":"simple_agent"},"expected_answer":"%d"}`+"\n", i, i+1)
+	}
+	in := writeFile(t, filepath.Join(dir, "tasks.jsonl"), input.String())
+	e := startEnv(t, gymEnv("NEMO_GYM_OTEL_TRACES_ENABLED=false"), 4, "--config", cfg, "--runs-dir", filepath.Join(dir, "runs"))
+	tokenFile := filepath.Join(e.runDir, contract.RunHeadTokenFile)
+	tokenBytes, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tokenBytes))
+	head := &live.Client{Base: e.head, Token: token}
+	if _, err := head.Snapshot(ctxT(t, 10*time.Second), live.Filter{}); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("the head's status before any collection: %v, want 503", err)
+	}
+
+	stderr := &lineLog{}
+	collect := startGymProc(t, gymEnv(), &lineLog{}, stderr, "rollouts", "collect", "--head", e.head, "--head-token-file", tokenFile,
+		"-i", in, "-o", filepath.Join(dir, "rollouts.jsonl"), "--concurrency", "4", "--stall-floor", "1s")
+	addr := regexp.MustCompile(`status API at (http://\S+)/gymlens/status`)
+	var own string
+	waitFor(t, time.Minute, "the collector to say where its status API is", func() bool {
+		m := addr.FindStringSubmatch(stderr.String())
+		if m != nil {
+			own = m[1]
+		}
+		return m != nil
+	})
+	for name, c := range map[string]*live.Client{"the collector's own": {Base: own, Token: token}, "the head's, relayed": head} {
+		waitFor(t, time.Duration(stallSeconds)*time.Second, name+" status API to show task 3 stalled", func() bool {
+			s, err := c.Snapshot(ctxT(t, 10*time.Second), live.Filter{State: live.Stalled})
+			return err == nil && len(s.Rollouts) == 1 && s.Rollouts[0].TaskIndex == 3 && s.Rollouts[0].Stage == live.StageModel
+		})
+	}
+	if _, err := (&live.Client{Base: own}).Snapshot(ctxT(t, 10*time.Second), live.Filter{}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("the collector's status API without the token: %v, want 401", err)
+	}
+	if code := collect.wait(t, 2*time.Minute); code != 0 {
+		failures, _ := os.ReadFile(filepath.Join(dir, "rollouts_failures.jsonl"))
+		t.Fatalf("gymlens rollouts collect exited %d\n%s\nfailures:\n%.3000s", code, tail(stderr.String(), 5), failures)
+	}
+}

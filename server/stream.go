@@ -161,6 +161,17 @@ func (s *Server) HandleStreamFunc(pattern string, h http.HandlerFunc) {
 	})
 }
 
+// HandleAnswerFunc registers a plain handler, as HandleFunc does, for a
+// route that may work long before it answers (a relay waiting on a whole
+// rollout): the write timeout starts when the handler starts its answer,
+// as with Handle, not when it is called. The read timeout applies as
+// usual.
+func (s *Server) HandleAnswerFunc(pattern string, h http.HandlerFunc) {
+	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
+		h(&answerDeadline{ResponseWriter: w, s: s}, r)
+	})
+}
+
 // answerDeadline starts the server's write timeout with the answer.
 type answerDeadline struct {
 	http.ResponseWriter

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -173,6 +174,29 @@ func TestRunRelaysBodyCookiesAndHeadersBothWays(t *testing.T) {
 	}
 	if in.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("Content-Type %q", in.Header.Get("Content-Type"))
+	}
+}
+
+// A rollout takes as long as it takes: the relay's write timeout starts
+// with its answer, not when /run came in (it once cut every rollout longer
+// than the timeout, 30 s by default, with an EOF).
+func TestRunOutlastsTheWriteTimeout(t *testing.T) {
+	const writeTimeout = 200 * time.Millisecond
+	agent := newFakeAgent(t, func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(3 * writeTimeout) // a rollout longer than the timeout
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"reward": 1.0}`)
+	})
+	opts := envserver.ServerOptions("relay")
+	opts.Logger, opts.WriteTimeout = quiet, writeTimeout
+	s := server.New(opts)
+	if err := envserver.Register(s, envserver.Config{AgentURL: agent.srv.URL, AgentName: "agent", Instance: "relay", Logger: quiet}, servertest.Client(t)); err != nil {
+		t.Fatal(err)
+	}
+	relay, _ := servertest.Start(t, s)
+	status, got := servertest.Post(t, plainClient(t), relay+"/run", []byte(`{}`))
+	if status != http.StatusOK || string(got) != `{"reward": 1.0}` {
+		t.Errorf("a rollout longer than the write timeout: relay answered %d %s", status, got)
 	}
 }
 
