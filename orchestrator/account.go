@@ -207,7 +207,8 @@ func readTail(f *os.File, n int) ([]byte, error) {
 }
 
 // awaitAccounts waits, until ctx ends, for the account of every server on
-// another host that said it would send one, and warns about the rest.
+// another host that said it would send one and is still in the fleet, and
+// warns about the rest.
 func (f *Fleet) awaitAccounts(ctx context.Context, servers []*child) {
 	for _, c := range servers {
 		f.mu.Lock()
@@ -218,6 +219,9 @@ func (f *Fleet) awaitAccounts(ctx context.Context, servers []*child) {
 		}
 		select {
 		case <-c.account:
+		case <-c.done:
+			// Out of the fleet already (it stopped answering and was
+			// dropped): no account is coming.
 		case <-ctx.Done():
 			f.log.Warn("a server on another host sent no telemetry account before the stop's deadline; the run's summary leaves out what its telemetry lost",
 				"server", c.spec.Name)
