@@ -175,12 +175,12 @@ func New(opts Options) *Server {
 
 // HandleFunc registers a plain handler under a method-qualified pattern
 // such as "GET /health". A panic in it becomes a 500. Its write timeout
-// (Options.WriteTimeout) starts when it is called, so it should answer
-// promptly.
+// (Options.WriteTimeout) starts when it starts its answer, as Handle's
+// does: a handler may work as long as its work takes (a relay waits on a
+// whole rollout) before it answers.
 func (s *Server) HandleFunc(pattern string, h http.HandlerFunc) {
 	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
-		s.setWriteDeadline(w)
-		h(w, r)
+		h(&answerDeadline{ResponseWriter: w, s: s}, r)
 	})
 }
 
@@ -245,18 +245,9 @@ func Handle[Req, Resp any](s *Server, pattern string, fn func(context.Context, R
 	}
 	limit, budget := l.body, l.decoded
 	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
-		var req Req
-		if err := decode(w, r, limit, budget, &req); err != nil {
-			s.setWriteDeadline(w)
-			writeError(w, err)
+		req, ok := decodeRequest[Req](s, w, r, limit, budget)
+		if !ok {
 			return
-		}
-		if v, ok := any(&req).(interface{ Validate() error }); ok {
-			if err := v.Validate(); err != nil {
-				s.setWriteDeadline(w)
-				writeError(w, protocol.DecodeError(err, "body"))
-				return
-			}
 		}
 		resp, err := fn(context.WithValue(r.Context(), exchangeKey{}, &exchange{header: w.Header(), req: r}), req)
 		s.setWriteDeadline(w)
@@ -600,4 +591,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// decodeRequest decodes r's body into a Req within the route's limits
+// and runs its Validate method when it has one; on failure it answers
+// the error itself (422 as upstream's FastAPI does, 413, 400) and
+// reports false.
+func decodeRequest[Req any](s *Server, w http.ResponseWriter, r *http.Request, limit, budget int64) (Req, bool) {
+	var req Req
+	err := decode(w, r, limit, budget, &req)
+	if v, ok := any(&req).(interface{ Validate() error }); ok && err == nil {
+		if verr := v.Validate(); verr != nil {
+			err = protocol.DecodeError(verr, "body")
+		}
+	}
+	if err != nil {
+		s.setWriteDeadline(w)
+		writeError(w, err)
+		return req, false
+	}
+	return req, true
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -57,18 +56,9 @@ func HandleStream[Req, Resp any](s *Server, pattern string, stream func(context.
 		resp, err := stream(ctx, seen)
 		if errors.Is(err, ErrNotStreamed) {
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(seen.buf.Bytes()), r.Body))
-			var req Req
-			if err := decode(w, r, limit, budget, &req); err != nil {
-				s.setWriteDeadline(w)
-				writeError(w, err)
+			req, ok := decodeRequest[Req](s, w, r, limit, budget)
+			if !ok {
 				return
-			}
-			if v, ok := any(&req).(interface{ Validate() error }); ok {
-				if err := v.Validate(); err != nil {
-					s.setWriteDeadline(w)
-					writeError(w, protocol.DecodeError(err, "body"))
-					return
-				}
 			}
 			resp, err = fn(ctx, req)
 		} else if bodyErr(err) {
@@ -152,23 +142,11 @@ func (c *Client) PostStream(ctx context.Context, rawURL string, body io.Reader, 
 
 // HandleStreamFunc registers a plain handler, as HandleFunc does, for a
 // route whose request body is read as it arrives (see HandleStream): the
-// read timeout does not apply to it, and the write timeout starts when
-// the handler starts its answer, not when it is called.
+// read timeout does not apply to it.
 func (s *Server) HandleStreamFunc(pattern string, h http.HandlerFunc) {
-	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-		h(&answerDeadline{ResponseWriter: w, s: s}, r)
-	})
-}
-
-// HandleAnswerFunc registers a plain handler, as HandleFunc does, for a
-// route that may work long before it answers (a relay waiting on a whole
-// rollout): the write timeout starts when the handler starts its answer,
-// as with Handle, not when it is called. The read timeout applies as
-// usual.
-func (s *Server) HandleAnswerFunc(pattern string, h http.HandlerFunc) {
-	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
-		h(&answerDeadline{ResponseWriter: w, s: s}, r)
+		h(w, r)
 	})
 }
 

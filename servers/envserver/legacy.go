@@ -213,9 +213,9 @@ func Register(s *server.Server, cfg Config, client *server.Client) error {
 		}
 		r.log.Warn(fmt.Sprintf("%s sets %s, which a relay does not enforce. This parameter has no effect.", name, strings.Join(set, ", ")))
 	}
-	// A rollout takes as long as it takes: the answer's write timeout
-	// starts with the answer (upstream's relay sets none at all).
-	s.HandleAnswerFunc("POST /run", r.relayRun)
+	// A rollout takes as long as it takes: the write timeout starts with
+	// the answer (upstream's relay sets none at all).
+	s.HandleFunc("POST /run", r.relayRun)
 	s.HandleStreamFunc("POST /aggregate_metrics", r.aggregate)
 	return nil
 }
