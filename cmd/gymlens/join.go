@@ -27,7 +27,8 @@ import (
 // Joining a fleet from another host: `gymlens serve --head URL --name NAME`
 // reads the fleet's config dict and telemetry environment from the head
 // server, then serves NAME's block exactly as a server the orchestrator
-// spawned would, and leaves when the head server stops answering.
+// spawned would, and leaves when the head says the fleet is stopping (or,
+// with a head that cannot say so, when it stops answering).
 
 // Head watching: the joined server probes the head's GET / every
 // headProbeInterval and shuts down (draining and flushing as on SIGTERM)
@@ -73,9 +74,11 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"own servers are served: same run id, same exporters and sampler (a\n"+
 			"variable set in this process's environment wins, except the run id).\n"+
 			"The orchestrator waits for it, probes it and counts it in\n"+
-			"gym.servers.active. It leaves, draining and flushing as on SIGTERM, once\n"+
-			"the head server has not answered for %d probes in a row (every %s).\n\nFlags:\n",
-			orchestrator.HeadConfigPath, orchestrator.HeadTelemetryPath, headProbeFailures, headProbeInterval)
+			"gym.servers.active. It leaves, draining and flushing as on SIGTERM, when\n"+
+			"the head says the fleet is stopping (%s), then hands the head its\n"+
+			"telemetry account; or once the head has not answered for %d probes in a\n"+
+			"row (every %s).\n\nFlags:\n",
+			orchestrator.HeadConfigPath, orchestrator.HeadTelemetryPath, orchestrator.HeadStoppingPath, headProbeFailures, headProbeInterval)
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
