@@ -111,11 +111,16 @@ func AggregateMetrics(responses []protocol.Fields) protocol.AggregateMetricsResp
 // benchmark's own compute_metrics hook: its metrics join agent_metrics
 // after the coverage ones, before num_repeats.
 func aggregate(responses []protocol.Fields, custom func(tasks [][]protocol.Fields) map[string]any) protocol.AggregateMetricsResponse {
-	var a aggregator
+	return aggregatorOf(responses).metrics(custom)
+}
+
+// aggregatorOf returns an aggregator that has added responses.
+func aggregatorOf(responses []protocol.Fields) *aggregator {
+	a := &aggregator{}
 	for _, r := range responses {
 		a.add(r)
 	}
-	return a.metrics(custom)
+	return a
 }
 
 // aggregator gathers verify responses one by one, profiling each scored
@@ -138,9 +143,92 @@ func (a *aggregator) add(r protocol.Fields) {
 // metrics computes the aggregate metrics of the responses added (see
 // aggregate).
 func (a *aggregator) metrics(custom func(tasks [][]protocol.Fields) map[string]any) protocol.AggregateMetricsResponse {
+	p := a.prepare()
+	out := p.summary(p.custom(custom))
+	p.eachGroup(0, len(p.bounds)-1, func(g []byte) {
+		out.GroupLevelMetrics = append(out.GroupLevelMetrics, json.RawMessage(bytes.Clone(g)))
+	})
+	return out
+}
+
+// prepared is an aggregator's responses made ready for the statistics:
+// the scored rows in upstream's order, the columns, and where each task's
+// group of rows starts. Its methods only read it, so the group objects
+// and the summary can be computed at the same time.
+type prepared struct {
+	responses, scored []protocol.Fields
+	rows              []*profiled
+	columns           []string
+	keys              map[string][][]byte // statKeys(columns)
+	// bounds holds the index in rows of each group's first row, then
+	// len(rows): group i is rows[bounds[i]:bounds[i+1]].
+	bounds []int
+}
+
+// prepare sorts the scored rows as upstream aligns them and finds the
+// columns and the groups.
+func (a *aggregator) prepare() *prepared {
+	p := &prepared{responses: a.responses, scored: a.scored, rows: a.rows}
+	if len(p.rows) == 0 {
+		p.bounds = []int{0}
+		return p
+	}
+	// Upstream aligns results by (task, rollout) key before profiling,
+	// so its columns come in the order they first appear in that order.
+	rows := p.rows
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].task != rows[j].task {
+			return rows[i].task < rows[j].task
+		}
+		return rows[i].rollout < rows[j].rollout
+	})
+	seen := map[string]bool{}
+	for i, r := range rows {
+		for _, c := range r.columns {
+			if !seen[c] {
+				seen[c] = true
+				p.columns = append(p.columns, c)
+			}
+		}
+		if i == 0 || r.task != rows[i-1].task {
+			p.bounds = append(p.bounds, i)
+		}
+	}
+	p.bounds = append(p.bounds, len(rows))
+	p.keys = statKeys(p.columns)
+	return p
+}
+
+// custom runs the benchmark's own compute_metrics hook (nil for none)
+// over the scored responses grouped by task; nil without a hook or
+// anything scored.
+func (p *prepared) custom(hook func(tasks [][]protocol.Fields) map[string]any) map[string]any {
+	if hook == nil || len(p.scored) == 0 {
+		return nil
+	}
+	return hook(groupByTask(p.scored))
+}
+
+// eachGroup hands emit the group_level_metrics objects of groups from to
+// to-1, in order; each is valid until the next.
+func (p *prepared) eachGroup(from, to int, emit func(group []byte)) {
+	var buf []byte // one group's object, reused
+	var scratch []column
+	for i := from; i < to; i++ {
+		group := p.rows[p.bounds[i]:p.bounds[i+1]]
+		scratch = columnsInto(scratch[:0], p.columns, group)
+		buf = appendGroup(buf[:0], p.keys, scratch, group)
+		emit(buf)
+	}
+}
+
+// summary computes everything but group_level_metrics (left empty), with
+// custom (the hook's metrics) joining agent_metrics after the coverage
+// ones, before num_repeats.
+func (p *prepared) summary(custom map[string]any) protocol.AggregateMetricsResponse {
 	out := protocol.AggregateMetricsResponse{GroupLevelMetrics: []json.RawMessage{}, AgentMetrics: map[string]any{},
 		KeyMetrics: map[string]any{}, RepeatLevelMetrics: []json.RawMessage{}}
-	responses, scored, rows := a.responses, a.scored, a.rows
+	responses, scored, rows, columns := p.responses, p.scored, p.rows, p.columns
 	if len(responses) == 0 {
 		return out
 	}
@@ -153,41 +241,6 @@ func (a *aggregator) metrics(custom func(tasks [][]protocol.Fields) map[string]a
 		}
 		return out
 	}
-
-	// Upstream aligns results by (task, rollout) key before profiling,
-	// so its columns come in the order they first appear in that order.
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].task != rows[j].task {
-			return rows[i].task < rows[j].task
-		}
-		return rows[i].rollout < rows[j].rollout
-	})
-	var columns []string
-	seen := map[string]bool{}
-	for _, r := range rows {
-		for _, c := range r.columns {
-			if !seen[c] {
-				seen[c] = true
-				columns = append(columns, c)
-			}
-		}
-	}
-
-	keys := statKeys(columns)
-	var buf []byte // one group's object, reused
-	var scratch []column
-	for start := 0; start < len(rows); {
-		end := start + 1
-		for end < len(rows) && rows[end].task == rows[start].task {
-			end++
-		}
-		group := rows[start:end]
-		scratch = columnsInto(scratch[:0], columns, group)
-		buf = appendGroup(buf[:0], keys, scratch, group)
-		out.GroupLevelMetrics = append(out.GroupLevelMetrics, json.RawMessage(bytes.Clone(buf)))
-		start = end
-	}
-
 	describe(columnsInto(nil, columns, rows), len(rows), func(stat int, c *column, v float64) {
 		out.AgentMetrics[stats[stat]+"/"+c.name] = v
 	})
@@ -202,10 +255,8 @@ func (a *aggregator) metrics(custom func(tasks [][]protocol.Fields) map[string]a
 	for k, v := range coverage {
 		out.AgentMetrics[k] = v
 	}
-	if custom != nil {
-		for k, v := range custom(groupByTask(scored)) {
-			out.AgentMetrics[k] = v
-		}
+	for k, v := range custom {
+		out.AgentMetrics[k] = v
 	}
 	distinct := map[int]bool{}
 	for _, r := range responses {

@@ -1,9 +1,16 @@
 package environment
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 
+	"github.com/gymlens/gymlens/internal/aggstream"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -89,50 +96,111 @@ func appendGroup(buf []byte, keys map[string][][]byte, cols []column, rows []*pr
 	return append(buf, ']', '}')
 }
 
-// encodeMetrics encodes m as the server writes a typed answer
-// (protocol.AggregateMetricsResponse's MarshalJSON and a newline), writing the group and repeat objects, which are
-// compact already, as they are rather than passing them through
-// encoding/json, which would scan them once more.
-func encodeMetrics(m protocol.AggregateMetricsResponse) (server.RawJSON, error) {
-	groups, repeats := m.GroupLevelMetrics, m.RepeatLevelMetrics
-	m.GroupLevelMetrics, m.RepeatLevelMetrics = nil, nil
-	// The rest is small: encoded as usual, with empty lists, then the
-	// lists are written in place of those.
-	rest, err := m.MarshalJSON()
-	if err != nil {
-		return nil, err
+// groupsPerPiece is how many group objects one goroutine encodes at a
+// time when an answer is streamed: enough to keep the pieces' hand-over
+// rare, few enough that the first piece goes out at once.
+const groupsPerPiece = 256
+
+// answer is the aggregate metrics of the responses added (see
+// aggregate) as a streamed answer, marked complete (aggstream.CompleteHeader:
+// it always has upstream's five members), so that the servers that relay
+// it pass it on as it arrives. The benchmark's hook (custom) runs before
+// the first byte is written, so that its panic or failure is still the
+// handler's to answer; then the group objects, most of the answer at
+// scale, are encoded in pieces by a goroutine per CPU and written in
+// order as each piece is done, while the rest of the metrics is computed
+// beside them. The bytes are the answer's MarshalJSON and a newline, as a
+// typed handler writes its answer.
+func (a *aggregator) answer(custom func(tasks [][]protocol.Fields) map[string]any) server.Streamed {
+	return server.Streamed{
+		Header: http.Header{aggstream.CompleteHeader: {aggstream.CompleteValue}},
+		Write: func(w io.Writer) error {
+			p := a.prepare()
+			return p.write(w, p.custom(custom))
+		},
 	}
-	const emptyGroups, emptyRepeats = `{"group_level_metrics":[]`, `,"repeat_level_metrics":[]}`
-	if string(rest[:len(emptyGroups)]) != emptyGroups || string(rest[len(rest)-len(emptyRepeats):]) != emptyRepeats {
-		// Not the shape this was written for: encode it all the usual way.
-		m.GroupLevelMetrics, m.RepeatLevelMetrics = groups, repeats
-		b, err := m.MarshalJSON()
-		return append(b, '\n'), err
-	}
-	size := len(rest) + len(groups) + len(repeats) + 1
-	for _, g := range groups {
-		size += len(g)
-	}
-	for _, r := range repeats {
-		size += len(r)
-	}
-	out := make([]byte, 0, size)
-	out = append(out, emptyGroups[:len(emptyGroups)-2]...)
-	out = appendList(out, groups)
-	out = append(out, rest[len(emptyGroups):len(rest)-len(emptyRepeats)]...)
-	out = append(out, emptyRepeats[:len(emptyRepeats)-3]...)
-	out = appendList(out, repeats)
-	return append(out, '}', '\n'), nil
 }
 
-// appendList appends items, each one compact JSON value, as a JSON list.
-func appendList(buf []byte, items []json.RawMessage) []byte {
-	buf = append(buf, '[')
-	for i, it := range items {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, it...)
+// piece is the encoded group objects of one piece of an answer,
+// comma-separated, or what stopped their encoding.
+type piece struct {
+	buf []byte
+	err error
+}
+
+// write writes the answer (see answer), with custom the hook's metrics.
+func (p *prepared) write(w io.Writer, custom map[string]any) error {
+	summary := make(chan piece, 1)
+	go func() {
+		defer recoverInto(summary)
+		rest, err := p.summary(custom).MarshalJSON()
+		summary <- piece{rest, err}
+	}()
+	groups := len(p.bounds) - 1
+	pieces := make([]chan piece, (groups+groupsPerPiece-1)/groupsPerPiece)
+	for i := range pieces {
+		pieces[i] = make(chan piece, 1)
 	}
-	return append(buf, ']')
+	var next atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), len(pieces)) {
+		go func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(pieces) {
+					return
+				}
+				func() {
+					defer recoverInto(pieces[i])
+					var buf []byte
+					p.eachGroup(i*groupsPerPiece, min((i+1)*groupsPerPiece, groups), func(g []byte) {
+						if len(buf) > 0 {
+							buf = append(buf, ',')
+						}
+						buf = append(buf, g...)
+					})
+					pieces[i] <- piece{buf: buf}
+				}()
+			}
+		}()
+	}
+	// The goroutines above end on their own whatever happens here: every
+	// channel takes its one value without waiting.
+	const emptyGroups = `{"group_level_metrics":[]`
+	if _, err := io.WriteString(w, emptyGroups[:len(emptyGroups)-1]); err != nil {
+		return err
+	}
+	for i, c := range pieces {
+		got := <-c
+		if got.err != nil {
+			return fmt.Errorf("aggregate metrics: %w", got.err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(got.buf); err != nil {
+			return err
+		}
+	}
+	// The summary is encoded with no group: what follows its empty list
+	// follows the groups.
+	got := <-summary
+	if got.err != nil {
+		return fmt.Errorf("aggregate metrics: %w", got.err)
+	}
+	if !bytes.HasPrefix(got.buf, []byte(emptyGroups)) {
+		return fmt.Errorf("aggregate metrics: the answer does not start with its groups: %.60s", got.buf)
+	}
+	_, err := w.Write(append(got.buf[len(emptyGroups)-1:], '\n'))
+	return err
+}
+
+// recoverInto sends what a panic of the goroutine it is deferred in
+// carried to c as an error: the answer's goroutines run beside the
+// handler, whose own recovery cannot reach them.
+func recoverInto(c chan<- piece) {
+	if v := recover(); v != nil {
+		c <- piece{err: fmt.Errorf("panic: %v", v)}
+	}
 }

@@ -3,10 +3,13 @@ package environment
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gymlens/gymlens/internal/aggstream"
+	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -39,11 +42,13 @@ func TestAppendNumberIsEncodingJSONs(t *testing.T) {
 	}
 }
 
-// TestEncodeMetricsIsMarshalJSON holds the /aggregate_metrics answer as
-// written (encodeMetrics) to the answer's own MarshalJSON plus the
-// newline the server adds, over collections with several repeats,
-// masked results, usage, perf records and member names JSON escapes.
-func TestEncodeMetricsIsMarshalJSON(t *testing.T) {
+// TestStreamedAnswerIsMarshalJSON holds the /aggregate_metrics answer as
+// streamed (aggregator.answer, its groups encoded in pieces by several
+// goroutines) to the answer's own MarshalJSON plus the newline a typed
+// handler adds, over collections with several repeats, masked results,
+// usage, perf records, member names JSON escapes, and enough tasks for
+// several pieces, with and without a metrics hook.
+func TestStreamedAnswerIsMarshalJSON(t *testing.T) {
 	bodies := []string{
 		`[]`,
 		`[{"reward":1,"mask_sample":true}]`,
@@ -52,22 +57,47 @@ func TestEncodeMetricsIsMarshalJSON(t *testing.T) {
 			`{"_ng_task_index":1,"_ng_rollout_index":1,"reward":1,"response":{"usage":{"input_tokens":5,"output_tokens":7}},` +
 			`"ng_perf":{"num_turns":2,"completion_tokens":7}},{"_ng_task_index":2,"_ng_rollout_index":0,"reward":1e22,"mask_sample":1}]`,
 	}
+	// Tasks enough for several pieces, out of order, some with two
+	// repeats and a column only some rows have.
+	var many bytes.Buffer
+	many.WriteString("[")
+	for i := range 3*groupsPerPiece + 17 {
+		task := (i * 7919) % (3*groupsPerPiece + 17)
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `{"_ng_task_index":%d,"_ng_rollout_index":0,"reward":%g}`, task, float64(task%5)/4)
+		if task%3 == 0 {
+			fmt.Fprintf(&many, `,{"_ng_task_index":%d,"_ng_rollout_index":1,"reward":1,"extra":%d}`, task, task)
+		}
+	}
+	many.WriteString("]")
+	bodies = append(bodies, many.String())
+	hook := func(tasks [][]protocol.Fields) map[string]any { return map[string]any{"tasks_seen": len(tasks)} }
 	for _, body := range bodies {
-		var responses []protocol.Fields
-		if err := json.Unmarshal([]byte(body), &responses); err != nil {
-			t.Fatal(err)
-		}
-		m := AggregateMetrics(responses)
-		want, err := m.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := encodeMetrics(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, append(want, '\n')) {
-			t.Errorf("%s:\n got %s\nwant %s", body, got, want)
+		for _, custom := range []func([][]protocol.Fields) map[string]any{nil, hook} {
+			var responses []protocol.Fields
+			if err := json.Unmarshal([]byte(body), &responses); err != nil {
+				t.Fatal(err)
+			}
+			want, err := aggregate(responses, custom).MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer := aggregatorOf(responses).answer(custom)
+			if answer.Header.Get(aggstream.CompleteHeader) != aggstream.CompleteValue {
+				t.Errorf("the answer is not marked complete: %v", answer.Header)
+			}
+			var got bytes.Buffer
+			if err := answer.Write(&got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), append(want, '\n')) {
+				t.Errorf("%.80s (hook %t):\n got %.300s\nwant %.300s", body, custom != nil, got.Bytes(), want)
+			}
+			if !jsonskim.CompleteAggregateMetrics(bytes.TrimSpace(got.Bytes())) {
+				t.Errorf("%.80s: the answer marked complete is not of the complete shape", body)
+			}
 		}
 	}
 }

@@ -203,8 +203,8 @@ func (e *Environment) seedSession(ctx context.Context, req protocol.SeedSessionR
 
 // aggregateMetrics answers POST /aggregate_metrics (see AggregateMetrics)
 // for a body read whole.
-func (e *Environment) aggregateMetrics(_ context.Context, req protocol.AggregateMetricsRequest) (server.RawJSON, error) {
-	return encodeMetrics(aggregate(req.VerifyResponses, e.metrics))
+func (e *Environment) aggregateMetrics(_ context.Context, req protocol.AggregateMetricsRequest) (server.Streamed, error) {
+	return aggregatorOf(req.VerifyResponses).answer(e.metrics), nil
 }
 
 // streamAggregateMetrics answers POST /aggregate_metrics as its body
@@ -212,7 +212,7 @@ func (e *Environment) aggregateMetrics(_ context.Context, req protocol.Aggregate
 // members and profiled once read, so that when the caller ends the body
 // only the statistics are left to compute. A body of another shape is
 // left to aggregateMetrics.
-func (e *Environment) streamAggregateMetrics(_ context.Context, body io.Reader) (server.RawJSON, error) {
+func (e *Environment) streamAggregateMetrics(_ context.Context, body io.Reader) (server.Streamed, error) {
 	var a aggregator
 	err := aggstream.Each(body, false, func(elem []byte) error {
 		var f protocol.Fields // checks elem, and keeps parts of it
@@ -228,7 +228,7 @@ func (e *Environment) streamAggregateMetrics(_ context.Context, body io.Reader) 
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return server.Streamed{}, err
 	}
-	return encodeMetrics(a.metrics(e.metrics))
+	return a.answer(e.metrics), nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -46,6 +47,10 @@ type AgentMetrics struct {
 	// PerfSummary is the efficiency summary of the rollouts' ng_perf
 	// records; left out when the server sent none.
 	PerfSummary map[string]any `json:"perf_summary,omitempty"`
+
+	// groupsIndented is GroupLevelMetrics as the file lays it out, when it
+	// was indented as the answer arrived.
+	groupsIndented []byte
 }
 
 // stripped reports the members of a result that /aggregate_metrics is
@@ -142,7 +147,8 @@ type pendingMetrics struct {
 	// returned, with answer and err set; cancel ends the call.
 	done   chan struct{}
 	cancel context.CancelFunc
-	answer server.RawJSON
+	answer server.RawJSON // an answer not marked complete, as it came
+	marked *markedAnswer  // an answer marked complete, read as it arrived
 	err    error
 }
 
@@ -183,18 +189,29 @@ func (p *pendingMetrics) open(ctx context.Context, client *server.Client, url st
 	p.done = make(chan struct{})
 	go func() {
 		defer close(p.done)
-		p.err = client.PostStream(ctx, url, &streamBody{p: p}, &p.answer)
+		p.err = client.PostStream(ctx, url, &streamBody{p: p}, server.AnswerReader(func(h http.Header, body io.Reader) error {
+			if h.Get(aggstream.CompleteHeader) == aggstream.CompleteValue {
+				var err error
+				p.marked, err = readMarked(body)
+				return err
+			}
+			var buf bytes.Buffer
+			_, err := buf.ReadFrom(body)
+			p.answer = buf.Bytes()
+			return err
+		}))
 	}()
 }
 
 // finish ends the streamed request's body and returns the target's
-// answer (waiting at most timeout for it once the body is sent); ok is
+// answer (waiting at most timeout for it once the body is sent): raw, or,
+// when the target marked it complete, read as it arrived (marked); ok is
 // false when there was no stream.
-func (p *pendingMetrics) finish(timeout time.Duration) (answer server.RawJSON, ok bool, err error) {
+func (p *pendingMetrics) finish(timeout time.Duration) (answer server.RawJSON, marked *markedAnswer, ok bool, err error) {
 	p.mu.Lock()
 	if p.done == nil {
 		p.mu.Unlock()
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	p.ended = true
 	p.more.Broadcast()
@@ -203,7 +220,7 @@ func (p *pendingMetrics) finish(timeout time.Duration) (answer server.RawJSON, o
 	<-p.done
 	stop.Stop()
 	p.cancel()
-	return p.answer, true, p.err
+	return p.answer, p.marked, true, p.err
 }
 
 // abandon stops a stream that is still open and waits for its call to
@@ -318,7 +335,7 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 		if t.server != "" {
 			what = "environment server " + key
 		}
-		raw, streamed, err := entries.finish(c.client.Timeout())
+		raw, marked, streamed, err := entries.finish(c.client.Timeout())
 		var refused *server.StatusError
 		if streamed && errors.As(err, &refused) && !gatewayStatus(refused.Status) {
 			// The target read the results and refused them: sending them
@@ -330,26 +347,33 @@ func (c *collector) aggregate(ctx context.Context, path string) ([]AgentMetrics,
 				"target", what, "err", err)
 		}
 		if !streamed || err != nil {
-			raw = nil
+			raw, marked = nil, nil
 			if err := c.client.PostJSON(ctx, t.aggregate, entries.request(), &raw); err != nil {
 				return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
 			}
 		}
-		// The servers on the way pass the answer on unread: it is checked
-		// here, while it is taken apart and written.
-		checks.Go(func() {
-			if !json.Valid(raw) {
-				invalidMu.Lock()
-				defer invalidMu.Unlock()
-				invalid = cmp.Or(invalid, fmt.Errorf("rollout: aggregate metrics of %s: the answer is not valid JSON", what))
+		var resp protocol.AggregateMetricsResponse
+		var groupsIndented []byte
+		if marked != nil {
+			// Checked, taken apart and indented as it arrived.
+			resp, groupsIndented = marked.metrics, marked.groups
+		} else {
+			// The servers on the way pass the answer on unread: it is
+			// checked here, while it is taken apart and written.
+			checks.Go(func() {
+				if !json.Valid(raw) {
+					invalidMu.Lock()
+					defer invalidMu.Unlock()
+					invalid = cmp.Or(invalid, fmt.Errorf("rollout: aggregate metrics of %s: the answer is not valid JSON", what))
+				}
+			})
+			if resp, err = decodeMetrics(json.RawMessage(raw)); err != nil {
+				return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
 			}
-		})
-		resp, err := decodeMetrics(json.RawMessage(raw))
-		if err != nil {
-			return nil, fmt.Errorf("rollout: aggregate metrics of %s: %w", what, err)
 		}
 		m := AgentMetrics{EnvironmentServer: t.server, AgentMetrics: resp.AgentMetrics, KeyMetrics: resp.KeyMetrics,
-			GroupLevelMetrics: resp.GroupLevelMetrics, RepeatLevelMetrics: resp.RepeatLevelMetrics, PerfSummary: resp.PerfSummary}
+			GroupLevelMetrics: resp.GroupLevelMetrics, RepeatLevelMetrics: resp.RepeatLevelMetrics, PerfSummary: resp.PerfSummary,
+			groupsIndented: groupsIndented}
 		m.AgentRef.Name = labels[key]
 		if m.AgentMetrics == nil {
 			m.AgentMetrics = map[string]any{}

@@ -3,10 +3,13 @@ package rollout
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 
+	"github.com/gymlens/gymlens/internal/aggstream"
 	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 )
@@ -114,6 +117,9 @@ func encodeMetricsFile(entries []AgentMetrics) ([]byte, error) {
 			buf.Write(k)
 			buf.WriteString(": ")
 			switch list := v.(type) {
+			case []byte: // indented already
+				buf.Write(list)
+				return nil
 			case []json.RawMessage:
 				return indentList(buf, list)
 			}
@@ -138,7 +144,7 @@ func encodeMetricsFile(entries []AgentMetrics) ([]byte, error) {
 			name string
 			v    any
 		}{{"agent_metrics", e.AgentMetrics}, {"key_metrics", e.KeyMetrics},
-			{"group_level_metrics", e.GroupLevelMetrics}, {"repeat_level_metrics", e.RepeatLevelMetrics}} {
+			{"group_level_metrics", groupsOf(e)}, {"repeat_level_metrics", e.RepeatLevelMetrics}} {
 			if err := member(m.name, m.v); err != nil {
 				return nil, err
 			}
@@ -155,6 +161,15 @@ func encodeMetricsFile(entries []AgentMetrics) ([]byte, error) {
 	}
 	buf.WriteString("]\n")
 	return buf.Bytes(), nil
+}
+
+// groupsOf is e's group_level_metrics for the file: indented already
+// ([]byte) or to be indented ([]json.RawMessage).
+func groupsOf(e AgentMetrics) any {
+	if e.groupsIndented != nil {
+		return e.groupsIndented
+	}
+	return e.GroupLevelMetrics
 }
 
 // indentList writes list, a member of an entry, as MarshalIndent lays a
@@ -276,4 +291,117 @@ func indentCompact(out *bytes.Buffer, v []byte, prefix string) bool {
 	}
 	out.Write(v[start:])
 	return true
+}
+
+// markedAnswer is an /aggregate_metrics answer marked complete
+// (aggstream.CompleteHeader), read as it arrived: decoded, its per-task
+// objects (slices of copies of the answer) checked, and indented for the
+// file while the rest of it was still on its way.
+type markedAnswer struct {
+	metrics protocol.AggregateMetricsResponse
+	// groups is the group_level_metrics member as the file lays it out
+	// (indentList's bytes).
+	groups []byte
+}
+
+// groupPiece is how many per-task objects of a marked answer are checked
+// and indented together, on one of a goroutine per CPU.
+const groupPiece = 256
+
+// indentedPiece is one piece of a marked answer's per-task objects,
+// indented, or what was wrong with one.
+type indentedPiece struct {
+	elems []json.RawMessage
+	later bool // not the answer's first piece: its first object follows a comma
+	out   bytes.Buffer
+	err   error
+}
+
+// readMarked reads a marked answer from body as it arrives (see
+// markedAnswer). An answer that is not of the complete shape, or not
+// valid JSON, is an error.
+func readMarked(body io.Reader) (*markedAnswer, error) {
+	work := make(chan *indentedPiece)
+	var pieces []*indentedPiece
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for p := range work {
+				p.err = indentPiece(p)
+			}
+		})
+	}
+	var data []byte // the current piece's objects, copied
+	var ends []int  // the end of each object in data
+	send := func() {
+		if len(ends) == 0 {
+			return
+		}
+		p := &indentedPiece{elems: make([]json.RawMessage, len(ends)), later: len(pieces) > 0}
+		start := 0
+		for i, end := range ends {
+			p.elems[i] = data[start:end:end]
+			start = end
+		}
+		pieces = append(pieces, p)
+		work <- p
+		data, ends = nil, nil
+	}
+	rest, err := aggstream.EachGroup(body, func(elem []byte) error {
+		data = append(data, elem...)
+		ends = append(ends, len(data))
+		if len(ends) == groupPiece {
+			send()
+		}
+		return nil
+	})
+	send()
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	// The rest, after an empty list, is what decodeMetrics reads.
+	rest = append([]byte(`{"group_level_metrics":[]`), rest...)
+	if !json.Valid(rest) || !jsonskim.CompleteAggregateMetrics(rest) {
+		return nil, errors.New("the answer marked complete is not of the complete shape, or not valid JSON")
+	}
+	m, err := decodeMetrics(rest)
+	if err != nil {
+		return nil, err
+	}
+	out := &markedAnswer{metrics: m}
+	if len(pieces) == 0 {
+		out.groups = []byte("[]")
+		return out, nil
+	}
+	size := len("[\n" + memberPrefix + "]")
+	for _, p := range pieces {
+		if p.err != nil {
+			return nil, p.err
+		}
+		size += p.out.Len()
+		out.metrics.GroupLevelMetrics = append(out.metrics.GroupLevelMetrics, p.elems...)
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, '[')
+	for _, p := range pieces {
+		buf = append(buf, p.out.Bytes()...)
+	}
+	out.groups = append(buf, "\n"+memberPrefix+"]"...)
+	return out, nil
+}
+
+// indentPiece checks a piece's objects and indents them, each after its
+// comma (but the answer's first) and its line's indentation.
+func indentPiece(p *indentedPiece) error {
+	for _, el := range p.elems {
+		if !json.Valid(el) {
+			return errors.New("the answer is not valid JSON")
+		}
+	}
+	if p.later {
+		p.out.WriteString(",")
+	}
+	return indentElements(&p.out, p.elems, 0, len(p.elems))
 }

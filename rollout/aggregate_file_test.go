@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
@@ -108,6 +110,72 @@ func TestEncodeMetricsFileIsMarshalIndent(t *testing.T) {
 		}
 		if !bytes.Equal(got, append(want, '\n')) {
 			t.Errorf("got\n%s\nwant\n%s", got, want)
+		}
+	}
+}
+
+// TestMarkedAnswerAsWholeAnswer holds the reading of an answer marked
+// complete as it arrives (readMarked: split, checked and indented in
+// pieces) to the reading of the same bytes whole (decodeMetrics, then
+// encodeMetricsFile indenting): the same file, for answers of none, one,
+// and enough per-task objects for several pieces, read a few bytes at a
+// time. A marked answer that is cut, invalid inside a per-task object, or
+// not of the complete shape is an error.
+func TestMarkedAnswerAsWholeAnswer(t *testing.T) {
+	var responses []protocol.Fields
+	for task := range 3*groupPiece + 5 {
+		for rollout := range 1 + task%2 {
+			var f protocol.Fields
+			_ = f.Set(protocol.KeyTaskIndex, task)
+			_ = f.Set(protocol.KeyRolloutIndex, rollout)
+			_ = f.Set(protocol.KeyReward, float64((task+rollout)%3)/2)
+			responses = append(responses, f)
+		}
+	}
+	answers := []string{metricsAnswers[0]}
+	for _, n := range []int{0, 1, len(responses)} {
+		b, err := environment.AggregateMetrics(responses[:n]).MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, string(b)+"\n")
+	}
+	file := func(m protocol.AggregateMetricsResponse, indented []byte) []byte {
+		e := AgentMetrics{AgentMetrics: m.AgentMetrics, KeyMetrics: m.KeyMetrics, GroupLevelMetrics: m.GroupLevelMetrics,
+			RepeatLevelMetrics: m.RepeatLevelMetrics, PerfSummary: m.PerfSummary, groupsIndented: indented}
+		e.AgentRef.Name = "agent"
+		b, err := encodeMetricsFile([]AgentMetrics{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, a := range answers {
+		whole, err := decodeMetrics(json.RawMessage(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		marked, err := readMarked(iotest.HalfReader(strings.NewReader(a)))
+		if err != nil {
+			t.Fatalf("%.80s: %v", a, err)
+		}
+		if got, want := file(marked.metrics, marked.groups), file(whole, nil); !bytes.Equal(got, want) {
+			t.Errorf("%.80s: read as it arrived, the file is\n%.400s\nwant\n%.400s", a, got, want)
+		}
+		if len(marked.metrics.GroupLevelMetrics) != len(whole.GroupLevelMetrics) {
+			t.Errorf("%.80s: %d per-task objects, want %d", a, len(marked.metrics.GroupLevelMetrics), len(whole.GroupLevelMetrics))
+		}
+	}
+	big := answers[len(answers)-1]
+	for _, bad := range []string{
+		big[:len(big)/2],
+		strings.Replace(big, `"mean/reward":`, `"mean/reward":tru,"x":`, 1),
+		strings.Replace(big, `"key_metrics"`, `"other_metrics"`, 1),
+		strings.TrimSuffix(big, "}\n"),
+		`{"agent_metrics":{},"group_level_metrics":[]}`,
+	} {
+		if _, err := readMarked(strings.NewReader(bad)); err == nil {
+			t.Errorf("a broken marked answer was taken: %.100s ... %.60s", bad, bad[max(0, len(bad)-60):])
 		}
 	}
 }

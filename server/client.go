@@ -558,6 +558,12 @@ func (c *Client) once(ctx context.Context, tg *target, body io.Reader, resp any,
 		_, err = io.Copy(io.Discard, res.Body)
 		return reply, err
 	}
+	if read, ok := resp.(AnswerReader); ok {
+		if err := read(res.Header, res.Body); err != nil {
+			return reply, fmt.Errorf("read response: %w", err)
+		}
+		return reply, nil
+	}
 	if raw, ok := resp.(*RawJSON); ok { // taken as it came (see RawJSON)
 		var buf bytes.Buffer
 		if n := res.ContentLength; n > 0 && n <= maxPresize {

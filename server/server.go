@@ -575,6 +575,10 @@ func writeError(w http.ResponseWriter, err error) {
 type RawJSON []byte
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if st, ok := v.(Streamed); ok {
+		WriteStreamed(w, st)
+		return
+	}
 	if raw, ok := v.(RawJSON); ok {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)

@@ -100,7 +100,8 @@ func (c *Client) Timeout() time.Duration { return c.timeout }
 
 // PostStream sends body to rawURL as it is read (chunked), for a request
 // whose body is produced while it is being sent, and decodes a 2xx answer
-// into resp (a *RawJSON takes the answer as it came, unchecked); a
+// into resp (a *RawJSON takes the answer as it came, unchecked; an
+// AnswerReader reads it as it arrives); a
 // non-2xx answer is a *StatusError. Unlike Post it sets no time limit
 // (ctx's bounds the call) and never sends the request again: a body read
 // once cannot be resent. A read error of body ends the call with it.

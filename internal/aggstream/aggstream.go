@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/server"
@@ -29,6 +30,19 @@ import (
 const (
 	Open  = `{"verify_responses":[`
 	Close = `]}`
+)
+
+// CompleteHeader, set to CompleteValue on an /aggregate_metrics answer,
+// says that its body is of the complete shape
+// (jsonskim.CompleteAggregateMetrics: upstream's five members, each once,
+// of its kind) and valid JSON, and is written as it is produced: a server
+// that relays the answer may pass it on as it arrives, unread, with the
+// header kept. gymlens's environments set it; an answer without it (NeMo
+// Gym's servers send none) is read whole and checked as before. The last
+// reader, the collector, still checks the answer's validity.
+const (
+	CompleteHeader = "Gymlens-Aggregate-Complete"
+	CompleteValue  = "1"
 )
 
 // Batch is how many bytes of a streamed body are sent at least at a time
@@ -51,46 +65,8 @@ const Batch = 64 << 10
 // error of fn ends Each with that error.
 func Each(r io.Reader, check bool, fn func(elem []byte) error) error {
 	s := splitter{r: r, buf: make([]byte, 0, 64<<10)}
-	for _, want := range []string{"{", `"verify_responses"`, ":", "["} {
-		if err := s.expect(want); err != nil {
-			return err
-		}
-	}
-	if err := s.space(); err != nil {
+	if err := s.list(`"verify_responses"`, check, fn); err != nil {
 		return err
-	}
-	if s.at(']') {
-		s.pos++
-	} else {
-		for {
-			if !s.at('{') {
-				return notStreamed(errors.New("an element of verify_responses is not an object"))
-			}
-			elem, err := s.value()
-			if err != nil {
-				return err
-			}
-			if check && !json.Valid(elem) {
-				return notStreamed(errors.New("an element of verify_responses is not valid JSON"))
-			}
-			if err := fn(elem); err != nil {
-				return err
-			}
-			if err := s.space(); err != nil {
-				return err
-			}
-			if s.at(']') {
-				s.pos++
-				break
-			}
-			if !s.at(',') {
-				return notStreamed(errors.New("no comma after an element of verify_responses"))
-			}
-			s.pos++
-			if err := s.space(); err != nil {
-				return err
-			}
-		}
 	}
 	// Members after the list are dropped, as the decoding of the whole
 	// body drops them; a second verify_responses (the last one counts
@@ -140,6 +116,80 @@ func Each(r io.Reader, check bool, fn func(elem []byte) error) error {
 		return notStreamed(err)
 	}
 	return nil
+}
+
+// list reads the opening of an object whose first member is the list
+// named name (its encoded name) and the list, giving fn each element,
+// an object, as soon as it has been read (checked as JSON when check is
+// set); it stops after the list's closing bracket.
+func (s *splitter) list(name string, check bool, fn func(elem []byte) error) error {
+	for _, want := range []string{"{", name, ":", "["} {
+		if err := s.expect(want); err != nil {
+			return err
+		}
+	}
+	if err := s.space(); err != nil {
+		return err
+	}
+	if s.at(']') {
+		s.pos++
+		return nil
+	}
+	for {
+		if !s.at('{') {
+			return notStreamed(errors.New("an element of the list is not an object"))
+		}
+		elem, err := s.value()
+		if err != nil {
+			return err
+		}
+		if check && !json.Valid(elem) {
+			return notStreamed(errors.New("an element of the list is not valid JSON"))
+		}
+		if err := fn(elem); err != nil {
+			return err
+		}
+		if err := s.space(); err != nil {
+			return err
+		}
+		if s.at(']') {
+			s.pos++
+			return nil
+		}
+		if !s.at(',') {
+			return notStreamed(errors.New("no comma after an element of the list"))
+		}
+		s.pos++
+		if err := s.space(); err != nil {
+			return err
+		}
+	}
+}
+
+// EachGroup reads an /aggregate_metrics answer marked complete
+// (CompleteHeader) from r as it arrives: it gives fn each element of
+// group_level_metrics, the answer's first member, as soon as the element
+// has been read (an object, as it came, unchecked: fn must copy it to
+// keep it), then returns the rest of the answer, from what follows the
+// list's closing bracket to its end. An answer that does not start with
+// that list, or ends inside it, is an error.
+func EachGroup(r io.Reader, fn func(elem []byte) error) (rest []byte, err error) {
+	s := splitter{r: r, buf: make([]byte, 0, 64<<10)}
+	if err := s.list(`"group_level_metrics"`, false, fn); err != nil {
+		return nil, err
+	}
+	rest = append([]byte(nil), s.buf[s.pos:]...)
+	if s.err != nil && s.err != io.EOF {
+		return nil, s.err
+	}
+	if s.err == nil {
+		more, err := io.ReadAll(s.r)
+		if err != nil {
+			return nil, err
+		}
+		rest = append(rest, more...)
+	}
+	return rest, nil
 }
 
 // splitter reads a body in chunks, keeping from the start of the value
@@ -244,35 +294,102 @@ func notStreamed(cause error) error {
 	return fmt.Errorf("%w: %w", server.ErrNotStreamed, cause)
 }
 
+// Answer is the answer of a call Forward made: read whole (Raw), or,
+// when the target marked it complete (CompleteHeader), still arriving,
+// to be passed on as it does (Passed, then WriteTo).
+type Answer struct {
+	// Raw is the answer as it came, when it was read whole.
+	Raw     server.RawJSON
+	passing *passing
+}
+
+// Passed reports whether the answer is to be passed on as it arrives
+// (WriteTo); else it is Raw.
+func (a Answer) Passed() bool { return a.passing != nil }
+
+// Header is the header a server passing the answer on answers with.
+func (a Answer) Header() http.Header {
+	return http.Header{CompleteHeader: {CompleteValue}}
+}
+
+// WriteTo copies a passed answer to w as it arrives and ends the call:
+// its error is the copy's, or the call's (a cut answer among them). It
+// must be called once for a passed answer.
+func (a Answer) WriteTo(w io.Writer) (int64, error) {
+	p := a.passing
+	n, err := io.Copy(w, p.body)
+	p.read <- err // the call's answer reader returns it
+	r := <-p.done
+	p.cancel()
+	if err != nil {
+		return n, err
+	}
+	return n, r.err
+}
+
+// passing is an answer being passed on: the call's body, a channel for
+// the copy's verdict (room for one: the call may have ended first), and
+// the call's own result.
+type passing struct {
+	body   io.Reader
+	read   chan error
+	done   chan forwarded
+	cancel context.CancelFunc
+}
+
+// forwarded is the result of Forward's call.
+type forwarded struct {
+	raw server.RawJSON
+	err error
+}
+
 // Forward passes an /aggregate_metrics request read from body on to url
 // through client as it arrives (Each, then PostStream): the elements are
 // sent once read, Batch bytes at a time, the rest and the list's close
-// when body ends, and the answer of url
-// returned as it came. When body is not of the streamed shape (an error
-// wrapping server.ErrNotStreamed), no call is made, or, when that shows
-// only after an element, the call is abandoned midway; the caller then
-// answers the whole body its usual way. A failed call to
-// url, or a non-2xx answer (*server.StatusError), is returned as it is.
-func Forward(ctx context.Context, client *server.Client, url string, body io.Reader) (server.RawJSON, error) {
+// when body ends. A 2xx answer marked complete comes back to be passed on
+// as it arrives (Answer.Passed); any other is read whole, as it came.
+// When body is not of the streamed shape (an error wrapping
+// server.ErrNotStreamed), no call is made, or, when that shows only after
+// an element, the call is abandoned midway; the caller then answers the
+// whole body its usual way. A failed call to url, or a non-2xx answer
+// (*server.StatusError), is returned as it is.
+func Forward(ctx context.Context, client *server.Client, url string, body io.Reader) (Answer, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	passed := false
+	defer func() {
+		if !passed {
+			cancel()
+		}
+	}()
 	pr, pw := io.Pipe()
-	type result struct {
-		raw server.RawJSON
-		err error
-	}
 	// The call starts with the first element (or the end of an empty
 	// list), so a body of another shape from its start makes none.
-	var done chan result
+	var done chan forwarded
+	pass := make(chan *passing, 1)
 	write := func(b []byte) error {
 		if done == nil {
-			done = make(chan result, 1)
+			done = make(chan forwarded, 1)
 			go func() {
 				var raw server.RawJSON
-				err := client.PostStream(ctx, url, pr, &raw)
+				err := client.PostStream(ctx, url, pr, server.AnswerReader(func(h http.Header, answer io.Reader) error {
+					if h.Get(CompleteHeader) != CompleteValue {
+						var buf bytes.Buffer
+						_, err := buf.ReadFrom(answer)
+						raw = buf.Bytes()
+						return err
+					}
+					p := &passing{body: answer, read: make(chan error, 1), done: done, cancel: cancel}
+					pass <- p
+					select {
+					case err := <-p.read:
+						return err
+					case <-ctx.Done(): // the caller went away, or the body failed after the answer began
+						return ctx.Err()
+					}
+				}))
 				// A call that ended early stops the writes below.
 				_ = pr.CloseWithError(errors.Join(err, errCallEnded))
-				done <- result{raw, err}
+				done <- forwarded{raw, err}
 			}()
 		}
 		_, err := pw.Write(b)
@@ -299,18 +416,23 @@ func Forward(ctx context.Context, client *server.Client, url string, body io.Rea
 	if err != nil {
 		_ = pw.CloseWithError(err)
 		if done == nil {
-			return nil, err
+			return Answer{}, err
 		}
 		cancel()
 		r := <-done
 		if errors.Is(err, errCallEnded) && r.err != nil {
-			return nil, r.err // the call failed first
+			return Answer{}, r.err // the call failed first
 		}
-		return nil, err
+		return Answer{}, err
 	}
 	_ = pw.Close()
-	r := <-done
-	return r.raw, r.err
+	select {
+	case p := <-pass:
+		passed = true
+		return Answer{passing: p}, nil
+	case r := <-done:
+		return Answer{Raw: r.raw}, r.err
+	}
 }
 
 // errCallEnded is what a write to a call that has ended gets.

@@ -25,13 +25,13 @@ import (
 // aggregateBody), and so is an answer of the usual shape
 // (jsonskim.CompleteAggregateMetrics); only others are decoded, to check
 // the request or fill upstream's defaults in the answer.
-func (a *agent) aggregateMetrics(ctx context.Context, req aggregateBody) (server.RawJSON, error) {
+func (a *agent) aggregateMetrics(ctx context.Context, req aggregateBody) (server.Streamed, error) {
 	if a.cfg.SkipVerification {
 		a.warnNoAggregates.Do(func() {
 			slog.Default().Warn("agent: aggregate metrics are empty because skip_verification is set; " +
 				"disable aggregation in the collector to write no aggregate metrics file")
 		})
-		return encodeMetrics(protocol.AggregateMetricsResponse{})
+		return written(encodeMetrics(protocol.AggregateMetricsResponse{}))
 	}
 	var raw server.RawJSON
 	fwd := server.RawJSON(req.fwd)
@@ -39,23 +39,46 @@ func (a *agent) aggregateMetrics(ctx context.Context, req aggregateBody) (server
 		fwd = aggregateRequest(req.decoded.VerifyResponses)
 	}
 	err := a.client.PostJSON(ctx, a.aggregateURL, fwd, &raw)
-	return answerMetrics(raw, err)
+	return written(answerMetrics(raw, err))
 }
 
 // streamAggregateMetrics serves POST /aggregate_metrics as its body
 // arrives: each verify response is passed on to the resources server once
 // read (aggstream.Forward), so that the resources server reads the
-// collection's results while they are produced. A body of another shape,
-// and every body under skip_verification, is left to aggregateMetrics.
-func (a *agent) streamAggregateMetrics(ctx context.Context, body io.Reader) (server.RawJSON, error) {
+// collection's results while they are produced, and an answer the
+// resources server marks complete is passed back as it arrives, so that
+// the answer's way back costs no hop a wait for the whole of it. A body
+// of another shape, and every body under skip_verification, is left to
+// aggregateMetrics.
+func (a *agent) streamAggregateMetrics(ctx context.Context, body io.Reader) (server.Streamed, error) {
 	if a.cfg.SkipVerification {
-		return nil, server.ErrNotStreamed
+		return server.Streamed{}, server.ErrNotStreamed
 	}
-	raw, err := aggstream.Forward(ctx, a.client, a.aggregateURL, body)
-	if errors.Is(err, server.ErrNotStreamed) {
-		return nil, err
+	answer, err := aggstream.Forward(ctx, a.client, a.aggregateURL, body)
+	switch {
+	case errors.Is(err, server.ErrNotStreamed):
+		return server.Streamed{}, err
+	case err == nil && answer.Passed():
+		return server.Streamed{Header: answer.Header(), Write: func(w io.Writer) error {
+			if _, err := answer.WriteTo(w); err != nil {
+				return failed(fmt.Errorf("aggregate_metrics: %w", err))
+			}
+			return nil
+		}}, nil
 	}
-	return answerMetrics(raw, err)
+	return written(answerMetrics(answer.Raw, err))
+}
+
+// written is an answer already encoded, or its error, as the route's
+// streamed answer.
+func written(raw server.RawJSON, err error) (server.Streamed, error) {
+	if err != nil {
+		return server.Streamed{}, err
+	}
+	return server.Streamed{Write: func(w io.Writer) error {
+		_, err := w.Write(raw)
+		return err
+	}}, nil
 }
 
 // answerMetrics answers with the resources server's answer raw, or the

@@ -317,13 +317,21 @@ type aggregateMetrics struct {
 // A body of the streamed shape (see aggstream) is passed on as it arrives,
 // each result once read, so the agent reads the collection's results
 // while they are produced (the route is the server's HandleStreamFunc:
-// the collector's pace is the body's).
+// the collector's pace is the body's); an answer the agent marks complete
+// (aggstream.CompleteHeader) is passed back the same way, as it arrives.
 func (r *relay) aggregate(w http.ResponseWriter, req *http.Request) {
 	limited := http.MaxBytesReader(w, req.Body, maxRelayBody)
 	seen := &bytes.Buffer{}
-	raw, err := aggstream.Forward(req.Context(), r.client, r.agg, io.TeeReader(limited, seen))
+	answer, err := aggstream.Forward(req.Context(), r.client, r.agg, io.TeeReader(limited, seen))
+	if err == nil && answer.Passed() {
+		server.WriteStreamed(w, server.Streamed{Header: answer.Header(), Write: func(w io.Writer) error {
+			_, err := answer.WriteTo(w)
+			return err
+		}})
+		return
+	}
 	if err == nil {
-		r.answerAggregate(w, raw)
+		r.answerAggregate(w, answer.Raw)
 		return
 	}
 	var se *server.StatusError
