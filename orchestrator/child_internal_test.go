@@ -1,5 +1,7 @@
 package orchestrator
 
+// Tests of child.go's helpers: the stderr tail and the prometheus check.
+
 import (
 	"slices"
 	"strings"
@@ -21,39 +23,6 @@ func TestTailBufferKeepsTheLastLines(t *testing.T) {
 	want = []string{"four", "five", "six"}
 	if got := tb.Lines(); !slices.Equal(got, want) {
 		t.Errorf("Lines() = %q, want %q", got, want)
-	}
-}
-
-func TestCheckAddr(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:0", ":0", "localhost:0"} {
-		if err := checkAddr(addr); err != nil {
-			t.Errorf("checkAddr(%q) = %v, want nil", addr, err)
-		}
-	}
-	for _, addr := range []string{"127.0.0.1", "127.0.0.1:", "[::1"} {
-		if err := checkAddr(addr); err == nil {
-			t.Errorf("checkAddr(%q) accepted", addr)
-		}
-	}
-}
-
-func TestDialHost(t *testing.T) {
-	for host, want := range map[string]string{"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1", "localhost": "localhost", "10.1.2.3": "10.1.2.3"} {
-		if got := dialHost(host); got != want {
-			t.Errorf("dialHost(%q) = %q, want %q", host, got, want)
-		}
-	}
-}
-
-func TestPickMetricsAddr(t *testing.T) {
-	for _, addr := range []string{"", "127.0.0.1:0"} {
-		got, err := pickMetricsAddr(addr)
-		if err != nil || len(got) <= len("127.0.0.1:") || got[:10] != "127.0.0.1:" || got == "127.0.0.1:0" {
-			t.Errorf("pickMetricsAddr(%q) = %q, %v; want a concrete loopback port", addr, got, err)
-		}
-	}
-	if got, err := pickMetricsAddr("127.0.0.1:9464"); err != nil || got != "127.0.0.1:9464" {
-		t.Errorf("a fixed address came back as %q, %v", got, err)
 	}
 }
 
