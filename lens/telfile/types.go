@@ -407,6 +407,13 @@ func marshalTyped(typ string, v any) ([]byte, error) {
 	return append(out, body[1:]...), nil
 }
 
+// MarshalValue encodes v as the file writes every value: as
+// encoding/json does, without the HTML escaping of <, > and &. An encoder
+// that writes part of a line itself (the direct span encoder) uses it for
+// the values it does not write by hand, and jsonstr.AppendNoHTMLEscape
+// for strings.
+func MarshalValue(v any) ([]byte, error) { return marshalNoEscape(v) }
+
 // marshalNoEscape is json.Marshal without the HTML escaping of <, > and &,
 // which only hurts readability in a log file.
 func marshalNoEscape(v any) ([]byte, error) {

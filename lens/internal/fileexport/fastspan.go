@@ -2,7 +2,6 @@ package fileexport
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"math"
 	"strconv"
 
@@ -142,7 +141,7 @@ func appendValue(b []byte, v attribute.Value) []byte {
 		return appendArray(b, v.AsBoolSlice(), strconv.AppendBool)
 	}
 	// The rarer kinds take the general path.
-	raw, err := json.Marshal(attrValue(v))
+	raw, err := telfile.MarshalValue(attrValue(v))
 	if err != nil {
 		return append(b, "null"...)
 	}

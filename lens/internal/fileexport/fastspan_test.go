@@ -246,3 +246,24 @@ func spanRecord(sp sdktrace.ReadOnlySpan) *telfile.Span {
 	}
 	return rec
 }
+
+// Every attribute value, whether the direct encoder writes it by hand or
+// through the general path, is written as the file writes values
+// (telfile.MarshalValue): <, > and & as they are.
+func TestValuesNotHTMLEscaped(t *testing.T) {
+	for _, kv := range []attribute.KeyValue{
+		attribute.String("s", "<a&b>"),
+		attribute.StringSlice("ss", []string{"<a&b>", "\u2028"}),
+		attribute.Slice("mixed", attribute.StringValue("<a&b>"), attribute.IntValue(1)),
+		attribute.Map("obj", attribute.String("k", "<a&b>")),
+	} {
+		got := appendValue(nil, kv.Value)
+		want, err := telfile.MarshalValue(attrValue(kv.Value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(got, []byte("<a&b>")) || !bytes.Equal(got, want) {
+			t.Errorf("%s: wrote %s, want %s", kv.Key, got, want)
+		}
+	}
+}
