@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gymlens/gymlens/internal/jsontag"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -19,10 +20,10 @@ import (
 //
 // Struct types are read member by member: an exported field is the
 // member its json tag names (the field name without one; "-" skips it),
-// and fields of an embedded struct without a tag count as the outer
-// struct's own, a shallower field winning over a deeper one of the same
-// name. Any other type is decoded from the whole object with
-// encoding/json.
+// and fields of an embedded struct (or pointer to one) without a tag count
+// as the outer struct's own, a shallower field winning over a deeper one
+// of the same name, as encoding/json reads them (jsontag.Fields). Any
+// other type is decoded from the whole object with encoding/json.
 type decoder struct {
 	fields []fieldInfo // struct types
 	whole  bool        // any other type
@@ -68,57 +69,15 @@ func decoderOf(t reflect.Type) *decoder {
 	return actual.(*decoder)
 }
 
-// structFields lists the members a struct type declares, in field order.
+// structFields lists the members a struct type declares, in field order
+// (jsontag.Fields).
 func structFields(t reflect.Type) []fieldInfo {
-	type candidate struct {
-		fieldInfo
-		depth int
-	}
-	var out []candidate
-	byKey := map[string]int{}
-	var walk func(t reflect.Type, index []int, depth int, seen map[reflect.Type]bool)
-	walk = func(t reflect.Type, index []int, depth int, seen map[reflect.Type]bool) {
-		if seen[t] {
-			return
-		}
-		seen[t] = true
-		defer delete(seen, t)
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag, hasTag := f.Tag.Lookup("json")
-			if tag == "-" {
-				continue
-			}
-			name, opts, _ := strings.Cut(tag, ",")
-			idx := append(append([]int(nil), index...), i)
-			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-				walk(f.Type, idx, depth+1, seen)
-				continue
-			}
-			if !f.IsExported() {
-				continue
-			}
-			if !hasTag || name == "" {
-				name = f.Name
-			}
-			info := fieldInfo{key: name, index: idx, typ: f.Type,
-				omitEmpty:   hasOption(opts, "omitempty"),
-				required:    hasOption(f.Tag.Get(tagName), tagRequired),
-				description: f.Tag.Get(tagDescription)}
-			if j, dup := byKey[name]; dup {
-				if out[j].depth > depth {
-					out[j] = candidate{info, depth}
-				}
-				continue
-			}
-			byKey[name] = len(out)
-			out = append(out, candidate{info, depth})
-		}
-	}
-	walk(t, nil, 0, map[reflect.Type]bool{})
-	fields := make([]fieldInfo, len(out))
-	for i, c := range out {
-		fields[i] = c.fieldInfo
+	var fields []fieldInfo
+	for _, f := range jsontag.Fields(t) {
+		fields = append(fields, fieldInfo{key: f.Name, index: f.Index, typ: f.Type,
+			omitEmpty:   f.OmitEmpty,
+			required:    hasOption(f.Tag.Get(tagName), tagRequired),
+			description: f.Tag.Get(tagDescription)})
 	}
 	return fields
 }
@@ -168,7 +127,7 @@ func (d *decoder) decode(fields protocol.Fields, dst reflect.Value) error {
 				errs = append(errs, protocol.FieldError{Type: kind, Loc: []any{f.key}, Msg: msg, Input: raw})
 				continue
 			}
-			if err := json.Unmarshal(raw, dst.FieldByIndex(f.index).Addr().Interface()); err != nil {
+			if err := json.Unmarshal(raw, jsontag.Settable(dst, f.index).Addr().Interface()); err != nil {
 				errs = append(errs, fieldError(err, []any{f.key}, raw)...)
 			}
 		}

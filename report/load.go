@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/runconfig"
+	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/telfile"
 )
 
@@ -170,16 +170,6 @@ func (l *loader) note(file string, line int, format string, args ...any) {
 	l.run.Notes = append(l.run.Notes, Note{File: file, Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
-// configYAML is the subset of config.yaml the report reads.
-type configYAML struct {
-	RunID   string `yaml:"run_id"`
-	Servers []struct {
-		Name string `yaml:"name"`
-		Type string `yaml:"type"`
-	} `yaml:"servers"`
-	Telemetry map[string]any `yaml:"telemetry"`
-}
-
 func (l *loader) readConfig() error {
 	path := filepath.Join(l.run.Dir, contract.RunConfigFile)
 	raw, err := os.ReadFile(path)
@@ -189,8 +179,8 @@ func (l *loader) readConfig() error {
 	case err != nil:
 		return &FileError{Path: path, Err: pathless(err)}
 	}
-	var c configYAML
-	if err := yaml.Unmarshal(raw, &c); err != nil {
+	c, err := runconfig.Parse(raw)
+	if err != nil {
 		l.note(contract.RunConfigFile, 0, "unreadable, ignored: %v", err)
 		return nil
 	}
@@ -198,40 +188,26 @@ func (l *loader) readConfig() error {
 	for _, s := range c.Servers {
 		cfg.Servers = append(cfg.Servers, ConfigServer{Name: s.Name, Type: s.Type})
 	}
-	if v, ok := c.Telemetry["enabled"]; ok {
-		cfg.TelemetryEnabled = truthy(v)
+	if v, ok := c.TelemetryValue(lens.KeyEnabled); ok {
+		cfg.TelemetryEnabled, _ = contract.BoolWord(v)
 	}
-	if v, ok := c.Telemetry["exporter"]; ok {
-		for _, e := range strings.Split(fmt.Sprint(v), ",") {
+	if v, ok := c.TelemetryValue(lens.KeyExporter); ok {
+		for _, e := range strings.Split(v, ",") {
 			if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
 				cfg.Exporters = append(cfg.Exporters, e)
 			}
 		}
 	}
-	if v, ok := c.Telemetry["export_strategy"]; ok {
-		cfg.ExportStrategy = strings.TrimSpace(fmt.Sprint(v))
+	if v, ok := c.TelemetryValue(lens.KeyExportStrategy); ok {
+		cfg.ExportStrategy = strings.TrimSpace(v)
 	}
-	if v, ok := c.Telemetry["metric_export_interval_ms"]; ok {
-		if ms, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(v)), 64); err == nil && ms > 0 && !math.IsInf(ms, 0) {
+	if v, ok := c.TelemetryValue(lens.KeyMetricExportInterval); ok {
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms > 0 && !math.IsInf(ms, 0) {
 			cfg.MetricExportInterval = time.Duration(ms * float64(time.Millisecond))
 		}
 	}
 	l.run.Config = cfg
 	return nil
-}
-
-// truthy reads a YAML boolean the way the telemetry configuration does.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case int:
-		return x != 0
-	case string:
-		v, _ := contract.BoolWord(x)
-		return v
-	}
-	return false
 }
 
 func (l *loader) readTelemetry() error {

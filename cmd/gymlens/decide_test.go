@@ -12,9 +12,9 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/runconfig"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
@@ -206,21 +206,18 @@ func TestCheckFleetAgreesWithGymRun(t *testing.T) {
 			runDir := filepath.Join(runs, entries[0].Name())
 
 			// Settings and their origins, as the orchestrator ran with them.
-			var recorded struct {
-				Telemetry map[string]string `yaml:"telemetry"`
-				Sources   map[string]string `yaml:"telemetry_sources"`
-			}
 			b, err := os.ReadFile(filepath.Join(runDir, contract.RunConfigFile))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := yaml.Unmarshal(b, &recorded); err != nil {
+			recorded, err := runconfig.Parse(b)
+			if err != nil {
 				t.Fatal(err)
 			}
 			orch := checks["orchestrator"]
 			for _, s := range orch.Settings {
 				key := strings.TrimPrefix(s.YAMLKey, "telemetry.")
-				value, origin := recorded.Telemetry[key], recorded.Sources[key]
+				value, origin := recorded.Telemetry[key], recorded.TelemetrySources[key]
 				switch s.Key {
 				case lens.KeyRunID, lens.KeyFilePath:
 					// Each run has its own id and directory.

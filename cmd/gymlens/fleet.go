@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/runconfig"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/server"
@@ -154,51 +153,28 @@ func openSession(cfg orchestrator.Config, runsDir string, defaultOn bool, id run
 // with where each came from. fleet is nil before the fleet started.
 func (s *fleetSession) writeEffectiveConfig(fleet *orchestrator.Fleet) error {
 	eff, _ := lens.LoadConfig(lens.LoadOptions{Groups: telemetry.GroupSet()})
-	tel := map[string]any{}
-	sources := map[string]string{}
+	file := runconfig.File{RunID: s.runID, Fleet: s.cfg.Redacted()}
 	for _, src := range eff.Sources {
-		key := telemetry.YAMLKey(src.Key)
-		if key == "" {
-			key = strings.ToLower(src.Key)
-		}
-		tel[key] = gymconfig.ScrubURLs(src.Value) // an OTLP endpoint may carry a token
-		sources[key] = src.Origin
-	}
-	type serverFacts struct {
-		Name    string `yaml:"name"`
-		Type    string `yaml:"type"`
-		Impl    string `yaml:"impl"`
-		URL     string `yaml:"url,omitempty"`
-		PID     int    `yaml:"pid,omitempty"`
-		Command string `yaml:"command,omitempty"`
-	}
-	var servers []serverFacts
-	dict := s.cfg.Redacted()
-	doc := map[string]any{
-		"run_id":            s.runID,
-		"telemetry":         tel,
-		"telemetry_sources": sources,
+		file.SetTelemetry(src.Key, gymconfig.ScrubURLs(src.Value), src.Origin) // an OTLP endpoint may carry a token
 	}
 	if fleet == nil {
 		for _, spec := range s.cfg.Servers {
-			servers = append(servers, serverFacts{Name: spec.Name, Type: spec.Type, Impl: spec.Impl})
+			file.Servers = append(file.Servers, runconfig.Server{Name: spec.Name, Type: spec.Type, Impl: spec.Impl})
 		}
 	} else {
 		for _, info := range fleet.Servers() {
-			f := serverFacts{Name: info.Spec.Name, Type: info.Spec.Type, Impl: info.Spec.Impl, URL: gymconfig.ScrubURLs(info.URL), PID: info.PID}
+			f := runconfig.Server{Name: info.Spec.Name, Type: info.Spec.Type, Impl: info.Spec.Impl, URL: gymconfig.ScrubURLs(info.URL), PID: info.PID}
 			if info.Spec.External() {
 				f.Command = gymconfig.ScrubURLs(strings.Join(info.Command, " "))
 			}
-			servers = append(servers, f)
+			file.Servers = append(file.Servers, f)
 		}
-		doc["head_server_url"] = gymconfig.ScrubURLs(fleet.HeadURL())
+		file.HeadServerURL = gymconfig.ScrubURLs(fleet.HeadURL())
 		if d, err := fleet.Redacted(); err == nil {
-			dict = d
+			file.Fleet = d
 		}
 	}
-	doc["servers"] = servers
-	doc["fleet"] = dict
-	b, err := yaml.Marshal(doc)
+	b, err := file.Marshal()
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/gymlens/gymlens/internal/jsonstr"
 )
 
 // FormatVersion is the version of the line layout this package writes and
@@ -398,12 +400,19 @@ func marshalTyped(typ string, v any) ([]byte, error) {
 	// brace.
 	out := make([]byte, 0, len(body)+len(typ)+12)
 	out = append(out, `{"type":`...)
-	out = appendQuoted(out, typ)
+	out = jsonstr.AppendNoHTMLEscape(out, typ) // as marshalNoEscape writes the rest
 	if len(body) > 2 {
 		out = append(out, ',')
 	}
 	return append(out, body[1:]...), nil
 }
+
+// MarshalValue encodes v as the file writes every value: as
+// encoding/json does, without the HTML escaping of <, > and &. An encoder
+// that writes part of a line itself (the direct span encoder) uses it for
+// the values it does not write by hand, and jsonstr.AppendNoHTMLEscape
+// for strings.
+func MarshalValue(v any) ([]byte, error) { return marshalNoEscape(v) }
 
 // marshalNoEscape is json.Marshal without the HTML escaping of <, > and &,
 // which only hurts readability in a log file.
@@ -415,11 +424,6 @@ func marshalNoEscape(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-func appendQuoted(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // strings always encode
-	return append(dst, b...)
 }
 
 func nonNil(m map[string]any) map[string]any {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/jsontag"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/protocol"
@@ -144,37 +145,6 @@ func (i Impl) DecodeAt(raw []byte, path string) (any, error) {
 	return cfg, nil
 }
 
-// jsonFields returns the JSON names of struct type t's fields and their
-// types, flattening embedded structs as encoding/json does.
-func jsonFields(t reflect.Type, into map[string]reflect.Type) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				jsonFields(ft, into)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if _, dup := into[name]; !dup {
-			into[name] = f.Type
-		}
-	}
-}
-
 var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
 // walk checks v, decoded JSON at path, against type t: it reports keys
@@ -199,7 +169,9 @@ func walk(v any, t reflect.Type, path, key string) (any, []error) {
 			return v, nil
 		}
 		fields := map[string]reflect.Type{}
-		jsonFields(t, fields)
+		for _, f := range jsontag.Fields(t) {
+			fields[f.Name] = f.Type
+		}
 		known := make([]string, 0, len(fields))
 		for n := range fields {
 			known = append(known, n)

@@ -2,15 +2,14 @@ package fileexport
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/gymlens/gymlens/internal/jsonstr"
 	"github.com/gymlens/gymlens/lens/telfile"
 )
 
@@ -42,7 +41,7 @@ func appendSpan(b []byte, sp sdktrace.ReadOnlySpan) []byte {
 		}
 	}
 	b = append(b, `,"name":`...)
-	b = appendString(b, sp.Name())
+	b = jsonstr.AppendNoHTMLEscape(b, sp.Name())
 	b = append(b, `,"kind":"`...)
 	b = append(b, spanKind(sp.SpanKind())...)
 	b = append(b, `","start_ns":`...)
@@ -57,7 +56,7 @@ func appendSpan(b []byte, sp sdktrace.ReadOnlySpan) []byte {
 		b = append(b, `,"status":"`+telfile.StatusError+`"`...)
 		if st.Description != "" {
 			b = append(b, `,"status_message":`...)
-			b = appendString(b, st.Description)
+			b = jsonstr.AppendNoHTMLEscape(b, st.Description)
 		}
 	default:
 		b = append(b, `,"status":"`+telfile.StatusUnset+`"`...)
@@ -71,7 +70,7 @@ func appendSpan(b []byte, sp sdktrace.ReadOnlySpan) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendString(b, ev.Name)
+			b = jsonstr.AppendNoHTMLEscape(b, ev.Name)
 			b = append(b, `,"time_ns":`...)
 			b = strconv.AppendInt(b, unixNanos(ev.Time), 10)
 			b = append(b, `,"attributes":`...)
@@ -101,7 +100,7 @@ func appendSpan(b []byte, sp sdktrace.ReadOnlySpan) []byte {
 		b = append(b, ']')
 	}
 	b = append(b, `,"scope":`...)
-	b = appendString(b, sp.InstrumentationScope().Name)
+	b = jsonstr.AppendNoHTMLEscape(b, sp.InstrumentationScope().Name)
 	return append(b, "}\n"...)
 }
 
@@ -115,7 +114,7 @@ func appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, string(kv.Key))
+		b = jsonstr.AppendNoHTMLEscape(b, string(kv.Key))
 		b = append(b, ':')
 		b = appendValue(b, kv.Value)
 	}
@@ -125,7 +124,7 @@ func appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {
 func appendValue(b []byte, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.STRING:
-		return appendString(b, v.AsString())
+		return jsonstr.AppendNoHTMLEscape(b, v.AsString())
 	case attribute.INT64:
 		return strconv.AppendInt(b, v.AsInt64(), 10)
 	case attribute.BOOL:
@@ -133,7 +132,7 @@ func appendValue(b []byte, v attribute.Value) []byte {
 	case attribute.FLOAT64:
 		return appendFloat(b, v.AsFloat64())
 	case attribute.STRINGSLICE:
-		return appendArray(b, v.AsStringSlice(), appendString)
+		return appendArray(b, v.AsStringSlice(), jsonstr.AppendNoHTMLEscape)
 	case attribute.INT64SLICE:
 		return appendArray(b, v.AsInt64Slice(), appendInt)
 	case attribute.FLOAT64SLICE:
@@ -142,7 +141,7 @@ func appendValue(b []byte, v attribute.Value) []byte {
 		return appendArray(b, v.AsBoolSlice(), strconv.AppendBool)
 	}
 	// The rarer kinds take the general path.
-	raw, err := json.Marshal(attrValue(v))
+	raw, err := telfile.MarshalValue(attrValue(v))
 	if err != nil {
 		return append(b, "null"...)
 	}
@@ -160,51 +159,6 @@ func appendFloat(b []byte, f float64) []byte {
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
-
-// appendString writes s as a JSON string. Control characters are escaped,
-// invalid UTF-8 becomes U+FFFD, everything else is copied as is.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
 
 // appendArray appends xs as a JSON array, each element by elem.
 func appendArray[T any](b []byte, xs []T, elem func([]byte, T) []byte) []byte {
