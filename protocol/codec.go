@@ -10,12 +10,13 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/gymlens/gymlens/internal/jsonstr"
+	"github.com/gymlens/gymlens/internal/jsontag"
 )
 
 // appendMember writes `"key":value` to buf, an object being written,
@@ -317,59 +318,8 @@ func hex4(b []byte) rune {
 }
 
 // appendString appends s as a JSON string, escaped as encoding/json
-// escapes it (HTML characters and U+2028, U+2029 included; an invalid
-// UTF-8 byte becomes U+FFFD).
-func appendString(buf []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				buf = append(buf, '\\', c)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
-}
+// escapes it (jsonstr.Append).
+func appendString(buf []byte, s string) []byte { return jsonstr.Append(buf, s) }
 
 // rawKind names the JSON kind of the value raw, as encoding/json's type
 // errors do.
@@ -406,21 +356,20 @@ type wireInfo struct {
 	fields []wireField    // by bit
 }
 
-// wireOf returns the JSON members a struct type declares (its json tags,
-// in field order), computed once per type.
+// wireOf returns the JSON members a struct type declares (its own
+// fields that a json tag names, in field order: jsontag.Fields less the
+// promoted and untagged ones), computed once per type.
 func wireOf(t reflect.Type) *wireInfo {
 	if v, ok := keyCache.Load(t); ok {
 		return v.(*wireInfo)
 	}
 	info := &wireInfo{keys: map[string]int{}}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "-" || name == "" {
+	for _, f := range jsontag.Fields(t) {
+		if !f.Tagged || len(f.Index) != 1 {
 			continue
 		}
-		info.keys[name] = len(info.fields)
-		info.fields = append(info.fields, wireField{key: name, index: i, omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty")})
+		info.keys[f.Name] = len(info.fields)
+		info.fields = append(info.fields, wireField{key: f.Name, index: f.Index[0], omitEmpty: f.OmitEmpty})
 	}
 	if len(info.fields) > 63 {
 		panic("protocol: more than 63 declared members in " + t.String())
