@@ -306,8 +306,21 @@ func keyMetrics(agent map[string]any) map[string]any {
 type profiled struct {
 	task, rollout int
 	columns       []string           // numeric members, in order
-	values        map[string]float64 // by member
+	vals          []float64          // their values, in that order
+	values        map[string]float64 // by member (the last, for a repeated name)
+	repeated      bool               // a member name repeats
 	info          []byte             // its rollout_infos entry, encoded
+}
+
+// value returns the row's value of column c; at is c's position among
+// all the columns. Rows mostly have every column, in one order, so the
+// value at that position is looked at first, before the map.
+func (p *profiled) value(c string, at int) (float64, bool) {
+	if at < len(p.columns) && p.columns[at] == c && !p.repeated {
+		return p.vals[at], true
+	}
+	v, ok := p.values[c]
+	return v, ok
 }
 
 // metricMember reports whether a result member can be a metric column:
@@ -335,7 +348,11 @@ func profile(r protocol.Fields) *profiled {
 			continue
 		}
 		if v, _, ok := numeric(m.Value); ok {
+			if _, seen := p.values[m.Key]; seen {
+				p.repeated = true
+			}
 			p.columns = append(p.columns, m.Key)
+			p.vals = append(p.vals, v)
 			p.values[m.Key] = v
 		}
 	}
@@ -491,13 +508,13 @@ type column struct {
 // (reusing its value slices), leaving out columns none of them has.
 func columnsInto(dst []column, columns []string, rows []*profiled) []column {
 	n := 0
-	for _, c := range columns {
+	for ci, c := range columns {
 		var vals []float64
 		if n < cap(dst) {
 			vals = dst[:cap(dst)][n].vals[:0]
 		}
 		for _, r := range rows {
-			if v, ok := r.values[c]; ok {
+			if v, ok := r.value(c, ci); ok {
 				vals = append(vals, v)
 			}
 		}

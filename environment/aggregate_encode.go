@@ -152,8 +152,13 @@ func (p *prepared) write(w io.Writer, custom map[string]any) error {
 				func() {
 					defer recoverInto(pieces[i])
 					var buf []byte
-					p.eachGroup(i*groupsPerPiece, min((i+1)*groupsPerPiece, groups), func(g []byte) {
-						if len(buf) > 0 {
+					from, to := i*groupsPerPiece, min((i+1)*groupsPerPiece, groups)
+					p.eachGroup(from, to, func(g []byte) {
+						if buf == nil {
+							// Sized after the first group, with room to
+							// spare: the groups of a run are alike.
+							buf = make([]byte, 0, (len(g)+1)*(to-from)*5/4)
+						} else {
 							buf = append(buf, ',')
 						}
 						buf = append(buf, g...)

@@ -348,6 +348,11 @@ func readMarked(body io.Reader) (*markedAnswer, error) {
 		data, ends = nil, nil
 	}
 	rest, err := aggstream.EachGroup(body, func(elem []byte) error {
+		if data == nil {
+			// Sized after the piece's first object: a run's are alike.
+			data = make([]byte, 0, len(elem)*groupPiece*5/4)
+			ends = make([]int, 0, groupPiece)
+		}
 		data = append(data, elem...)
 		ends = append(ends, len(data))
 		if len(ends) == groupPiece {
