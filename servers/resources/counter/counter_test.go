@@ -210,14 +210,15 @@ func TestConcurrentIncrements(t *testing.T) {
 	call(t, s, "/get_counter_value", `{}`, 200, `{"count":40}`)
 }
 
-func TestRegister(t *testing.T) {
-	if err := counter.Register(nil, counter.Defaults()); err == nil {
-		t.Error("nil server accepted")
+func TestNameAndOptions(t *testing.T) {
+	env, err := counter.New(counter.Defaults())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := counter.Register(server.New(counter.ServerOptions("c1")), counter.Defaults()); err != nil {
-		t.Error(err)
+	if env.Name() != counter.ServerName {
+		t.Errorf("name %q", env.Name())
 	}
-	if o := counter.ServerOptions("c1"); o.SessionCookie != "counter___c1" || o.RolloutPrefix != server.PrefixResources {
+	if o := env.ServerOptions("c1"); o.SessionCookie != "counter___c1" || o.RolloutPrefix != server.PrefixResources {
 		t.Errorf("ServerOptions %+v", o)
 	}
 	if err := counter.Defaults().Validate(); err != nil {

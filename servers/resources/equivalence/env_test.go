@@ -107,13 +107,14 @@ func TestRegisterAndConfig(t *testing.T) {
 	if _, err := equivalence.New(equivalence.Config{GradingRule: "fuzzy"}); err == nil {
 		t.Error("unknown grading rule accepted")
 	}
-	if err := equivalence.Register(nil, equivalence.Defaults()); err == nil {
-		t.Error("nil server accepted")
+	env, err := equivalence.New(equivalence.Defaults())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := equivalence.Register(server.New(equivalence.ServerOptions("lc")), equivalence.Defaults()); err != nil {
-		t.Error(err)
+	if env.Name() != equivalence.ServerName {
+		t.Errorf("name %q", env.Name())
 	}
-	if o := equivalence.ServerOptions("lc"); o.SessionCookie != "equivalence_rule___lc" || o.RolloutPrefix != server.PrefixResources {
+	if o := env.ServerOptions("lc"); o.SessionCookie != "equivalence_rule___lc" || o.RolloutPrefix != server.PrefixResources {
 		t.Errorf("ServerOptions %+v", o)
 	}
 	var cfg equivalence.Config

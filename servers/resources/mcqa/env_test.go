@@ -149,13 +149,14 @@ func TestEnvReverifyModeAndOptions(t *testing.T) {
 	if _, err := mcqa.New(mcqa.Config{GradingMode: "vibes"}); err == nil {
 		t.Error("unknown config grading mode accepted")
 	}
-	if err := mcqa.Register(nil, mcqa.Defaults()); err == nil {
-		t.Error("nil server accepted")
+	env, err := mcqa.New(mcqa.Defaults())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := mcqa.Register(server.New(mcqa.ServerOptions("m")), mcqa.Defaults()); err != nil {
-		t.Error(err)
+	if env.Name() != mcqa.ServerName {
+		t.Errorf("name %q", env.Name())
 	}
-	if o := mcqa.ServerOptions("m"); o.SessionCookie != "mcqa___m" || o.RolloutPrefix != server.PrefixResources {
+	if o := env.ServerOptions("m"); o.SessionCookie != "mcqa___m" || o.RolloutPrefix != server.PrefixResources {
 		t.Errorf("ServerOptions %+v", o)
 	}
 }

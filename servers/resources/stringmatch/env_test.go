@@ -140,14 +140,15 @@ func TestVerifyRefusesWhatUpstreamRefuses(t *testing.T) {
 	}
 }
 
-func TestRegister(t *testing.T) {
-	if err := stringmatch.Register(nil, stringmatch.Defaults()); err == nil {
-		t.Error("nil server accepted")
+func TestNameAndOptions(t *testing.T) {
+	env, err := stringmatch.New(stringmatch.Defaults())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := stringmatch.Register(server.New(stringmatch.ServerOptions("sm")), stringmatch.Defaults()); err != nil {
-		t.Error(err)
+	if env.Name() != stringmatch.ServerName {
+		t.Errorf("name %q", env.Name())
 	}
-	if o := stringmatch.ServerOptions("sm"); o.SessionCookie != "string_match___sm" || o.RolloutPrefix != server.PrefixResources {
+	if o := env.ServerOptions("sm"); o.SessionCookie != "string_match___sm" || o.RolloutPrefix != server.PrefixResources {
 		t.Errorf("ServerOptions %+v", o)
 	}
 }
