@@ -14,5 +14,6 @@
 // Under internal are the libraries they share: pystr (Python's str
 // semantics) and pyre (Python's regular expressions on regexp2).
 //
-// This package holds no code.
+// This package holds no code; its test checks that each environment
+// scores the dataset rows its package writes.
 package resources

@@ -397,7 +397,7 @@ func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
-func TestRegisterAndOptions(t *testing.T) {
+func TestConfigAndReverifyMode(t *testing.T) {
 	if _, err := arithmetic.New(arithmetic.Config{Tolerance: -1}); err == nil {
 		t.Fatal("negative tolerance accepted")
 	}
@@ -405,14 +405,7 @@ func TestRegisterAndOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env.Name() != arithmetic.ServerName {
-		t.Errorf("name %q", env.Name())
-	}
-	opts := env.ServerOptions("arith_1")
-	if opts.SessionCookie != "arithmetic___arith_1" || opts.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions: %+v", opts)
-	}
-	s := server.New(opts)
+	s := server.New(env.ServerOptions("arith_1"))
 	if err := env.Register(s); err != nil {
 		t.Fatal(err)
 	}

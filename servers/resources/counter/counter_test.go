@@ -210,17 +210,7 @@ func TestConcurrentIncrements(t *testing.T) {
 	call(t, s, "/get_counter_value", `{}`, 200, `{"count":40}`)
 }
 
-func TestNameAndOptions(t *testing.T) {
-	env, err := counter.New(counter.Defaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env.Name() != counter.ServerName {
-		t.Errorf("name %q", env.Name())
-	}
-	if o := env.ServerOptions("c1"); o.SessionCookie != "counter___c1" || o.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions %+v", o)
-	}
+func TestDefaultsAreValid(t *testing.T) {
 	if err := counter.Defaults().Validate(); err != nil {
 		t.Error(err)
 	}

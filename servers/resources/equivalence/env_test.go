@@ -9,7 +9,6 @@ import (
 
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources/equivalence"
 )
 
@@ -103,19 +102,9 @@ func TestVerifyRefusesARowWithoutAStringAnswer(t *testing.T) {
 	}
 }
 
-func TestRegisterAndConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	if _, err := equivalence.New(equivalence.Config{GradingRule: "fuzzy"}); err == nil {
 		t.Error("unknown grading rule accepted")
-	}
-	env, err := equivalence.New(equivalence.Defaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env.Name() != equivalence.ServerName {
-		t.Errorf("name %q", env.Name())
-	}
-	if o := env.ServerOptions("lc"); o.SessionCookie != "equivalence_rule___lc" || o.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions %+v", o)
 	}
 	var cfg equivalence.Config
 	if err := json.Unmarshal([]byte(`{"grading_rule":"seq_match"}`), &cfg); err != nil || cfg.GradingRule != equivalence.RuleSeqMatch {

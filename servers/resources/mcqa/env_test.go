@@ -9,7 +9,6 @@ import (
 
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources/mcqa"
 )
 
@@ -148,15 +147,5 @@ func TestEnvReverifyModeAndOptions(t *testing.T) {
 	}
 	if _, err := mcqa.New(mcqa.Config{GradingMode: "vibes"}); err == nil {
 		t.Error("unknown config grading mode accepted")
-	}
-	env, err := mcqa.New(mcqa.Defaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env.Name() != mcqa.ServerName {
-		t.Errorf("name %q", env.Name())
-	}
-	if o := env.ServerOptions("m"); o.SessionCookie != "mcqa___m" || o.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions %+v", o)
 	}
 }
