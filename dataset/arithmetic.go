@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/servers/resources/arithmetic"
 )
 
 // smallOperand is the largest operand the questions use while the dataset
@@ -32,7 +33,7 @@ func Arithmetic(n int, seed int64) []protocol.RunRequest {
 	qs := questions(n, seed)
 	rows := make([]protocol.RunRequest, len(qs))
 	for i, q := range qs {
-		rows[i] = newRow(q.text, "task_id", fmt.Sprintf("arith-%06d", i+1), "expected_answer", q.answer())
+		rows[i] = withDefaultAgent(arithmetic.Row(fmt.Sprintf("arith-%06d", i+1), q.text, q.answer()))
 	}
 	return rows
 }

@@ -14,8 +14,12 @@
 // starts, by its 1-based line number.
 //
 // The generators (Arithmetic, StringMatch, MCQA, Equivalence, Counter)
-// are seeded and reproducible on every platform. Each writes its rows so
-// that the fleet's built-in offline policy scores them deterministically:
+// are seeded and reproducible on every platform. This package draws the
+// questions; each row's wording, task fields and tools are the
+// environment's own (the Row function of its package under
+// servers/resources), and this package adds the agent_ref. The rows are
+// written so that the fleet's built-in offline policy scores them
+// deterministically:
 // the arithmetic ones ask "What is A op B?" in the wording the policy
 // recognises, the counter one spells out its "add N" steps. A row's
 // identity for resuming a run is its place in the dataset (the collector

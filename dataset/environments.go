@@ -1,43 +1,38 @@
 package dataset
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/servers/resources/counter"
-)
-
-// Task fields and values the environments' datasets use.
-const (
-	// ExtractionBoxed is string_match's extraction_mode that reads the
-	// last \boxed{...} of the answer.
-	ExtractionBoxed = "boxed"
+	"github.com/gymlens/gymlens/servers/resources/equivalence"
+	"github.com/gymlens/gymlens/servers/resources/mcqa"
+	"github.com/gymlens/gymlens/servers/resources/stringmatch"
 )
 
 // StringMatch returns n rows for the string_match environment: the
-// questions of Arithmetic(n, seed), each followed by "Answer in
-// \boxed{}.", with the result as expected_answer and extraction_mode
-// "boxed".
+// questions of Arithmetic(n, seed) as the environment's own rows
+// (stringmatch.Row) write them, each followed by "Answer in \boxed{}.",
+// with the result as expected_answer and extraction_mode "boxed".
 func StringMatch(n int, seed int64) []protocol.RunRequest {
 	qs := questions(n, seed)
 	rows := make([]protocol.RunRequest, len(qs))
 	for i, q := range qs {
-		rows[i] = newRow(q.text+` Answer in \boxed{}.`,
-			"expected_answer", q.answer(), "extraction_mode", ExtractionBoxed)
+		rows[i] = withDefaultAgent(stringmatch.Row(q.text, q.answer()))
 	}
 	return rows
 }
 
-// mcqaLetters are the letters of MCQA's options.
-var mcqaLetters = []string{"A", "B", "C", "D"}
+// mcqaOptions is the number of options of an MCQA row.
+const mcqaOptions = 4
 
-// MCQA returns n rows for the mcqa environment: the questions of
-// Arithmetic(n, seed), each followed by four lettered options, one line
-// each ("A) 140"), one of them the result, and an instruction to answer
-// with the letter in \boxed{}. options lists them as upstream does, as
-// one-key objects ([{"A":"140"},{"B":"139"},...]), and expected_answer is
-// the right letter. The wrong options are near the result and never
+// MCQA returns n rows for the mcqa environment, as the environment's own
+// rows (mcqa.Row) write them: the questions of Arithmetic(n, seed), each
+// followed by four lettered options, one line each ("A) 140"), one of
+// them the result, and an instruction to answer with the letter in
+// \boxed{}. options lists them as upstream does, as one-key objects
+// ([{"A":"140"},{"B":"139"},...]), and expected_answer is the right
+// letter. The wrong options are near the result and never
 // negative; where the right one sits is drawn from seed too.
 func MCQA(n int, seed int64) []protocol.RunRequest {
 	qs := questions(n, seed)
@@ -45,10 +40,10 @@ func MCQA(n int, seed int64) []protocol.RunRequest {
 	offsets := []int64{-10, -2, -1, 1, 2, 10, 5, -5, 3, -3}
 	rows := make([]protocol.RunRequest, len(qs))
 	for i, q := range qs {
-		values := make([]int64, 0, len(mcqaLetters))
-		right := int(rng.next() % uint64(len(mcqaLetters)))
+		values := make([]int64, 0, mcqaOptions)
+		right := int(rng.next() % mcqaOptions)
 		used := map[int64]bool{q.result: true}
-		for len(values) < len(mcqaLetters)-1 {
+		for len(values) < mcqaOptions-1 {
 			v := q.result + offsets[rng.next()%uint64(len(offsets))]
 			if v < 0 || used[v] {
 				continue
@@ -57,27 +52,24 @@ func MCQA(n int, seed int64) []protocol.RunRequest {
 			values = append(values, v)
 		}
 		values = append(values[:right], append([]int64{q.result}, values[right:]...)...)
-		text := q.text
-		options := make([]map[string]string, len(values))
+		options := make([]string, len(values))
 		for j, v := range values {
-			s := strconv.FormatInt(v, 10)
-			text += fmt.Sprintf("\n%s) %s", mcqaLetters[j], s)
-			options[j] = map[string]string{mcqaLetters[j]: s}
+			options[j] = strconv.FormatInt(v, 10)
 		}
-		text += "\nAnswer with the letter of the correct option in \\boxed{}."
-		rows[i] = newRow(text, "options", options, "expected_answer", mcqaLetters[right])
+		rows[i] = withDefaultAgent(mcqa.Row(q.text, options, right))
 	}
 	return rows
 }
 
-// Equivalence returns n rows for the equivalence_rule environment: the
-// questions of Arithmetic(n, seed), each followed by "Reply with only the
-// number.", with the result as expected_answer.
+// Equivalence returns n rows for the equivalence_rule environment, as the
+// environment's own rows (equivalence.Row) write them: the questions of
+// Arithmetic(n, seed), each followed by "Reply with only the number.",
+// with the result as expected_answer.
 func Equivalence(n int, seed int64) []protocol.RunRequest {
 	qs := questions(n, seed)
 	rows := make([]protocol.RunRequest, len(qs))
 	for i, q := range qs {
-		rows[i] = newRow(q.text+" Reply with only the number.", "expected_answer", q.answer())
+		rows[i] = withDefaultAgent(equivalence.Row(q.text, q.answer()))
 	}
 	return rows
 }
@@ -107,9 +99,7 @@ func Counter(n int, seed int64) []protocol.RunRequest {
 		}
 		seen[k] = true
 		// The environment's own row: its prompt, task fields and tools.
-		row := counter.Row(int(k[2]), int(k[0]), int(k[1]))
-		row.AgentRef = protocol.AgentRef(DefaultAgent)
-		rows = append(rows, row)
+		rows = append(rows, withDefaultAgent(counter.Row(int(k[2]), int(k[0]), int(k[1]))))
 	}
 	return rows
 }

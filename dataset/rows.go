@@ -126,17 +126,9 @@ func WithAgent(rows []protocol.RunRequest, name string) []protocol.RunRequest {
 	return rows
 }
 
-// newRow builds a row asking text as one user message, run by
-// DefaultAgent, with the task fields given as key, value pairs.
-func newRow(text string, fields ...any) protocol.RunRequest {
-	row := protocol.RunRequest{
-		ResponsesCreateParams: protocol.ResponseCreateParams{Input: protocol.ItemsInput(protocol.UserMessage(text))},
-		AgentRef:              protocol.AgentRef(DefaultAgent),
-	}
-	for i := 0; i+1 < len(fields); i += 2 {
-		if err := row.Fields.Set(fields[i].(string), fields[i+1]); err != nil {
-			panic("dataset: " + err.Error()) // only fixed, encodable values are passed
-		}
-	}
+// withDefaultAgent returns row, an environment's own row, run by
+// DefaultAgent.
+func withDefaultAgent(row protocol.RunRequest) protocol.RunRequest {
+	row.AgentRef = protocol.AgentRef(DefaultAgent)
 	return row
 }

@@ -28,7 +28,7 @@ import (
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/servers/resources"
+	"github.com/gymlens/gymlens/servers/resources/arithmetic"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -77,7 +77,7 @@ func oursVerifyHandler(tb testing.TB, mode string, exp sdktrace.SpanExporter, re
 	if reader == nil {
 		reader = sdkmetric.NewManualReader()
 	}
-	opts := telemetry.InitOptions{ServerName: resources.ServerName, ServerType: contract.ServerTypeResources}
+	opts := telemetry.InitOptions{ServerName: arithmetic.ServerName, ServerType: contract.ServerTypeResources}
 	switch mode {
 	case oursUninstrumented:
 	case oursOff:
@@ -104,8 +104,12 @@ func oursVerifyHandler(tb testing.TB, mode string, exp sdktrace.SpanExporter, re
 			tb.Fatalf("mode %s: telemetry exporting = %v, want %v", mode, h.IsExporting(), exporting)
 		}
 	}
-	s := server.New(server.Options{Name: resources.ServerName})
-	if err := resources.Register(s, resources.Defaults()); err != nil {
+	env, err := arithmetic.New(arithmetic.Defaults())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := server.New(server.Options{Name: arithmetic.ServerName})
+	if err := env.Register(s); err != nil {
 		tb.Fatal(err)
 	}
 	return s.Handler()
@@ -153,7 +157,7 @@ func plainVerifyMux() *http.ServeMux {
 		}
 		resp := protocol.NewVerifyResponse(req, 0)
 		var extracted *string
-		if tok, found := resources.LastNumber(req.Response.OutputText()); found {
+		if tok, found := arithmetic.LastNumber(req.Response.OutputText()); found {
 			extracted = &tok
 			if got, ok := new(big.Rat).SetString(tok); ok && got.Cmp(want) == 0 {
 				resp.Reward = 1

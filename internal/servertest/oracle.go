@@ -23,7 +23,7 @@ func Scorable(expected string) bool {
 	return len(s) <= 4096 && strings.ContainsAny(s, "0123456789") && scorableRE.MatchString(s)
 }
 
-// SameNumber compares two numbers as resources.LastNumber writes them,
+// SameNumber compares two numbers as arithmetic.LastNumber writes them,
 // exactly.
 func SameNumber(a, b string) bool {
 	x, okX := new(big.Rat).SetString(a)

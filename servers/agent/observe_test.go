@@ -19,7 +19,7 @@ import (
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/servers/model"
-	"github.com/gymlens/gymlens/servers/resources"
+	"github.com/gymlens/gymlens/servers/resources/arithmetic"
 )
 
 // sentPaths records the request URIs a server was sent, before its
@@ -70,10 +70,14 @@ func startRealFleet(t *testing.T, cfg agent.Config) *realFleet {
 	modelURL, stop := servertest.Start(t, ms)
 	stops = append(stops, stop)
 
-	ro := resources.ServerOptions("arith")
+	env, err := arithmetic.New(arithmetic.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := env.ServerOptions("arith")
 	ro.Name, ro.Type, ro.Logger, ro.Middleware = "arith", contract.ServerTypeResources, quiet, f.resourceSent.middleware
 	rs := server.New(ro)
-	if err := resources.Register(rs, resources.Defaults()); err != nil {
+	if err := env.Register(rs); err != nil {
 		t.Fatal(err)
 	}
 	resourcesURL, stop := servertest.Start(t, rs)

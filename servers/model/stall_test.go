@@ -214,8 +214,12 @@ func TestStallThroughTheAgent(t *testing.T) {
 	cfg.StallTasks, cfg.StallSeconds = []int{1}, hour
 	modelURL := startWatched(t, cfg, w)
 
-	rs := server.New(mergeOptions(counter.ServerOptions("counter"), contract.ServerTypeResources, counter.ServerName))
-	if err := counter.Register(rs, counter.Defaults()); err != nil {
+	env, err := counter.New(counter.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := server.New(mergeOptions(env.ServerOptions("counter"), contract.ServerTypeResources, counter.ServerName))
+	if err := env.Register(rs); err != nil {
 		t.Fatal(err)
 	}
 	resourcesURL, _ := servertest.Start(t, rs)

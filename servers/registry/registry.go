@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/gymconfig"
 	"github.com/gymlens/gymlens/internal/jsontag"
 	"github.com/gymlens/gymlens/lens"
@@ -27,7 +28,7 @@ import (
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/servers/envserver"
 	"github.com/gymlens/gymlens/servers/model"
-	"github.com/gymlens/gymlens/servers/resources"
+	"github.com/gymlens/gymlens/servers/resources/arithmetic"
 	"github.com/gymlens/gymlens/servers/resources/counter"
 	"github.com/gymlens/gymlens/servers/resources/equivalence"
 	"github.com/gymlens/gymlens/servers/resources/mcqa"
@@ -385,19 +386,34 @@ func entry[C any](typ, name string, defaults func() C, validate func(C) error,
 	}
 }
 
+// environmentEntry builds the row of a built-in environment, a resources
+// server built on the environment SDK, from its package's name,
+// configuration defaults and constructor: the configuration's own
+// Validate checks it, registering builds the environment with newEnv and
+// puts its routes on the server, and the server options are the
+// environment's (environment.ServerOptions: rollout-prefix stripping and
+// the session cookie named for name and the instance).
+func environmentEntry[C interface{ Validate() error }](name string, defaults func() C,
+	newEnv func(C) (*environment.Environment, error)) Impl {
+	return entry(contract.ServerTypeResources, name, defaults, C.Validate,
+		func(s *server.Server, c C, _ Peers) error {
+			env, err := newEnv(c)
+			if err != nil {
+				return err
+			}
+			return env.Register(s)
+		},
+		func(instance string) server.Options { return environment.ServerOptions(name, instance) })
+}
+
 // impls lists every built-in implementation; the first of each type is
 // that type's default.
 var impls = []Impl{
-	entry(contract.ServerTypeResources, resources.ServerName, resources.Defaults, resources.Config.Validate,
-		func(s *server.Server, c resources.Config, _ Peers) error { return resources.Register(s, c) }, resources.ServerOptions),
-	entry(contract.ServerTypeResources, stringmatch.ServerName, stringmatch.Defaults, stringmatch.Config.Validate,
-		func(s *server.Server, c stringmatch.Config, _ Peers) error { return stringmatch.Register(s, c) }, stringmatch.ServerOptions),
-	entry(contract.ServerTypeResources, mcqa.ServerName, mcqa.Defaults, mcqa.Config.Validate,
-		func(s *server.Server, c mcqa.Config, _ Peers) error { return mcqa.Register(s, c) }, mcqa.ServerOptions),
-	entry(contract.ServerTypeResources, equivalence.ServerName, equivalence.Defaults, equivalence.Config.Validate,
-		func(s *server.Server, c equivalence.Config, _ Peers) error { return equivalence.Register(s, c) }, equivalence.ServerOptions),
-	entry(contract.ServerTypeResources, counter.ServerName, counter.Defaults, counter.Config.Validate,
-		func(s *server.Server, c counter.Config, _ Peers) error { return counter.Register(s, c) }, counter.ServerOptions),
+	environmentEntry(arithmetic.ServerName, arithmetic.Defaults, arithmetic.New),
+	environmentEntry(stringmatch.ServerName, stringmatch.Defaults, stringmatch.New),
+	environmentEntry(mcqa.ServerName, mcqa.Defaults, mcqa.New),
+	environmentEntry(equivalence.ServerName, equivalence.Defaults, equivalence.New),
+	environmentEntry(counter.ServerName, counter.Defaults, counter.New),
 	entry(contract.ServerTypeModel, model.ServerName, model.Defaults, model.Config.Validate,
 		func(s *server.Server, c model.Config, p Peers) error {
 			if c.Name == "" {

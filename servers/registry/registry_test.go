@@ -1,13 +1,20 @@
 package registry_test
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
+	"github.com/gymlens/gymlens/protocol"
+	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
 	"github.com/gymlens/gymlens/servers/model"
 	"github.com/gymlens/gymlens/servers/registry"
-	"github.com/gymlens/gymlens/servers/resources"
+	"github.com/gymlens/gymlens/servers/resources/arithmetic"
 )
 
 func lookup(t *testing.T, typ, name string) registry.Impl {
@@ -104,7 +111,7 @@ func TestDecodeStartsFromDefaultsAndAcceptsNone(t *testing.T) {
 			t.Errorf("%q: %v", raw, err)
 			continue
 		}
-		if c := got.(*resources.Config); *c != resources.Defaults() {
+		if c := got.(*arithmetic.Config); *c != arithmetic.Defaults() {
 			t.Errorf("%q: %+v, want the defaults", raw, c)
 		}
 	}
@@ -148,5 +155,64 @@ func TestLookupAndNames(t *testing.T) {
 	}
 	if got := strings.Join(registry.Names("resources_servers"), ","); got != "arithmetic,string_match,mcqa,equivalence_rule,counter" {
 		t.Errorf("resources servers %s", got)
+	}
+}
+
+// Each environment's row, built from its package's constructor alone,
+// serves that environment: a server built with the row's options and
+// registered by the row answers the environment's routes under the
+// rollout prefix and sets the session cookie named for the
+// implementation and the instance.
+func TestEnvironmentRowsServeTheirEnvironment(t *testing.T) {
+	const instance = "env_1"
+	for _, name := range registry.Names(contract.ServerTypeResources) {
+		impl := lookup(t, contract.ServerTypeResources, name)
+		opts := impl.Options(instance)
+		cookie := contract.SessionCookieName(name, instance)
+		if opts.Type != contract.ServerTypeResources || opts.RolloutPrefix != server.PrefixResources || opts.SessionCookie != cookie {
+			t.Errorf("%s: options %+v", name, opts)
+		}
+		cfg, err := impl.Decode(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := impl.Validate(cfg); err != nil {
+			t.Errorf("%s: defaults refused: %v", name, err)
+		}
+		opts.Name = instance
+		s := server.New(opts)
+		if err := impl.Register(s, cfg, registry.Peers{Instance: instance}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		base, _ := servertest.Start(t, s)
+		res, err := http.Get(base + "/ng-rollout/r-1" + protocol.PathReverifyMode)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var mode string
+		if res.StatusCode != http.StatusOK || json.Unmarshal(body, &mode) != nil || mode == "" {
+			t.Errorf("%s: reverify_mode %d %s", name, res.StatusCode, body)
+		}
+		if c := res.Cookies(); len(c) != 1 || c[0].Name != cookie {
+			t.Errorf("%s: cookies %v, want one named %s", name, c, cookie)
+		}
+	}
+}
+
+// A configuration the environment refuses is refused by the row's
+// Validate and by its Register, which builds the environment.
+func TestEnvironmentRowRefusesBadConfig(t *testing.T) {
+	impl := lookup(t, contract.ServerTypeResources, arithmetic.ServerName)
+	cfg, err := impl.Decode([]byte(`{"tolerance": -1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := impl.Validate(cfg); err == nil {
+		t.Error("Validate accepted a negative tolerance")
+	}
+	if err := impl.Register(server.New(impl.Options("a")), cfg, registry.Peers{}); err == nil {
+		t.Error("Register accepted a negative tolerance")
 	}
 }

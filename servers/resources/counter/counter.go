@@ -2,13 +2,11 @@ package counter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 )
 
 // ServerName is the name of this environment: its implementation name in
@@ -99,26 +97,6 @@ func New(cfg Config) (*environment.Environment, error) {
 		environment.Tool(ToolIncrement, "Add count to the counter of this session.", increment),
 		environment.Tool(ToolGet, "Return the current value of the counter of this session.", get),
 	), nil
-}
-
-// Register puts the counter environment's routes on s, which must be
-// built with ServerOptions: the session cookie is what ties a rollout's
-// calls together.
-func Register(s *server.Server, cfg Config) error {
-	if s == nil {
-		return errors.New("counter: nil server")
-	}
-	env, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	return env.Register(s)
-}
-
-// ServerOptions returns the server options the environment needs for
-// the fleet instance called instance (see environment.ServerOptions).
-func ServerOptions(instance string) server.Options {
-	return environment.ServerOptions(ServerName, instance)
 }
 
 // Tools returns the definitions of increment_counter and

@@ -210,16 +210,7 @@ func TestConcurrentIncrements(t *testing.T) {
 	call(t, s, "/get_counter_value", `{}`, 200, `{"count":40}`)
 }
 
-func TestRegister(t *testing.T) {
-	if err := counter.Register(nil, counter.Defaults()); err == nil {
-		t.Error("nil server accepted")
-	}
-	if err := counter.Register(server.New(counter.ServerOptions("c1")), counter.Defaults()); err != nil {
-		t.Error(err)
-	}
-	if o := counter.ServerOptions("c1"); o.SessionCookie != "counter___c1" || o.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions %+v", o)
-	}
+func TestDefaultsAreValid(t *testing.T) {
 	if err := counter.Defaults().Validate(); err != nil {
 		t.Error(err)
 	}

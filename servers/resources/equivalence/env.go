@@ -2,11 +2,9 @@ package equivalence
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 )
 
 // row is a task as the verify request carries it: expected_answer is a
@@ -51,23 +49,4 @@ func New(cfg Config) (*environment.Environment, error) {
 		return environment.Score{Reward: res.Reward}.WithFields(res.Fields()), nil
 	}
 	return environment.New(ServerName, environment.Verify(verify)), nil
-}
-
-// Register validates cfg and puts the equivalence_rule environment's
-// routes on s, which should be built with ServerOptions.
-func Register(s *server.Server, cfg Config) error {
-	if s == nil {
-		return errors.New("equivalence: nil server")
-	}
-	env, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	return env.Register(s)
-}
-
-// ServerOptions returns the server options the environment needs for
-// the fleet instance called instance (see environment.ServerOptions).
-func ServerOptions(instance string) server.Options {
-	return environment.ServerOptions(ServerName, instance)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources/equivalence"
 )
 
@@ -103,18 +102,9 @@ func TestVerifyRefusesARowWithoutAStringAnswer(t *testing.T) {
 	}
 }
 
-func TestRegisterAndConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	if _, err := equivalence.New(equivalence.Config{GradingRule: "fuzzy"}); err == nil {
 		t.Error("unknown grading rule accepted")
-	}
-	if err := equivalence.Register(nil, equivalence.Defaults()); err == nil {
-		t.Error("nil server accepted")
-	}
-	if err := equivalence.Register(server.New(equivalence.ServerOptions("lc")), equivalence.Defaults()); err != nil {
-		t.Error(err)
-	}
-	if o := equivalence.ServerOptions("lc"); o.SessionCookie != "equivalence_rule___lc" || o.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions %+v", o)
 	}
 	var cfg equivalence.Config
 	if err := json.Unmarshal([]byte(`{"grading_rule":"seq_match"}`), &cfg); err != nil || cfg.GradingRule != equivalence.RuleSeqMatch {

@@ -97,6 +97,7 @@
 // Unicode's special casing, and the re module. Regular expressions from
 // the data set, and the upstream expressions that need lookaround, run on
 // github.com/dlclark/regexp2 after being parsed with Python's grammar and
-// rewritten where Python and .NET differ (see pyre.go); the others run on
-// Go's regexp with Python's character classes spelled out.
+// rewritten where Python and .NET differ (package
+// servers/resources/internal/pyre); the others run on Go's regexp with
+// Python's character classes spelled out.
 package mcqa

@@ -3,11 +3,9 @@ package mcqa
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 )
 
 // row is a task as the verify request carries it: Task's members, with
@@ -73,23 +71,4 @@ func New(cfg Config) (*environment.Environment, error) {
 	}
 	return environment.New(ServerName, environment.Verify(verify),
 		environment.ReverifyMode(ReverifyMode)), nil
-}
-
-// Register validates cfg and puts the mcqa environment's routes on s,
-// which should be built with ServerOptions.
-func Register(s *server.Server, cfg Config) error {
-	if s == nil {
-		return errors.New("mcqa: nil server")
-	}
-	env, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	return env.Register(s)
-}
-
-// ServerOptions returns the server options the environment needs for
-// the fleet instance called instance (see environment.ServerOptions).
-func ServerOptions(instance string) server.Options {
-	return environment.ServerOptions(ServerName, instance)
 }

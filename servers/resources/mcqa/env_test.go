@@ -9,7 +9,6 @@ import (
 
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources/mcqa"
 )
 
@@ -148,14 +147,5 @@ func TestEnvReverifyModeAndOptions(t *testing.T) {
 	}
 	if _, err := mcqa.New(mcqa.Config{GradingMode: "vibes"}); err == nil {
 		t.Error("unknown config grading mode accepted")
-	}
-	if err := mcqa.Register(nil, mcqa.Defaults()); err == nil {
-		t.Error("nil server accepted")
-	}
-	if err := mcqa.Register(server.New(mcqa.ServerOptions("m")), mcqa.Defaults()); err != nil {
-		t.Error(err)
-	}
-	if o := mcqa.ServerOptions("m"); o.SessionCookie != "mcqa___m" || o.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions %+v", o)
 	}
 }

@@ -17,14 +17,6 @@ import (
 // str.lower() maps İ to two characters and a capital sigma at the end of
 // a word to the final form ς.
 
-// pySpaceRanges lists pystr.IsSpace as inclusive ranges, for regular
-// expression character classes.
-var pySpaceRanges = [][2]rune{
-	{'\t', '\r'}, {0x1c, ' '}, {0x85, 0x85}, {0xa0, 0xa0}, {0x1680, 0x1680},
-	{0x2000, 0x200a}, {0x2028, 0x2029}, {0x202f, 0x202f}, {0x205f, 0x205f},
-	{0x3000, 0x3000},
-}
-
 // pySplit is Python's s.split() with no argument: runs of whitespace
 // separate fields and no field is empty.
 func pySplit(s string) []string { return strings.FieldsFunc(s, pystr.IsSpace) }
@@ -120,26 +112,6 @@ var specialUpper = parseCodeTable(
 		"FB03:0046 0046 0049;FB04:0046 0046 004C;FB05:0053 0054;" +
 		"FB06:0053 0054;FB13:0544 0546;FB14:0544 0535;FB15:0544 053B;" +
 		"FB16:054E 0546;FB17:0544 053D")
-
-// regexCaseFix lists, for a lowercase character, the other characters
-// that Python's re treats as equal to it under IGNORECASE although their
-// simple lowercase differs (long s and s, final and medial sigma, the
-// Greek symbol variants, ...). Python keeps this table in re._casefix.
-var regexCaseFix = func() map[rune][]rune {
-	m := make(map[rune][]rune)
-	for k, v := range parseCodeTable(
-		"0069:0131;0073:017F;00B5:03BC;0131:0069;017F:0073;0345:03B9 1FBE;" +
-			"0390:1FD3;03B0:1FE3;03B2:03D0;03B5:03F5;03B8:03D1;03B9:0345 1FBE;" +
-			"03BA:03F0;03BC:00B5;03C0:03D6;03C1:03F1;03C2:03C3;03C3:03C2;03C6:03D5;" +
-			"03D0:03B2;03D1:03B8;03D5:03C6;03D6:03C0;03F0:03BA;03F1:03C1;03F5:03B5;" +
-			"0432:1C80;0434:1C81;043E:1C82;0441:1C83;0442:1C84 1C85;044A:1C86;" +
-			"0463:1C87;1C80:0432;1C81:0434;1C82:043E;1C83:0441;1C84:0442 1C85;" +
-			"1C85:0442 1C84;1C86:044A;1C87:0463;1C88:A64B;1E61:1E9B;1E9B:1E61;" +
-			"1FBE:0345 03B9;1FD3:0390;1FE3:03B0;A64B:1C88;FB05:FB06;FB06:FB05") {
-		m[k] = []rune(v)
-	}
-	return m
-}()
 
 // parseCodeTable reads "KKKK:VVVV VVVV;..." (hexadecimal code points)
 // into a map from the key to the string of its values.

@@ -1,6 +1,7 @@
 package mcqa
 
 import (
+	"github.com/gymlens/gymlens/servers/resources/internal/pyre"
 	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
 
 	"bytes"
@@ -52,6 +53,12 @@ const DefaultGradingMode = ModeStrictSingleLetterBoxed
 // Upstream refuses such a configuration at start-up and such a request
 // with a validation error (HTTP 422).
 var ErrInvalidGradingMode = errors.New("mcqa: invalid grading mode")
+
+// ErrUnsupportedPattern is wrapped by the error Score returns for an
+// output_regex that Python accepts but this port cannot run: repetition
+// counts or lookbehind widths beyond regexp2's 32-bit limits. It is
+// pyre.ErrUnsupported.
+var ErrUnsupportedPattern = pyre.ErrUnsupported
 
 // Config is the server configuration of mcqa: the keys of upstream's
 // MCQAResourcesServerConfig beyond those every resources server has
@@ -382,9 +389,9 @@ var (
 // The upstream patterns with lookaround run as Python patterns on
 // regexp2.
 var (
-	choiceLetter          = mustPyCompile(`(?<![A-Za-z])([A-Za-z])(?![A-Za-z])`, 0)
-	leadingChoiceLetter   = mustPyCompile(`^([a-zA-Z])(?![a-zA-Z0-9])`, 0)
-	lastStandaloneLetter  = mustPyCompile(`\b[A-Z]\b(?!.*\b[A-Z]\b)`, pyDotAll)
+	choiceLetter          = pyre.MustCompile(`(?<![A-Za-z])([A-Za-z])(?![A-Za-z])`, 0)
+	leadingChoiceLetter   = pyre.MustCompile(`^([a-zA-Z])(?![a-zA-Z0-9])`, 0)
+	lastStandaloneLetter  = pyre.MustCompile(`\b[A-Z]\b(?!.*\b[A-Z]\b)`, pyre.DotAll)
 	extractedAnswerFolder = strings.NewReplacer(
 		// Arabic, Bengali and full-width option letters
 		"أ", " A", "ب", " B", "ج", " C", "د", " D",
@@ -539,19 +546,6 @@ func answerPrefix(meta map[string]any) string {
 	return p
 }
 
-// pyEscape is Python's re.escape: every character of re's special set
-// (and whitespace) gets a backslash.
-func pyEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune("()[]{}?*+-|^$\\.&~# \t\n\r\v\f", r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // answerPayloads collects the final-answer payloads of text once it is
 // NFKC-normalised: what follows each "Answer:" (Markdown emphasis
 // allowed around the word and the colon) to the end of its line, and,
@@ -570,7 +564,7 @@ func answerPayloads(text, prefix string) []string {
 		found = append(found, payload{m[0], text[m[2]:m[3]]})
 	}
 	if prefix != "" {
-		re, err := pyCompileCached(pyEscape(norm.NFKC.String(prefix))+`\s*`, pyIgnoreCase)
+		re, err := pyre.CompileCached(pyre.Escape(norm.NFKC.String(prefix))+`\s*`, pyre.IgnoreCase)
 		if err == nil {
 			runes := []rune(text)
 			offsets := make([]int, len(runes)+1) // rune index -> byte offset
@@ -579,7 +573,7 @@ func answerPayloads(text, prefix string) []string {
 				n += utf8.RuneLen(runes[i])
 				offsets[i+1] = n
 			}
-			_ = re.findAll(runes, func(m *regexp2.Match) bool {
+			_ = re.FindAll(runes, func(m *regexp2.Match) bool {
 				start, end := offsets[m.Index], offsets[m.Index+m.Length]
 				lineEnd := strings.IndexByte(text[end:], '\n')
 				if lineEnd < 0 {
@@ -625,9 +619,9 @@ func choiceFromPayload(payload string, allowed map[string]bool) *string {
 	var letter string
 	if len(runes) == 1 {
 		letter = candidate
-	} else if m, _ := leadingChoiceLetter.search(runes); m != nil {
+	} else if m, _ := leadingChoiceLetter.Search(runes); m != nil {
 		letter = m.GroupByNumber(1).String()
-	} else if m, _ := lastStandaloneLetter.search(runes); m != nil {
+	} else if m, _ := lastStandaloneLetter.Search(runes); m != nil {
 		letter = m.String()
 	}
 	if letter == "" {
@@ -648,7 +642,7 @@ func listsSeveralChoices(text []rune, allowed map[string]bool) bool {
 		start, end int
 	}
 	var hits []hit
-	_ = choiceLetter.findAll(text, func(m *regexp2.Match) bool {
+	_ = choiceLetter.FindAll(text, func(m *regexp2.Match) bool {
 		g := m.GroupByNumber(1)
 		if up := pyUpper(g.String()); allowed[up] {
 			hits = append(hits, hit{up, g.Index, g.Index + g.Length})
@@ -703,19 +697,19 @@ func customRegexes(text string, spec any, order []string, allowed map[string]boo
 // last of its matches (its group 1 when it has one) is the answer, when
 // it is a single letter (options or not) or the text of an option.
 func customRegex(text, pattern string, allowed map[string]bool, options OptionList) (*string, error) {
-	re, err := pyCompileCached(pattern, pyIgnoreCase)
+	re, err := pyre.CompileCached(pattern, pyre.IgnoreCase)
 	if err != nil {
-		var pe *pyPatternError
-		var raised *pyRaisedError
+		var pe *pyre.PatternError
+		var raised *pyre.RaisedError
 		if errors.As(err, &pe) || errors.As(err, &raised) {
 			// Upstream catches re.error; it raises the other exceptions
 			// of re.compile, and this port skips the pattern instead.
 			return nil, nil
 		}
-		return nil, err
+		return nil, fmt.Errorf("mcqa: %w", err)
 	}
 	var last *regexp2.Match
-	if err := re.findAll([]rune(text), func(m *regexp2.Match) bool {
+	if err := re.FindAll([]rune(text), func(m *regexp2.Match) bool {
 		last = m
 		return true
 	}); err != nil {
@@ -725,7 +719,7 @@ func customRegex(text, pattern string, allowed map[string]bool, options OptionLi
 		return nil, nil
 	}
 	var s string
-	switch re.groups {
+	switch re.Groups() {
 	case 0:
 		s = last.String()
 	case 1:

@@ -272,6 +272,12 @@ func TestScoreErrors(t *testing.T) {
 		})
 	}
 
+	// The message (which a 500 answer carries) names this environment.
+	_, err := Score(Config{}, withRegex(`a{3000000000}`), "b")
+	if want := "mcqa: Python regular expression not supported by this port: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Score error = %v, want it to start %q", err, want)
+	}
+
 	// Upstream only evaluates what it reaches.
 	ok := []struct {
 		name string

@@ -3,12 +3,10 @@ package stringmatch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 )
 
 // Validate reports a configuration the server cannot run with; every
@@ -94,23 +92,4 @@ func New(cfg Config) (*environment.Environment, error) {
 		return environment.Score{Reward: res.Reward}.WithFields(res.Fields()), nil
 	}
 	return environment.New(ServerName, environment.Verify(verify)), nil
-}
-
-// Register puts the string_match environment's routes on s, which
-// should be built with ServerOptions.
-func Register(s *server.Server, cfg Config) error {
-	if s == nil {
-		return errors.New("stringmatch: nil server")
-	}
-	env, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	return env.Register(s)
-}
-
-// ServerOptions returns the server options the environment needs for
-// the fleet instance called instance (see environment.ServerOptions).
-func ServerOptions(instance string) server.Options {
-	return environment.ServerOptions(ServerName, instance)
 }

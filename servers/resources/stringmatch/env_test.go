@@ -9,7 +9,6 @@ import (
 
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/resources/stringmatch"
 )
 
@@ -137,17 +136,5 @@ func TestVerifyRefusesWhatUpstreamRefuses(t *testing.T) {
 		if c.typ == protocol.ErrLiteral && b.Detail[0].Msg != "Input should be 'boxed', 'final_answer', 'last_line' or 'full_response'" {
 			t.Errorf("%s: message %q", c.name, b.Detail[0].Msg)
 		}
-	}
-}
-
-func TestRegister(t *testing.T) {
-	if err := stringmatch.Register(nil, stringmatch.Defaults()); err == nil {
-		t.Error("nil server accepted")
-	}
-	if err := stringmatch.Register(server.New(stringmatch.ServerOptions("sm")), stringmatch.Defaults()); err != nil {
-		t.Error(err)
-	}
-	if o := stringmatch.ServerOptions("sm"); o.SessionCookie != "string_match___sm" || o.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions %+v", o)
 	}
 }

@@ -1,24 +1,12 @@
-package mcqa
-
-import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"sync"
-	"unicode"
-
-	"github.com/dlclark/regexp2"
-	"golang.org/x/text/unicode/runenames"
-)
-
-// This file runs Python regular expressions on regexp2.
+// Package pyre runs Python regular expressions (Python 3.13's re module)
+// on github.com/dlclark/regexp2, for the ported verifiers that read an
+// answer with the patterns upstream's Python uses.
 //
 // regexp2 is a backtracking engine with the same matching model as
 // Python's sre (ordered alternation, greedy/lazy/possessive quantifiers,
 // lookaround, backreferences, conditionals, atomic groups), but its
 // syntax and some of its semantics are .NET's. A Python pattern is
-// therefore not handed to regexp2 as it is: pyCompile parses it with
+// therefore not handed to regexp2 as it is: Compile parses it with
 // Python 3.13's grammar and rules, rejects what Python rejects (with the
 // error kind Python raises), and writes an equivalent .NET pattern in
 // which every construct whose meaning differs between the two dialects is
@@ -37,8 +25,21 @@ import (
 //     (ſ and s, ς and σ, ϐ and β, ...) match one another;
 //   - lookbehinds must have a fixed width, as in Python (.NET accepts any).
 //
-// findAll then iterates matches the way Python's re.findall does,
+// Regexp.FindAll then iterates matches the way Python's re.findall does,
 // including its treatment of empty matches.
+package pyre
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/dlclark/regexp2"
+	"golang.org/x/text/unicode/runenames"
+)
 
 // Python's limits (_sre.MAXREPEAT, _sre.MAXGROUPS, the compiler's
 // MAXCODE).
@@ -52,56 +53,65 @@ const (
 	maxDotnetCount = 1<<31 - 1
 )
 
-// pyFlag is a bit of Python's re flags.
-type pyFlag uint16
+// Flag is a bit of Python's re flags.
+type Flag uint16
 
+// The flags, as Python's re.IGNORECASE, re.MULTILINE, re.DOTALL,
+// re.VERBOSE, re.ASCII and re.UNICODE.
 const (
-	pyIgnoreCase pyFlag = 1 << iota
-	pyMultiline
-	pyDotAll
-	pyVerbose
-	pyASCII
-	pyUnicode
-	pyTypeFlags = pyASCII | pyUnicode
+	// IgnoreCase is re.I: letters match in either case.
+	IgnoreCase Flag = 1 << iota
+	// Multiline is re.M: ^ and $ also match at line boundaries.
+	Multiline
+	// DotAll is re.S: . also matches a newline.
+	DotAll
+	// Verbose is re.X: whitespace and # comments in the pattern are
+	// ignored.
+	Verbose
+	// ASCII is re.A: \w, \d, \s and \b know ASCII characters only.
+	ASCII
+	// Unicode is re.U, the default of str patterns.
+	Unicode
+	typeFlags = ASCII | Unicode
 )
 
-var pyFlagLetters = map[rune]pyFlag{
-	'i': pyIgnoreCase, 'm': pyMultiline, 's': pyDotAll, 'x': pyVerbose,
-	'a': pyASCII, 'u': pyUnicode,
+var flagLetters = map[rune]Flag{
+	'i': IgnoreCase, 'm': Multiline, 's': DotAll, 'x': Verbose,
+	'a': ASCII, 'u': Unicode,
 	'L': 0, // LOCALE: known to the parser, refused for str patterns
 }
 
-// pyPatternError is a pattern Python's re refuses to compile, i.e. where
+// PatternError is a pattern Python's re refuses to compile, i.e. where
 // re.compile raises re.error (re.PatternError).
-type pyPatternError struct {
+type PatternError struct {
 	msg string
 	pos int
 }
 
-func (e *pyPatternError) Error() string {
+func (e *PatternError) Error() string {
 	return fmt.Sprintf("python re.error: %s at position %d", e.msg, e.pos)
 }
 
-// pyRaisedError is a pattern on which Python's re.compile raises some
+// RaisedError is a pattern on which Python's re.compile raises some
 // exception other than re.error (OverflowError, ValueError), which
 // upstream does not catch.
-type pyRaisedError struct {
+type RaisedError struct {
 	exc string
 	msg string
 }
 
-func (e *pyRaisedError) Error() string { return "python " + e.exc + ": " + e.msg }
+func (e *RaisedError) Error() string { return "python " + e.exc + ": " + e.msg }
 
-// ErrUnsupportedPattern is wrapped by the error for a Python pattern that
+// ErrUnsupported is wrapped by the error for a Python pattern that
 // Python accepts but this port cannot run: repetition counts or
 // lookbehind widths beyond regexp2's 32-bit limits.
-var ErrUnsupportedPattern = errors.New("mcqa: Python regular expression not supported by this port")
+var ErrUnsupported = errors.New("Python regular expression not supported by this port")
 
-// pyRegexp is a compiled Python pattern.
-type pyRegexp struct {
+// Regexp is a compiled Python pattern.
+type Regexp struct {
 	re *regexp2.Regexp
 	// advance matches like re, but never an empty string at the position
-	// the search starts from; findAll needs it after an empty match.
+	// the search starts from; FindAll needs it after an empty match.
 	advance *regexp2.Regexp
 	// groups is the number of capturing groups (Python's re.groups).
 	groups int
@@ -109,33 +119,34 @@ type pyRegexp struct {
 	dotnet string
 }
 
-// pyCompile compiles pattern as Python's re.compile(pattern, flags) does.
-// The error is a *pyPatternError where Python raises re.error, a
-// *pyRaisedError where it raises another exception, and wraps
-// ErrUnsupportedPattern where this port cannot follow.
-func pyCompile(pattern string, flags pyFlag) (*pyRegexp, error) {
+// Compile compiles pattern as Python's re.compile(pattern, flags) does.
+// The error is a *PatternError where Python raises re.error, a
+// *RaisedError where it raises another exception, and wraps
+// ErrUnsupported where this port cannot follow.
+func Compile(pattern string, flags Flag) (*Regexp, error) {
 	out, groups, final, err := pyTranslate(pattern, flags)
 	if err != nil {
 		return nil, err
 	}
 	var opts regexp2.RegexOptions
-	if final&pyIgnoreCase != 0 {
+	if final&IgnoreCase != 0 {
 		opts |= regexp2.IgnoreCase
 	}
 	re, err := regexp2.Compile(out, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrUnsupportedPattern, pattern, err)
+		return nil, fmt.Errorf("%w: %q: %v", ErrUnsupported, pattern, err)
 	}
 	adv, err := regexp2.Compile(`(?:`+out+`)(?<!\G)`, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrUnsupportedPattern, pattern, err)
+		return nil, fmt.Errorf("%w: %q: %v", ErrUnsupported, pattern, err)
 	}
-	return &pyRegexp{re: re, advance: adv, groups: groups, dotnet: out}, nil
+	return &Regexp{re: re, advance: adv, groups: groups, dotnet: out}, nil
 }
 
-// mustPyCompile compiles one of this package's own patterns.
-func mustPyCompile(pattern string, flags pyFlag) *pyRegexp {
-	re, err := pyCompile(pattern, flags)
+// MustCompile is Compile for a pattern fixed in the program; it panics
+// when the pattern does not compile.
+func MustCompile(pattern string, flags Flag) *Regexp {
+	re, err := Compile(pattern, flags)
 	if err != nil {
 		panic(err)
 	}
@@ -151,19 +162,19 @@ var pyCache struct {
 
 type pyCacheKey struct {
 	pattern string
-	flags   pyFlag
+	flags   Flag
 }
 
 type pyCacheEntry struct {
-	re  *pyRegexp
+	re  *Regexp
 	err error
 }
 
 const pyCacheSize = 512
 
-// pyCompileCached is pyCompile with a bounded cache of results (errors
+// CompileCached is Compile with a bounded cache of results (errors
 // included).
-func pyCompileCached(pattern string, flags pyFlag) (*pyRegexp, error) {
+func CompileCached(pattern string, flags Flag) (*Regexp, error) {
 	k := pyCacheKey{pattern, flags}
 	pyCache.Lock()
 	e, ok := pyCache.m[k]
@@ -171,7 +182,7 @@ func pyCompileCached(pattern string, flags pyFlag) (*pyRegexp, error) {
 	if ok {
 		return e.re, e.err
 	}
-	re, err := pyCompile(pattern, flags)
+	re, err := Compile(pattern, flags)
 	pyCache.Lock()
 	if pyCache.m == nil || len(pyCache.m) >= pyCacheSize {
 		pyCache.m = make(map[pyCacheKey]pyCacheEntry)
@@ -181,12 +192,12 @@ func pyCompileCached(pattern string, flags pyFlag) (*pyRegexp, error) {
 	return re, err
 }
 
-// findAll calls fn for each match of re in text, in order, as Python's
+// FindAll calls fn for each match of re in text, in order, as Python's
 // re.finditer and re.findall enumerate them: the next search starts where
 // the previous match ended, and after an empty match the next match may
 // start at the same place but must not be empty there. fn returns false
 // to stop.
-func (re *pyRegexp) findAll(text []rune, fn func(m *regexp2.Match) bool) error {
+func (re *Regexp) FindAll(text []rune, fn func(m *regexp2.Match) bool) error {
 	pos, mustAdvance := 0, false
 	for pos <= len(text) {
 		engine := re.re
@@ -210,15 +221,58 @@ func (re *pyRegexp) findAll(text []rune, fn func(m *regexp2.Match) bool) error {
 	return nil
 }
 
-// search is Python's re.search: the first match, or nil.
-func (re *pyRegexp) search(text []rune) (*regexp2.Match, error) {
+// Search is Python's re.search: the first match, or nil.
+func (re *Regexp) Search(text []rune) (*regexp2.Match, error) {
 	return re.re.FindRunesMatch(text)
+}
+
+// Groups is the number of capturing groups of the pattern (Python's
+// Pattern.groups).
+func (re *Regexp) Groups() int { return re.groups }
+
+// Escape is Python's re.escape: every character of re's special set
+// (and whitespace) gets a backslash.
+func Escape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("()[]{}?*+-|^$\\.&~# \t\n\r\v\f", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// spaceRanges lists pystr.IsSpace (Python's str.isspace, which \s
+// follows) as inclusive ranges, for character classes.
+var spaceRanges = [][2]rune{
+	{'\t', '\r'}, {0x1c, ' '}, {0x85, 0x85}, {0xa0, 0xa0}, {0x1680, 0x1680},
+	{0x2000, 0x200a}, {0x2028, 0x2029}, {0x202f, 0x202f}, {0x205f, 0x205f},
+	{0x3000, 0x3000},
+}
+
+// caseFix lists, for a lowercase character, the other characters that
+// Python's re treats as equal to it under IGNORECASE although their
+// simple lowercase differs (long s and s, final and medial sigma, the
+// Greek symbol variants, ...). Python keeps this table in re._casefix.
+var caseFix = map[rune][]rune{
+	0x0069: {0x0131}, 0x0073: {0x017f}, 0x00b5: {0x03bc}, 0x0131: {0x0069}, 0x017f: {0x0073},
+	0x0345: {0x03b9, 0x1fbe}, 0x0390: {0x1fd3}, 0x03b0: {0x1fe3}, 0x03b2: {0x03d0},
+	0x03b5: {0x03f5}, 0x03b8: {0x03d1}, 0x03b9: {0x0345, 0x1fbe}, 0x03ba: {0x03f0},
+	0x03bc: {0x00b5}, 0x03c0: {0x03d6}, 0x03c1: {0x03f1}, 0x03c2: {0x03c3}, 0x03c3: {0x03c2},
+	0x03c6: {0x03d5}, 0x03d0: {0x03b2}, 0x03d1: {0x03b8}, 0x03d5: {0x03c6}, 0x03d6: {0x03c0},
+	0x03f0: {0x03ba}, 0x03f1: {0x03c1}, 0x03f5: {0x03b5}, 0x0432: {0x1c80}, 0x0434: {0x1c81},
+	0x043e: {0x1c82}, 0x0441: {0x1c83}, 0x0442: {0x1c84, 0x1c85}, 0x044a: {0x1c86},
+	0x0463: {0x1c87}, 0x1c80: {0x0432}, 0x1c81: {0x0434}, 0x1c82: {0x043e}, 0x1c83: {0x0441},
+	0x1c84: {0x0442, 0x1c85}, 0x1c85: {0x0442, 0x1c84}, 0x1c86: {0x044a}, 0x1c87: {0x0463},
+	0x1c88: {0xa64b}, 0x1e61: {0x1e9b}, 0x1e9b: {0x1e61}, 0x1fbe: {0x0345, 0x03b9},
+	0x1fd3: {0x0390}, 0x1fe3: {0x03b0}, 0xa64b: {0x1c88}, 0xfb05: {0xfb06}, 0xfb06: {0xfb05},
 }
 
 // pyTranslate parses a Python pattern and writes its .NET equivalent. It
 // returns the pattern, the number of capturing groups and the pattern's
 // global flags.
-func pyTranslate(pattern string, flags pyFlag) (out string, groups int, final pyFlag, err error) {
+func pyTranslate(pattern string, flags Flag) (out string, groups int, final Flag, err error) {
 	p := &pyParser{
 		src:              []rune(pattern),
 		flags:            flags,
@@ -233,26 +287,26 @@ func pyTranslate(pattern string, flags pyFlag) (out string, groups int, final py
 			if !ok {
 				panic(r)
 			}
-			var pe *pyPatternError
-			var re *pyRaisedError
-			if !errors.As(e, &pe) && !errors.As(e, &re) && !errors.Is(e, ErrUnsupportedPattern) {
+			var pe *PatternError
+			var re *RaisedError
+			if !errors.As(e, &pe) && !errors.As(e, &re) && !errors.Is(e, ErrUnsupported) {
 				panic(r)
 			}
 			out, groups, final, err = "", 0, 0, e
 		}
 	}()
 	p.seek(0)
-	body, _, _ := p.parseSub(pyCtx{}, flags&pyVerbose != 0, 0)
+	body, _, _ := p.parseSub(pyCtx{}, flags&Verbose != 0, 0)
 	if p.next != "" {
 		p.fail("unbalanced parenthesis", 0)
 	}
 	for g, pos := range p.grouprefpos {
 		if g >= len(p.groupWidths) {
-			panic(&pyPatternError{fmt.Sprintf("invalid group reference %d", g), pos})
+			panic(&PatternError{fmt.Sprintf("invalid group reference %d", g), pos})
 		}
 	}
-	if p.flags&pyASCII != 0 && p.flags&pyUnicode != 0 {
-		panic(&pyRaisedError{"ValueError", "ASCII and UNICODE flags are incompatible"})
+	if p.flags&ASCII != 0 && p.flags&Unicode != 0 {
+		panic(&RaisedError{"ValueError", "ASCII and UNICODE flags are incompatible"})
 	}
 	return body, len(p.groupWidths) - 1, p.flags, nil
 }
@@ -262,7 +316,7 @@ func pyTranslate(pattern string, flags pyFlag) (out string, groups int, final py
 // global flags apply; inside one, flags holds the effective flags.
 type pyCtx struct {
 	scoped bool
-	flags  pyFlag
+	flags  Flag
 }
 
 // pyParser follows the structure of CPython's re._parser: a tokenizer
@@ -272,7 +326,7 @@ type pyParser struct {
 	src   []rune
 	index int    // where the token after next starts
 	next  string // the lookahead token; "" at the end of the pattern
-	flags pyFlag // global flags, from the caller and (?flags) at the start
+	flags Flag   // global flags, from the caller and (?flags) at the start
 
 	groupWidths      []*[2]uint64 // per group number; nil while open
 	groupNames       map[string]int
@@ -281,7 +335,7 @@ type pyParser struct {
 }
 
 func (p *pyParser) fail(msg string, offset int) {
-	panic(&pyPatternError{msg, p.tell() - offset})
+	panic(&PatternError{msg, p.tell() - offset})
 }
 
 func (p *pyParser) advance() {
@@ -294,7 +348,7 @@ func (p *pyParser) advance() {
 	if p.src[i] == '\\' {
 		i++
 		if i >= len(p.src) {
-			panic(&pyPatternError{"bad escape (end of pattern)", len(p.src) - 1})
+			panic(&PatternError{"bad escape (end of pattern)", len(p.src) - 1})
 		}
 		tok += string(p.src[i])
 	}
@@ -379,7 +433,7 @@ func (p *pyParser) checkLookbehindGroup(gid int) {
 	}
 }
 
-func (p *pyParser) eff(c pyCtx) pyFlag {
+func (p *pyParser) eff(c pyCtx) Flag {
 	if c.scoped {
 		return c.flags
 	}
@@ -451,7 +505,7 @@ func (p *pyParser) parseSub(ctx pyCtx, verbose bool, nested int) (string, uint64
 			break
 		}
 		if nested == 0 {
-			verbose = p.flags&pyVerbose != 0
+			verbose = p.flags&Verbose != 0
 		}
 	}
 	if len(alts) == 1 {
@@ -508,7 +562,7 @@ func (p *pyParser) parse(ctx pyCtx, verbose bool, nested int, first bool) []pyIt
 			}
 		case this == ".":
 			out := `[^\n]`
-			if p.eff(ctx)&pyDotAll != 0 {
+			if p.eff(ctx)&DotAll != 0 {
 				out = `[\s\S]`
 			}
 			items = append(items, pyItem{op: opUnit, out: out, atom: true, lo: 1, hi: 1})
@@ -516,7 +570,7 @@ func (p *pyParser) parse(ctx pyCtx, verbose bool, nested int, first bool) []pyIt
 			it, ok := p.group(ctx, verbose, nested, first && len(items) == 0)
 			if !ok {
 				// global flags
-				verbose = p.flags&pyVerbose != 0
+				verbose = p.flags&Verbose != 0
 				continue
 			}
 			if it != nil {
@@ -524,18 +578,18 @@ func (p *pyParser) parse(ctx pyCtx, verbose bool, nested int, first bool) []pyIt
 			}
 		case this == "^":
 			out := `\A`
-			if p.eff(ctx)&pyMultiline != 0 {
+			if p.eff(ctx)&Multiline != 0 {
 				out = `(?m:^)`
 			}
 			items = append(items, pyItem{op: opAt, out: out})
 		case this == "$":
 			out := `(?=\n?\z)`
-			if p.eff(ctx)&pyMultiline != 0 {
+			if p.eff(ctx)&Multiline != 0 {
 				out = `(?=\n|\z)`
 			}
 			items = append(items, pyItem{op: opAt, out: out})
 		default:
-			panic("mcqa: unexpected pattern character " + this)
+			panic("pyre: unexpected pattern character " + this)
 		}
 	}
 }
@@ -597,7 +651,7 @@ func (p *pyParser) repeat(ctx pyCtx, this string, items []pyItem) ([]pyItem, boo
 	possessive := !lazy && p.match("+")
 
 	if lo > maxDotnetCount {
-		panic(fmt.Errorf("%w: repetition count %d", ErrUnsupportedPattern, lo))
+		panic(fmt.Errorf("%w: repetition count %d", ErrUnsupported, lo))
 	}
 	var q string
 	switch {
@@ -643,7 +697,7 @@ func isASCIIDigitTok(t string) bool { return len(t) == 1 && t[0] >= '0' && t[0] 
 func parseRepeatCount(s string) uint64 {
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || n >= pyMaxRepeat {
-		panic(&pyRaisedError{"OverflowError", "the repetition number is too large"})
+		panic(&RaisedError{"OverflowError", "the repetition number is too large"})
 	}
 	return n
 }
@@ -655,7 +709,7 @@ func (p *pyParser) group(ctx pyCtx, verbose bool, nested int, firstEmpty bool) (
 	capture, atomic := true, false
 	name := ""
 	hasName := false
-	var add, del pyFlag
+	var add, del Flag
 	if p.match("?") {
 		char := p.get()
 		switch {
@@ -733,13 +787,13 @@ func (p *pyParser) group(ctx pyCtx, verbose bool, nested int, firstEmpty bool) (
 			p.groupNames[name] = gid
 		}
 	}
-	subVerbose := (verbose || add&pyVerbose != 0) && del&pyVerbose == 0
+	subVerbose := (verbose || add&Verbose != 0) && del&Verbose == 0
 	sub := ctx
 	if add != 0 || del != 0 {
 		outer := p.eff(ctx)
 		f := outer
-		if add&pyTypeFlags != 0 {
-			f &^= pyTypeFlags
+		if add&typeFlags != 0 {
+			f &^= typeFlags
 		}
 		f = (f | add) &^ del
 		sub = pyCtx{scoped: true, flags: f}
@@ -763,7 +817,7 @@ func (p *pyParser) group(ctx pyCtx, verbose bool, nested int, firstEmpty bool) (
 		it.inner = &pyItem{op: opOther, out: body, lo: lo, hi: hi, atom: false}
 	default:
 		prefix := "(?:"
-		if outerI, innerI := p.eff(ctx)&pyIgnoreCase, sub.flags&pyIgnoreCase; outerI != innerI {
+		if outerI, innerI := p.eff(ctx)&IgnoreCase, sub.flags&IgnoreCase; outerI != innerI {
 			if innerI != 0 {
 				prefix = "(?i:"
 			} else {
@@ -780,22 +834,22 @@ func isFlagLetter(t string) bool {
 	if len(r) != 1 {
 		return false
 	}
-	_, ok := pyFlagLetters[r[0]]
+	_, ok := flagLetters[r[0]]
 	return ok
 }
 
 // parseFlags parses the flags of "(?flags)" or "(?flags-flags:". global
 // is true for the first form, whose flags it has added to p.flags.
-func (p *pyParser) parseFlags(char string) (global bool, add, del pyFlag) {
+func (p *pyParser) parseFlags(char string) (global bool, add, del Flag) {
 	if char != "-" {
 		for {
 			r := []rune(char)[0]
 			if r == 'L' {
 				p.fail("bad inline flags: cannot use 'L' flag with a str pattern", 0)
 			}
-			flag := pyFlagLetters[r]
+			flag := flagLetters[r]
 			add |= flag
-			if flag&pyTypeFlags != 0 && add&pyTypeFlags != flag {
+			if flag&typeFlags != 0 && add&typeFlags != flag {
 				p.fail("bad inline flags: flags 'a', 'u' and 'L' are incompatible", 0)
 			}
 			char = p.get()
@@ -830,8 +884,8 @@ func (p *pyParser) parseFlags(char string) (global bool, add, del pyFlag) {
 		}
 		for {
 			r := []rune(char)[0]
-			flag := pyFlagLetters[r]
-			if flag&pyTypeFlags != 0 || r == 'L' {
+			flag := flagLetters[r]
+			if flag&typeFlags != 0 || r == 'L' {
 				p.fail("bad inline flags: cannot turn off flags 'a', 'u' and 'L'", 0)
 			}
 			del |= flag
@@ -882,13 +936,13 @@ func (p *pyParser) lookaround(ctx pyCtx, verbose bool, nested int, char string, 
 	if behind {
 		// Python checks this when it compiles the parsed pattern.
 		if lo > pyMaxCode {
-			panic(&pyPatternError{"looks too much behind", 0})
+			panic(&PatternError{"looks too much behind", 0})
 		}
 		if lo != hi {
-			panic(&pyPatternError{"look-behind requires fixed-width pattern", 0})
+			panic(&PatternError{"look-behind requires fixed-width pattern", 0})
 		}
 		if lo > maxDotnetCount {
-			panic(fmt.Errorf("%w: lookbehind width %d", ErrUnsupportedPattern, lo))
+			panic(fmt.Errorf("%w: lookbehind width %d", ErrUnsupported, lo))
 		}
 	}
 	var out string
@@ -972,9 +1026,9 @@ func (p *pyParser) groupRef(gid int) *pyItem {
 // literal is one character matched as itself (with IGNORECASE applied).
 func (p *pyParser) literal(ctx pyCtx, c rune) pyItem {
 	f := p.eff(ctx)
-	if f&pyIgnoreCase != 0 && f&pyASCII == 0 {
+	if f&IgnoreCase != 0 && f&ASCII == 0 {
 		lo := unicode.ToLower(c)
-		if fx, ok := regexCaseFix[lo]; ok {
+		if fx, ok := caseFix[lo]; ok {
 			var b strings.Builder
 			b.WriteByte('[')
 			b.WriteString(escClassRune(lo))
@@ -985,7 +1039,7 @@ func (p *pyParser) literal(ctx pyCtx, c rune) pyItem {
 			return pyItem{op: opUnit, out: b.String(), atom: true, lo: 1, hi: 1}
 		}
 	}
-	if f&pyIgnoreCase != 0 && f&pyASCII != 0 {
+	if f&IgnoreCase != 0 && f&ASCII != 0 {
 		// Under (?a), IGNORECASE folds ASCII letters only; regexp2's own
 		// folding is Unicode-wide, so it is turned off here.
 		out := escLitRune(c)
@@ -1089,9 +1143,9 @@ func writeRanges(b *strings.Builder, rs [][2]rune) {
 // emitSet writes a Python character set as .NET.
 func (p *pyParser) emitSet(ctx pyCtx, items []setItem, negate bool) pyItem {
 	f := p.eff(ctx)
-	ascii := f&pyASCII != 0
-	fold := f&pyIgnoreCase != 0 && !ascii
-	asciiFold := f&pyIgnoreCase != 0 && ascii
+	ascii := f&ASCII != 0
+	fold := f&IgnoreCase != 0 && !ascii
+	asciiFold := f&IgnoreCase != 0 && ascii
 	var b strings.Builder
 	nonWord := false
 	var extra []rune
@@ -1121,13 +1175,13 @@ func (p *pyParser) emitSet(ctx pyCtx, items []setItem, negate bool) pyItem {
 			if ascii {
 				writeRanges(&b, asciiSpace)
 			} else {
-				writeRanges(&b, pySpaceRanges)
+				writeRanges(&b, spaceRanges)
 			}
 		case 'S':
 			if ascii {
 				writeRanges(&b, complement(asciiSpace))
 			} else {
-				writeRanges(&b, complement(pySpaceRanges))
+				writeRanges(&b, complement(spaceRanges))
 			}
 		case 'w':
 			if ascii {
@@ -1174,14 +1228,14 @@ func caseFixesInRange(lo, hi rune) []rune {
 	var out []rune
 	if hi-lo < 64 {
 		for c := lo; c <= hi; c++ {
-			if fx, ok := regexCaseFix[unicode.ToLower(c)]; ok {
+			if fx, ok := caseFix[unicode.ToLower(c)]; ok {
 				out = append(out, unicode.ToLower(c))
 				out = append(out, fx...)
 			}
 		}
 		return out
 	}
-	for k, fx := range regexCaseFix {
+	for k, fx := range caseFix {
 		for c := unicode.SimpleFold(k); ; c = unicode.SimpleFold(c) {
 			if c >= lo && c <= hi && unicode.ToLower(c) == k {
 				out = append(out, k)
@@ -1409,9 +1463,9 @@ func (p *pyParser) escape(ctx pyCtx, esc string) pyItem {
 	case 'Z':
 		return at(`\z`)
 	case 'b':
-		return at(wordBoundary(f&pyASCII != 0, false))
+		return at(wordBoundary(f&ASCII != 0, false))
 	case 'B':
-		return at(wordBoundary(f&pyASCII != 0, true))
+		return at(wordBoundary(f&ASCII != 0, true))
 	case 'd', 'D', 's', 'S', 'w', 'W':
 		return p.emitSet(ctx, []setItem{{cat: pyCategory(c)}}, false)
 	}

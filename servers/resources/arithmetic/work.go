@@ -1,4 +1,4 @@
-package resources
+package arithmetic
 
 import (
 	"crypto/sha256"

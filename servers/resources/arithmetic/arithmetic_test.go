@@ -1,4 +1,4 @@
-package resources_test
+package arithmetic_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
-	"github.com/gymlens/gymlens/servers/resources"
+	"github.com/gymlens/gymlens/servers/resources/arithmetic"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -32,9 +32,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // start serves the arithmetic environment with cfg and returns its base
 // URL.
-func start(t *testing.T, cfg resources.Config) string {
+func start(t *testing.T, cfg arithmetic.Config) string {
 	t.Helper()
-	env, err := resources.New(cfg)
+	env, err := arithmetic.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -72,7 +72,7 @@ func verify(t *testing.T, base string, r protocol.RunRequest, answer string) (in
 }
 
 func TestVerifyScoresTheLastNumber(t *testing.T) {
-	base := start(t, resources.Defaults())
+	base := start(t, arithmetic.Defaults())
 	for _, tc := range []struct {
 		answer, expected string
 		correct          bool
@@ -106,7 +106,7 @@ func TestVerifyScoresTheLastNumber(t *testing.T) {
 }
 
 func TestVerifyEchoesTheRow(t *testing.T) {
-	base := start(t, resources.Defaults())
+	base := start(t, arithmetic.Defaults())
 	r := row("arith-000001", "7")
 	_ = r.Fields.Set("question_id", 17)
 	r.Fields.SetRaw("notes", json.RawMessage(`null`))
@@ -132,7 +132,7 @@ func TestVerifyEchoesTheRow(t *testing.T) {
 }
 
 func TestToleranceConfig(t *testing.T) {
-	base := start(t, resources.Config{Tolerance: 0.01})
+	base := start(t, arithmetic.Config{Tolerance: 0.01})
 	if _, res, raw := verify(t, base, row("t", "3.14159"), "pi is 3.14"); res.Reward != 1 {
 		t.Fatalf("within tolerance: %s", raw)
 	}
@@ -140,14 +140,14 @@ func TestToleranceConfig(t *testing.T) {
 		t.Fatalf("outside tolerance: %s", raw)
 	}
 	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
-		if err := (resources.Config{Tolerance: bad}).Validate(); err == nil {
+		if err := (arithmetic.Config{Tolerance: bad}).Validate(); err == nil {
 			t.Errorf("Tolerance %v accepted", bad)
 		}
 	}
 }
 
 func TestRowsUpstreamWouldRefuse(t *testing.T) {
-	base := start(t, resources.Defaults())
+	base := start(t, arithmetic.Defaults())
 	for _, tc := range []struct {
 		name   string
 		fields map[string]any
@@ -181,18 +181,18 @@ func TestLastNumber(t *testing.T) {
 		"-.25 left":               "-0.25",
 		"version 2 of 3.75 units": "3.75",
 	} {
-		got, ok := resources.LastNumber(in)
+		got, ok := arithmetic.LastNumber(in)
 		if !ok || got != want {
 			t.Errorf("LastNumber(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
-	if got, ok := resources.LastNumber("none here. - ."); ok {
+	if got, ok := arithmetic.LastNumber("none here. - ."); ok {
 		t.Errorf("LastNumber found %q in a text without digits", got)
 	}
 }
 
 func TestConfigKeys(t *testing.T) {
-	raw, err := json.Marshal(resources.Config{Tolerance: 0.5, PanicOnTaskPrefix: "boom-", WorkMicros: 3})
+	raw, err := json.Marshal(arithmetic.Config{Tolerance: 0.5, PanicOnTaskPrefix: "boom-", WorkMicros: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,11 +200,11 @@ func TestConfigKeys(t *testing.T) {
 		t.Errorf("JSON keys: %s", got)
 	}
 	// The zero value adds no key, so existing configs encode as before.
-	if raw, _ := json.Marshal(resources.Defaults()); string(raw) != `{}` {
+	if raw, _ := json.Marshal(arithmetic.Defaults()); string(raw) != `{}` {
 		t.Errorf("zero Config encodes as %s", raw)
 	}
 	for _, bad := range []int{-1, 1_000_001} {
-		err := (resources.Config{WorkMicros: bad}).Validate()
+		err := (arithmetic.Config{WorkMicros: bad}).Validate()
 		if err == nil || !strings.Contains(err.Error(), "work_us") {
 			t.Errorf("WorkMicros %d: err %v, want one naming work_us", bad, err)
 		}
@@ -214,8 +214,8 @@ func TestConfigKeys(t *testing.T) {
 // TestWorkMicrosKeepsScores: the synthetic work changes what a
 // verification costs, never what it answers.
 func TestWorkMicrosKeepsScores(t *testing.T) {
-	plain := start(t, resources.Config{})
-	work := start(t, resources.Config{WorkMicros: 20})
+	plain := start(t, arithmetic.Config{})
+	work := start(t, arithmetic.Config{WorkMicros: 20})
 	for _, tc := range []struct{ expected, answer string }{
 		{"7", "The answer is 7."}, {"7", "8"}, {"1234.5", "roughly 1,234.50"}, {"0", "no idea"},
 	} {
@@ -237,7 +237,7 @@ func telemetryOn(t *testing.T) (*lens.Handle, *sdkmetric.ManualReader, *tracetes
 	reader := sdkmetric.NewManualReader()
 	exp := tracetest.NewInMemoryExporter()
 	h := servertest.EnableTelemetry(t, telemetry.InitOptions{
-		ServerName: resources.ServerName, ServerType: contract.ServerTypeResources,
+		ServerName: arithmetic.ServerName, ServerType: contract.ServerTypeResources,
 		MetricReader: reader, SpanExporter: exp,
 	})
 	return h, reader, exp
@@ -279,7 +279,7 @@ func verifyMetrics(t *testing.T, r *sdkmetric.ManualReader) (ok, fail int64, rat
 
 func TestVerifyOutcomesAreCounted(t *testing.T) {
 	_, reader, _ := telemetryOn(t)
-	base := start(t, resources.Config{PanicOnTaskPrefix: "boom-"})
+	base := start(t, arithmetic.Config{PanicOnTaskPrefix: "boom-"})
 
 	for i, answer := range []string{"The answer is 7.", "7", "It is 7.", "The answer is 8."} {
 		status, res, raw := verify(t, base, row("t", "7"), answer)
@@ -297,7 +297,7 @@ func TestVerifyOutcomesAreCounted(t *testing.T) {
 
 	// An expected value that is not a number fails the verification.
 	status, _, raw := verify(t, base, row("t-bad", "seven"), "The answer is 7.")
-	if status != http.StatusInternalServerError || !strings.Contains(string(raw), resources.ErrExpectedNotNumber.Error()) ||
+	if status != http.StatusInternalServerError || !strings.Contains(string(raw), arithmetic.ErrExpectedNotNumber.Error()) ||
 		strings.Contains(string(raw), "seven") {
 		t.Fatalf("non-numeric expected: %d %s; want a 500 saying it is not a number, without quoting it", status, raw)
 	}
@@ -325,7 +325,7 @@ func TestVerifyOutcomesAreCounted(t *testing.T) {
 
 func TestVerifySpan(t *testing.T) {
 	h, _, exp := telemetryOn(t)
-	base := start(t, resources.Config{PanicOnTaskPrefix: "boom-"})
+	base := start(t, arithmetic.Config{PanicOnTaskPrefix: "boom-"})
 	const secretAnswer = "The answer is 4217, my chain of thought says"
 	post := func(path string, r protocol.RunRequest, answer string) int {
 		status, _ := envtest.NewSession(t, base).Post(path, envtest.Verify(r, envtest.Answer(answer)))
@@ -360,7 +360,7 @@ func TestVerifySpan(t *testing.T) {
 		}
 		id, _ := attr(s, contract.AttrRolloutID)
 		byRollout[id.AsString()] = s
-		if v, _ := attr(s, contract.AttrServerName); v.AsString() != resources.ServerName {
+		if v, _ := attr(s, contract.AttrServerName); v.AsString() != arithmetic.ServerName {
 			t.Errorf("gym.verify server name %q", v.AsString())
 		}
 	}
@@ -397,20 +397,17 @@ func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
-func TestRegisterAndOptions(t *testing.T) {
-	s := server.New(resources.ServerOptions("arith_1"))
-	if err := resources.Register(s, resources.Config{Tolerance: -1}); err == nil {
+func TestConfigAndReverifyMode(t *testing.T) {
+	if _, err := arithmetic.New(arithmetic.Config{Tolerance: -1}); err == nil {
 		t.Fatal("negative tolerance accepted")
 	}
-	if err := resources.Register(nil, resources.Defaults()); err == nil {
-		t.Fatal("nil server accepted")
-	}
-	if err := resources.Register(s, resources.Defaults()); err != nil {
+	env, err := arithmetic.New(arithmetic.Defaults())
+	if err != nil {
 		t.Fatal(err)
 	}
-	opts := resources.ServerOptions("arith_1")
-	if opts.SessionCookie != "arithmetic___arith_1" || opts.RolloutPrefix != server.PrefixResources {
-		t.Errorf("ServerOptions: %+v", opts)
+	s := server.New(env.ServerOptions("arith_1"))
+	if err := env.Register(s); err != nil {
+		t.Fatal(err)
 	}
 	base, _ := servertest.Start(t, s)
 	res, err := http.Get(base + "/reverify_mode")
@@ -426,18 +423,18 @@ func TestRegisterAndOptions(t *testing.T) {
 
 func TestDelayOnTaskPrefixValidation(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  resources.Config
+		cfg  arithmetic.Config
 		want string
 	}{
-		{resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: -1}, "delay_ms"},
-		{resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: 60_001}, "delay_ms"},
-		{resources.Config{DelayMS: 5}, "needs delay_on_task_prefix"},
+		{arithmetic.Config{DelayOnTaskPrefix: "slow-", DelayMS: -1}, "delay_ms"},
+		{arithmetic.Config{DelayOnTaskPrefix: "slow-", DelayMS: 60_001}, "delay_ms"},
+		{arithmetic.Config{DelayMS: 5}, "needs delay_on_task_prefix"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err %v, want one saying %q", tc.cfg, err, tc.want)
 		}
 	}
-	if err := (resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: 20}).Validate(); err != nil {
+	if err := (arithmetic.Config{DelayOnTaskPrefix: "slow-", DelayMS: 20}).Validate(); err != nil {
 		t.Errorf("a valid delay refused: %v", err)
 	}
 }
@@ -445,7 +442,7 @@ func TestDelayOnTaskPrefixValidation(t *testing.T) {
 // A matching task waits (a timer: it cannot answer sooner), and every task
 // answers as without the delay.
 func TestDelayOnTaskPrefixSlowsMatchingTasks(t *testing.T) {
-	srv := start(t, resources.Config{DelayOnTaskPrefix: "slow-", DelayMS: 200})
+	srv := start(t, arithmetic.Config{DelayOnTaskPrefix: "slow-", DelayMS: 200})
 	if status, got, raw := verify(t, srv, row("fast-1", "7"), "The answer is 7."); status != http.StatusOK || got.Reward != 1 {
 		t.Fatalf("fast task: %s", raw)
 	}

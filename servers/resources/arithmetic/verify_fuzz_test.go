@@ -1,4 +1,4 @@
-package resources_test
+package arithmetic_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/internal/servertest"
-	"github.com/gymlens/gymlens/servers/resources"
+	"github.com/gymlens/gymlens/servers/resources/arithmetic"
 	"github.com/gymlens/gymlens/telemetry"
 )
 
@@ -34,9 +34,9 @@ func FuzzVerify(f *testing.F) {
 	} {
 		f.Add(seed[0], seed[1])
 	}
-	servertest.EnableTelemetry(f, telemetry.InitOptions{ServerName: resources.ServerName,
+	servertest.EnableTelemetry(f, telemetry.InitOptions{ServerName: arithmetic.ServerName,
 		ServerType: contract.ServerTypeResources, SpanExporter: tracetest.NewNoopExporter(), MetricReader: sdkmetric.NewManualReader()})
-	env, err := resources.New(resources.Defaults())
+	env, err := arithmetic.New(arithmetic.Defaults())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func FuzzVerify(f *testing.F) {
 		status, raw := envtest.NewSession(t, base).Post("/verify",
 			envtest.Verify(row("fuzz", expected), envtest.Answer(answer)))
 		if !servertest.Scorable(expected) {
-			if status != http.StatusInternalServerError || !strings.Contains(string(raw), resources.ErrExpectedNotNumber.Error()) {
+			if status != http.StatusInternalServerError || !strings.Contains(string(raw), arithmetic.ErrExpectedNotNumber.Error()) {
 				t.Fatalf("expected %.100q is no number: %d %.300s; want a 500 saying so", expected, status, raw)
 			}
 			return
@@ -64,8 +64,8 @@ func FuzzVerify(f *testing.F) {
 		if err := json.Unmarshal(raw, &res); err != nil {
 			t.Fatal(err)
 		}
-		tok, found := resources.LastNumber(answer)
-		want, _ := resources.LastNumber(strings.TrimSpace(expected))
+		tok, found := arithmetic.LastNumber(answer)
+		want, _ := arithmetic.LastNumber(strings.TrimSpace(expected))
 		correct := found && servertest.SameNumber(tok, want)
 		wantExtracted := "null"
 		if found {

@@ -1,4 +1,4 @@
-package resources
+package arithmetic
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 )
 
 // ServerName is the name of this environment: its implementation name in
@@ -118,25 +117,6 @@ func New(cfg Config) (*environment.Environment, error) {
 	}
 	return environment.New(ServerName, environment.Verify(v.verify),
 		environment.ReverifyMode(protocol.ReverifyStateless)), nil
-}
-
-// Register validates cfg and puts the arithmetic environment's routes on
-// s, which should be built with ServerOptions.
-func Register(s *server.Server, cfg Config) error {
-	if s == nil {
-		return errors.New("resources: nil server")
-	}
-	env, err := New(cfg)
-	if err != nil {
-		return err
-	}
-	return env.Register(s)
-}
-
-// ServerOptions returns the server options the environment needs for
-// the fleet instance called instance (see environment.ServerOptions).
-func ServerOptions(instance string) server.Options {
-	return environment.ServerOptions(ServerName, instance)
 }
 
 type verifier struct {

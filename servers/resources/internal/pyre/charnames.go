@@ -1,4 +1,4 @@
-package mcqa
+package pyre
 
 // charNameAliases maps the name aliases of Unicode's NameAliases.txt
 // (15.0), which Python's unicodedata.lookup, and so \N{...} in a

@@ -1,4 +1,4 @@
-package mcqa
+package pyre
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 
 // findall is Python's re.findall on a compiled pattern, with the groups
 // of a several-group match joined by "|".
-func findall(t *testing.T, re *pyRegexp, text string) []string {
+func findall(t *testing.T, re *Regexp, text string) []string {
 	t.Helper()
 	out := []string{}
-	err := re.findAll([]rune(text), func(m *regexp2.Match) bool {
+	err := re.FindAll([]rune(text), func(m *regexp2.Match) bool {
 		switch re.groups {
 		case 0:
 			out = append(out, m.String())
@@ -38,7 +38,7 @@ func findall(t *testing.T, re *pyRegexp, text string) []string {
 func TestPythonRegexMatching(t *testing.T) {
 	cases := []struct {
 		pattern string
-		flags   pyFlag
+		flags   Flag
 		text    string
 		want    []string
 	}{
@@ -58,7 +58,7 @@ func TestPythonRegexMatching(t *testing.T) {
 		{`(?<=Answer: )[A-D]`, 0, "Answer: C, not Answer: x", []string{"C"}},
 		{`(?<!not )\b([A-D])\b`, 0, "not A but B", []string{"B"}},
 		{`(?<=ab|cd)e`, 0, "abe cde xe", []string{"e", "e"}},
-		{`Answer\s*:\s*(?!Answer)([A-Za-z])`, pyIgnoreCase, "answer: Answer: b", []string{"b"}},
+		{`Answer\s*:\s*(?!Answer)([A-Za-z])`, IgnoreCase, "answer: Answer: b", []string{"b"}},
 		// Anchors.
 		{`a$`, 0, "a\n", []string{"a"}},
 		{`a\Z`, 0, "a\n", []string{}},
@@ -75,12 +75,12 @@ func TestPythonRegexMatching(t *testing.T) {
 		{`(?a)\w+`, 0, "héllo", []string{"h", "llo"}},
 		{`\d`, 0, "1٣x", []string{"1", "٣"}},
 		// IGNORECASE, with Python's extra equivalences.
-		{`s`, pyIgnoreCase, "sSſ", []string{"s", "S", "ſ"}},
-		{`σ`, pyIgnoreCase, "σςΣ", []string{"σ", "ς", "Σ"}},
-		{`[a-z]+`, pyIgnoreCase, "Kİı", []string{"Kİı"}},
-		{`(?-i:a)b`, pyIgnoreCase, "aB AB", []string{"aB"}},
+		{`s`, IgnoreCase, "sSſ", []string{"s", "S", "ſ"}},
+		{`σ`, IgnoreCase, "σςΣ", []string{"σ", "ς", "Σ"}},
+		{`[a-z]+`, IgnoreCase, "Kİı", []string{"Kİı"}},
+		{`(?-i:a)b`, IgnoreCase, "aB AB", []string{"aB"}},
 		{`(?i:a)b`, 0, "Ab AB", []string{"Ab"}},
-		{`(?a)k`, pyIgnoreCase, "kK\u212a", []string{"k", "K"}},
+		{`(?a)k`, IgnoreCase, "kK\u212a", []string{"k", "K"}},
 		// Verbose mode, quantifier braces, escapes.
 		{"(?x) a b # comment\n c", 0, "abc", []string{"abc"}},
 		{`a{,2}`, 0, "aaa", []string{"aa", "a", ""}},
@@ -91,9 +91,9 @@ func TestPythonRegexMatching(t *testing.T) {
 		{`(?>a+)b`, 0, "aab", []string{"aab"}},
 	}
 	for _, c := range cases {
-		re, err := pyCompile(c.pattern, c.flags)
+		re, err := Compile(c.pattern, c.flags)
 		if err != nil {
-			t.Errorf("pyCompile(%q): %v", c.pattern, err)
+			t.Errorf("Compile(%q): %v", c.pattern, err)
 			continue
 		}
 		if got := findall(t, re, c.text); !reflect.DeepEqual(got, c.want) {
@@ -103,11 +103,11 @@ func TestPythonRegexMatching(t *testing.T) {
 }
 
 func TestPythonRegexErrors(t *testing.T) {
-	var pattern *pyPatternError
-	var raised *pyRaisedError
+	var pattern *PatternError
+	var raised *RaisedError
 	isPattern := func(err error) bool { return errors.As(err, &pattern) }
 	isRaised := func(err error) bool { return errors.As(err, &raised) }
-	isUnsupported := func(err error) bool { return errors.Is(err, ErrUnsupportedPattern) }
+	isUnsupported := func(err error) bool { return errors.Is(err, ErrUnsupported) }
 	cases := []struct {
 		pattern string
 		is      func(error) bool
@@ -154,9 +154,9 @@ func TestPythonRegexErrors(t *testing.T) {
 		{`a{3000000000}`, isUnsupported},
 	}
 	for _, c := range cases {
-		_, err := pyCompile(c.pattern, pyIgnoreCase)
+		_, err := Compile(c.pattern, IgnoreCase)
 		if err == nil || !c.is(err) {
-			t.Errorf("pyCompile(%q) error = %v", c.pattern, err)
+			t.Errorf("Compile(%q) error = %v", c.pattern, err)
 		}
 	}
 
@@ -164,22 +164,22 @@ func TestPythonRegexErrors(t *testing.T) {
 	for _, p := range []string{`(?<=ab|cd)e`, `(?<=(a))\1`, `(a)(?<=\1)`, `(?(1)a|b)(c)`, `(?:^)*`, `(?=a)*`,
 		`(?x)(?i)a`, `(?ix)a b`, `\N{DIGIT ONE}`, `[\N{digit one}-\N{DIGIT NINE}]`,
 		`\N{HANGUL SYLLABLE GAG}`, `\N{line feed}`, `\N{CJK UNIFIED IDEOGRAPH-4E00}`, `(?#c)a`, `a(?#c)*`, `[]]`, `[^]]`, `[a-]`, `\-`, `(?!)`, `(?s:a.)b`} {
-		if _, err := pyCompile(p, 0); err != nil {
-			t.Errorf("pyCompile(%q): %v", p, err)
+		if _, err := Compile(p, 0); err != nil {
+			t.Errorf("Compile(%q): %v", p, err)
 		}
 	}
 }
 
 func TestPythonRegexCache(t *testing.T) {
-	a, err := pyCompileCached(`Answer:\s*(\w)`, pyIgnoreCase)
+	a, err := CompileCached(`Answer:\s*(\w)`, IgnoreCase)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := pyCompileCached(`Answer:\s*(\w)`, pyIgnoreCase)
+	b, _ := CompileCached(`Answer:\s*(\w)`, IgnoreCase)
 	if a != b {
 		t.Error("the cache compiled the same pattern twice")
 	}
-	if _, err := pyCompileCached(`(`, pyIgnoreCase); err == nil {
+	if _, err := CompileCached(`(`, IgnoreCase); err == nil {
 		t.Error("an invalid pattern compiled")
 	}
 }
