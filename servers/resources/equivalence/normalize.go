@@ -4,7 +4,6 @@ import (
 	"github.com/gymlens/gymlens/servers/resources/internal/pystr"
 
 	"strings"
-	"unicode"
 )
 
 // Normalize prepares a string for comparison the way the upstream server
@@ -41,20 +40,7 @@ func normalizeRunes(r []rune) []rune {
 			continue
 		}
 		inSpace = false
-		switch c {
-		case '\u0130':
-			// Full lowercase mapping: dotted capital I keeps its dot as
-			// a combining character.
-			out = append(out, 'i', '\u0307')
-		case '\u03a3':
-			if pystr.FinalSigma(r, i) {
-				out = append(out, '\u03c2')
-			} else {
-				out = append(out, '\u03c3')
-			}
-		default:
-			out = append(out, unicode.ToLower(c))
-		}
+		out = pystr.AppendLower(out, r, i)
 	}
 	return out
 }

@@ -56,31 +56,6 @@ func pyUpper(s string) string {
 	return b.String()
 }
 
-// pyLower is Python's s.lower().
-func pyLower(s string) string {
-	if isASCII(s) {
-		return strings.ToLower(s)
-	}
-	rs := []rune(s)
-	var b strings.Builder
-	b.Grow(len(s))
-	for i, r := range rs {
-		switch r {
-		case 0x130: // İ: i followed by a combining dot above
-			b.WriteString("i\u0307")
-		case 0x3a3: // Σ: final form at the end of a cased word
-			if pystr.FinalSigma(rs, i) {
-				b.WriteRune(0x3c2)
-			} else {
-				b.WriteRune(0x3c3)
-			}
-		default:
-			b.WriteRune(unicode.ToLower(r))
-		}
-	}
-	return b.String()
-}
-
 // specialUpper holds the characters whose uppercase form is more than
 // one character (Unicode SpecialCasing, unconditional part), as Python
 // applies them. Every other character maps through unicode.ToUpper.

@@ -440,7 +440,7 @@ func unwrapText(s string) string {
 // normalizeForMatch lower-cases s and collapses its whitespace runs into
 // single spaces, trimming both ends.
 func normalizeForMatch(s string) string {
-	return strings.Join(pySplit(pyLower(s)), " ")
+	return strings.Join(pySplit(pystr.Lower(s)), " ")
 }
 
 // normalizeExtracted NFKC-normalises s, turns a few non-Latin option

@@ -65,8 +65,8 @@ const SoftReward = 0.98
 func Grade(expected, predicted string) (float64, Rule) {
 	pred := norm.NFKC.String(predicted)
 	gt := norm.NFKC.String(expected)
-	pred = stripTrailingPunctuation(pyLower(stripOuterQuotes(pred)))
-	gt = stripTrailingPunctuation(pyLower(stripOuterQuotes(gt)))
+	pred = stripTrailingPunctuation(pystr.Lower(stripOuterQuotes(pred)))
+	gt = stripTrailingPunctuation(pystr.Lower(stripOuterQuotes(gt)))
 
 	switch {
 	case pred == gt:
@@ -242,7 +242,7 @@ func normalizeStates(s string) string {
 	for _, st := range usStates {
 		s = strings.ReplaceAll(s, st[0], st[1])
 	}
-	return pyLower(normalizeList(s))
+	return pystr.Lower(normalizeList(s))
 }
 
 // unicodeMath spells Unicode math signs the LaTeX way (or as their ASCII

@@ -47,69 +47,6 @@ func pySplitLines(s string) []string {
 	return lines
 }
 
-// pyLower is Python's str.lower(): the Unicode default lowercasing, which
-// maps U+0130 to "i\u0307" and a capital sigma that ends a word to the
-// final form U+03C2. Bytes that are not valid UTF-8 are kept as they are.
-func pyLower(s string) string {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		return strings.ToLower(s)
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b.WriteByte(s[i])
-		case r == 0x130:
-			b.WriteString("i\u0307")
-		case r == 0x3a3:
-			if finalSigma(s, i, i+size) {
-				b.WriteRune(0x3c2)
-			} else {
-				b.WriteRune(0x3c3)
-			}
-		default:
-			b.WriteRune(unicode.ToLower(r))
-		}
-		i += size
-	}
-	return b.String()
-}
-
-// finalSigma reports whether the capital sigma at s[start:end] is in
-// Unicode's Final_Sigma context: a cased letter comes before it, and none
-// comes after it, case-ignorable characters being skipped both ways.
-func finalSigma(s string, start, end int) bool {
-	before := false
-	for j := start; j > 0; {
-		r, size := utf8.DecodeLastRuneInString(s[:j])
-		j -= size
-		if !pystr.IsCaseIgnorable(r) {
-			before = pystr.IsCased(r)
-			break
-		}
-	}
-	if !before {
-		return false
-	}
-	for j := end; j < len(s); {
-		r, size := utf8.DecodeRuneInString(s[j:])
-		j += size
-		if !pystr.IsCaseIgnorable(r) {
-			return !pystr.IsCased(r)
-		}
-	}
-	return true
-}
-
 // decimalValue is the digit value of a character of category Nd, as
 // Python's unicodedata.decimal gives it. Unicode lays decimal digits out
 // in runs of ten starting at zero, so the value is the distance from the

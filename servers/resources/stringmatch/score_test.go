@@ -478,24 +478,6 @@ func TestPyFloatRepr(t *testing.T) {
 	}
 }
 
-func TestPyLower(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"ABC", "abc"},
-		{"ΑΣ", "ας"},
-		{"ΑΣ.", "ας."},
-		{"ΑΣΑ", "ασα"},
-		{"Σ", "σ"},
-		{"A Σ", "a σ"},
-		{"İ", "i\u0307"},
-		{"x\xffY", "x\xffy"},
-	}
-	for _, tt := range tests {
-		if got := pyLower(tt.in); got != tt.want {
-			t.Errorf("pyLower(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func BenchmarkScore(b *testing.B) {
 	text := ResponseText([]string{
 		strings.Repeat("We add the numbers one by one and check each step carefully. ", 30),

@@ -1,12 +1,13 @@
 // Package pystr holds the pieces of Python's str semantics that the
 // ported verifiers share, where Go's strings and unicode packages differ:
-// which characters str.isspace() (and re's \s) counts, and the Unicode
-// properties behind str.lower()'s final-sigma rule.
+// which characters str.isspace() (and re's \s) counts, and str.lower()
+// with its special cases (U+0130 and the final sigma).
 package pystr
 
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // IsSpace reports whether Python's str.isspace() holds for r. Unlike
@@ -62,4 +63,87 @@ func FinalSigma(rs []rune, i int) bool {
 		j++
 	}
 	return j == len(rs) || !IsCased(rs[j])
+}
+
+// Lower is Python's str.lower(): the Unicode default lowercasing, which
+// maps U+0130 to "i\u0307" and a capital sigma that ends a word to the
+// final form U+03C2. Bytes that are not valid UTF-8 are kept as they are.
+func Lower(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteByte(s[i])
+		} else {
+			first, second := lowerRune(r, func() bool { return finalSigmaIn(s, i, i+size) })
+			b.WriteRune(first)
+			if second != 0 {
+				b.WriteRune(second)
+			}
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// AppendLower appends rs[i] lowered as Lower lowers it (the rune's
+// neighbours decide a sigma), for a caller that lowers rune by rune.
+func AppendLower(out, rs []rune, i int) []rune {
+	first, second := lowerRune(rs[i], func() bool { return FinalSigma(rs, i) })
+	out = append(out, first)
+	if second != 0 {
+		out = append(out, second)
+	}
+	return out
+}
+
+// lowerRune is r lowered as str.lower() lowers it: one rune, or two
+// (second is 0 otherwise). final reports whether a capital sigma ends a
+// word; it is asked only for one.
+func lowerRune(r rune, final func() bool) (first, second rune) {
+	switch r {
+	case 0x130: // İ: i followed by a combining dot above
+		return 'i', 0x307
+	case 0x3a3: // Σ: the final form at the end of a cased word
+		if final() {
+			return 0x3c2, 0
+		}
+		return 0x3c3, 0
+	}
+	return unicode.ToLower(r), 0
+}
+
+// finalSigmaIn is FinalSigma for the capital sigma at s[start:end].
+func finalSigmaIn(s string, start, end int) bool {
+	before := false
+	for j := start; j > 0; {
+		r, size := utf8.DecodeLastRuneInString(s[:j])
+		j -= size
+		if !IsCaseIgnorable(r) {
+			before = IsCased(r)
+			break
+		}
+	}
+	if !before {
+		return false
+	}
+	for j := end; j < len(s); {
+		r, size := utf8.DecodeRuneInString(s[j:])
+		j += size
+		if !IsCaseIgnorable(r) {
+			return !IsCased(r)
+		}
+	}
+	return true
 }
