@@ -15,6 +15,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/internal/jsonstr"
 	"github.com/gymlens/gymlens/internal/jsontag"
 )
@@ -192,43 +193,11 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// valueEnd returns the end of the JSON value that starts at b[i].
+// valueEnd returns the end of the JSON value that starts at b[i] (b is
+// valid JSON: jsonskim.ValueEnd's outline is the value's).
 func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-		return len(b)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = valueEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
+	end, _ := jsonskim.ValueEnd(b, i)
+	return end
 }
 
 // decodeString decodes the JSON string raw (valid JSON) as

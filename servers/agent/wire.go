@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/gymlens/gymlens/internal/jsonskim"
 	"github.com/gymlens/gymlens/protocol"
 )
 
@@ -70,44 +71,11 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// valueEnd returns the index just past the JSON value that starts at
-// b[i] (valid JSON).
+// valueEnd returns the end of the JSON value that starts at b[i] (b is
+// valid JSON: jsonskim.ValueEnd's outline is the value's).
 func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return len(b)
-	}
-	switch b[i] {
-	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = valueEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-	default: // a number, true, false or null
-		j := i
-		for j < len(b) && bytes.IndexByte([]byte(",}] \t\r\n"), b[j]) < 0 {
-			j++
-		}
-		return j
-	}
-	return len(b)
+	end, _ := jsonskim.ValueEnd(b, i)
+	return end
 }
 
 // rebuild writes obj (whose members and closing brace members found)
