@@ -23,7 +23,7 @@ const (
 
 // ErrNoSession is returned by Sessions.Set and Sessions.Update for a
 // request that has no session id: the server was not built with the
-// session cookie (use Environment.ServerOptions), or ctx is not a
+// session cookie (use ServerOptions), or ctx is not a
 // request's.
 var ErrNoSession = errors.New("environment: the request has no session (build the server with environment.ServerOptions)")
 
