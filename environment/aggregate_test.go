@@ -182,10 +182,10 @@ func TestAggregateMetricsEdgeCases(t *testing.T) {
 	}
 }
 
-func TestMetricsHook(t *testing.T) {
+func TestComputeMetrics(t *testing.T) {
 	var calls atomic.Int64
 	var seen [][]protocol.Fields
-	env := exactEnv(&calls, environment.Metrics(func(tasks [][]protocol.Fields) map[string]any {
+	env := exactEnv(&calls, environment.ComputeMetrics(func(tasks [][]environment.Fields) map[string]any {
 		seen = tasks
 		return map[string]any{"mean/custom": 7.0, "pass@1": 50.0}
 	}))
@@ -228,10 +228,10 @@ func TestAggregateMetricsFunction(t *testing.T) {
 
 // The hook sees the scored responses only, and is not called when every
 // response is masked; the coverage members stay among the key metrics.
-func TestMetricsHookSkipsMasked(t *testing.T) {
+func TestComputeMetricsSkipsMasked(t *testing.T) {
 	var calls atomic.Int64
 	var seen int
-	env := exactEnv(&calls, environment.Metrics(func(tasks [][]protocol.Fields) map[string]any {
+	env := exactEnv(&calls, environment.ComputeMetrics(func(tasks [][]environment.Fields) map[string]any {
 		for _, g := range tasks {
 			seen += len(g)
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -47,12 +48,10 @@ func BenchmarkVerifyRequest(b *testing.B) {
 	b.Run("handler", func(b *testing.B) {
 		var calls atomic.Int64
 		env := exactEnv(&calls)
-		opts := env.ServerOptions("bench")
+		opts := environment.ServerOptions(env.Name(), "bench")
 		opts.Name, opts.Logger = env.Name(), quiet
 		s := server.New(opts)
-		if err := env.Register(s); err != nil {
-			b.Fatal(err)
-		}
+		env.Register(s)
 		h := s.Handler()
 		b.SetBytes(int64(len(benchBody)))
 		b.ReportAllocs()

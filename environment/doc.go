@@ -10,7 +10,7 @@
 //	}
 //
 //	env := environment.New("exact_match",
-//		environment.Verify(func(ctx context.Context, req *protocol.VerifyRequest, t Task) (environment.Score, error) {
+//		environment.Verify(func(ctx context.Context, req *environment.VerifyRequest, t Task) (environment.Score, error) {
 //			got := strings.TrimSpace(req.Response.OutputText())
 //			reward := 0.0
 //			if got == t.Expected {
@@ -19,6 +19,13 @@
 //			return environment.Score{Reward: reward}.With("extracted_answer", got), nil
 //		}))
 //	environment.Main(env)
+//
+// An environment program needs no other package of this module: the
+// bodies its functions get (VerifyRequest, SeedSessionRequest), the
+// members a score adds and a ComputeMetrics hook reads (Fields), the
+// errors that answer with a status (Error, Errorf) and the reverify
+// modes are named here, as aliases of the protocol and server packages'
+// own, so values pass between the packages unconverted.
 //
 // The SDK owns the protocol. Bodies are decoded and validated as
 // upstream's pydantic models are (a FastAPI 422 naming each bad member,
@@ -33,7 +40,7 @@
 //
 //	POST /seed_session       Seed's function, per rollout; {} back
 //	POST /verify             the Verify function; request echoed + reward + Score.Fields
-//	POST /aggregate_metrics  statistics of verify results (AggregateMetrics, Metrics)
+//	POST /aggregate_metrics  statistics of verify results (AggregateMetrics, ComputeMetrics)
 //	GET  /reverify_mode      "unknown" unless ReverifyMode says otherwise
 //	POST /<tool>             each Tool; its result is the tool output the model sees
 //	GET  /                   {"status":"ok"}
@@ -43,7 +50,7 @@
 //	runtime:  decode + validate the VerifyRequest ─► 422, nothing recorded
 //	SDK:      decode the task into T             ─► 422, nothing recorded
 //	          [gym.verify span: nemo.gym.server.name, nemo.gym.rollout.id]
-//	          fn(ctx, req, task) ─► Score         (error or panic ─► 500)
+//	          fn(ctx, req, task) ─► Score         (Errorf ─► its status, other error or panic ─► 500)
 //	          metrics.RecordVerify(duration, completed)   exactly once
 //	          reward on the span; response = request echoed + reward + fields
 //
@@ -60,9 +67,9 @@
 // number. Tools and verify read it with the request's ctx.
 //
 // Run an environment with Main (flags or NeMo Gym's launch contract,
-// signals, telemetry), ListenAndServe
-// (the same under a caller's context), Register (its routes on a
-// server.Server built with ServerOptions, as gymlens serve does for the
+// signals, telemetry), ListenAndServe (the same under a caller's
+// context), Register (its routes on a server.Server built with
+// ServerOptions(env.Name(), instance), as gymlens serve does for the
 // built-in environments) or Handler (tests).
 //
 // Started by a fleet's launcher: NeMo Gym's launcher (and gymlens env start,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,14 +26,14 @@ import (
 type Environment struct {
 	name     string
 	verifier Verifier
-	seed     func(ctx context.Context, req *protocol.SeedSessionRequest) error
+	seed     func(ctx context.Context, req *SeedSessionRequest) error
 	tools    []*tool
 	reverify string
-	metrics  func(tasks [][]protocol.Fields) map[string]any
+	metrics  func(tasks [][]Fields) map[string]any // ComputeMetrics's hook
 }
 
 // An Option adds to an environment what New is not given directly: Seed,
-// Tool, ReverifyMode, Metrics.
+// Tool, ReverifyMode, ComputeMetrics.
 type Option func(*Environment)
 
 // New returns the environment name with verifier v (see Verify) and the
@@ -51,12 +50,18 @@ func New(name string, v Verifier, opts ...Option) *Environment {
 	if v.prepare == nil {
 		panic("environment: New with a Verifier not made by Verify")
 	}
-	e := &Environment{name: name, verifier: v, reverify: protocol.ReverifyUnknown}
+	e := &Environment{name: name, verifier: v, reverify: ReverifyUnknown}
 	for _, o := range opts {
 		o(e)
 	}
 	return e
 }
+
+// SeedSessionRequest is the body of POST /seed_session that a seed
+// function gets: the whole dataset row, its task fields in Fields. It is
+// protocol.SeedSessionRequest, named here so that a seed function's
+// signature needs no other package of this module.
+type SeedSessionRequest = protocol.SeedSessionRequest
 
 // Seed sets the environment's seed function: POST /seed_session, called
 // once per rollout before the model's first turn with the whole dataset
@@ -68,13 +73,13 @@ func New(name string, v Verifier, opts ...Option) *Environment {
 //
 // Without Seed, /seed_session accepts any JSON object and answers {},
 // as upstream's base server does. Seed panics when store or fn is nil.
-func Seed[S, T any](store *Sessions[S], fn func(ctx context.Context, req *protocol.SeedSessionRequest, seed T) (S, error)) Option {
+func Seed[S, T any](store *Sessions[S], fn func(ctx context.Context, req *SeedSessionRequest, seed T) (S, error)) Option {
 	if store == nil || fn == nil {
 		panic("environment: Seed with a nil store or function")
 	}
 	decoderOf(reflect.TypeFor[T]())
 	return func(e *Environment) {
-		e.seed = func(ctx context.Context, req *protocol.SeedSessionRequest) error {
+		e.seed = func(ctx context.Context, req *SeedSessionRequest) error {
 			seed, err := decodeFields[T](req.Fields)
 			if err != nil {
 				return protocol.DecodeError(err, "body")
@@ -88,28 +93,43 @@ func Seed[S, T any](store *Sessions[S], fn func(ctx context.Context, req *protoc
 	}
 }
 
+// The modes of ReverifyMode, the values GET /reverify_mode answers
+// (protocol's, named here for ReverifyMode's callers).
+const (
+	// ReverifyStateless: verify depends on the request alone, so a
+	// result can be scored again from its record.
+	ReverifyStateless = protocol.ReverifyStateless
+	// ReverifyUnsupported: a result cannot be scored again.
+	ReverifyUnsupported = protocol.ReverifyUnsupported
+	// ReverifyUnknown: the environment does not say (the default).
+	ReverifyUnknown = protocol.ReverifyUnknown
+)
+
 // ReverifyMode sets what GET /reverify_mode answers: whether `gym eval
 // reverify` may score this environment's results again,
-// protocol.ReverifyStateless (verify depends on the request alone),
-// protocol.ReverifyUnsupported, or protocol.ReverifyUnknown (the
-// default).
+// ReverifyStateless, ReverifyUnsupported or ReverifyUnknown (the
+// default). It panics on any other mode.
 func ReverifyMode(mode string) Option {
 	switch mode {
-	case protocol.ReverifyStateless, protocol.ReverifyUnsupported, protocol.ReverifyUnknown:
+	case ReverifyStateless, ReverifyUnsupported, ReverifyUnknown:
 	default:
 		panic(fmt.Sprintf("environment: unknown reverify mode %q", mode))
 	}
 	return func(e *Environment) { e.reverify = mode }
 }
 
-// Metrics adds fn's metrics to the agent_metrics of POST
-// /aggregate_metrics, after the baseline statistics (see AggregateMetrics);
-// key_metrics then holds every mean/* entry of the merged set. fn gets
-// the scored verify responses (masked ones are left out) grouped by task
-// (_ng_task_index, ascending; a response without one counts as task 0),
-// each group in the order the responses came; it is not called when
-// every response is masked.
-func Metrics(fn func(tasks [][]protocol.Fields) map[string]any) Option {
+// ComputeMetrics sets the environment's compute_metrics hook, the one a
+// benchmark overrides upstream (AggregateMetricsMixin.compute_metrics,
+// nemo_gym/reward_profile.py:803, 0.7.0) for metrics that need every
+// result at once (pass@k, confidence intervals, spread across runs). POST
+// /aggregate_metrics calls fn once and adds what it returns to
+// agent_metrics, after the baseline statistics (see AggregateMetrics)
+// and replacing any of the same name; key_metrics then holds every
+// mean/* entry of the merged set. fn gets the scored verify responses
+// (masked ones are left out) grouped by task (_ng_task_index, ascending;
+// a response without one counts as task 0), each group in the order the
+// responses came; it is not called when every response is masked.
+func ComputeMetrics(fn func(tasks [][]Fields) map[string]any) Option {
 	return func(e *Environment) { e.metrics = fn }
 }
 
@@ -131,20 +151,15 @@ func (e *Environment) Tools() []protocol.Tool {
 	return out
 }
 
-// ServerOptions returns the server options an environment needs, for
-// server.New: the resources server type, the rollout-prefix stripping
-// of resources servers (/ng-rollout/<id>/verify routes as /verify, with
-// the id in server.RolloutID), and the session cookie named
-// "<name>___<instance>", as upstream names its cookies after the server
-// class and the instance. instance is the server's name in the fleet;
-// "" means the environment's name. The caller adds the name, address
-// and limits.
-func (e *Environment) ServerOptions(instance string) server.Options {
-	return ServerOptions(e.name, instance)
-}
-
-// ServerOptions is Environment.ServerOptions for the environment called
-// name, for callers that do not hold it.
+// ServerOptions returns the server options the environment called name
+// (its Name) needs, for server.New: the resources server type, the
+// rollout-prefix stripping of resources servers (/ng-rollout/<id>/verify
+// routes as /verify, with the id in server.RolloutID), and the session
+// cookie named "<name>___<instance>", as upstream names its cookies
+// after the server class and the instance. instance is the server's
+// name in the fleet; "" means name. The caller adds the server's name,
+// address and limits. It takes the name rather than the Environment so
+// that a server's options are known before the environment is built.
 func ServerOptions(name, instance string) server.Options {
 	if instance == "" {
 		instance = name
@@ -159,11 +174,16 @@ func ServerOptions(name, instance string) server.Options {
 // Register puts the environment's routes on s: POST /seed_session, POST
 // /verify, POST /aggregate_metrics, GET /reverify_mode and POST /<tool>
 // for each tool (GET / is the server's own). s should be built with
-// ServerOptions; without them sessions do not work (Set and Update
-// return ErrNoSession) and prefixed paths are not found.
-func (e *Environment) Register(s *server.Server) error {
+// ServerOptions(e.Name(), instance); without them sessions do not work
+// (Set and Update return ErrNoSession) and prefixed paths are not found.
+//
+// Register cannot fail on a server that is not serving yet; like
+// http.ServeMux.Handle it panics on a mistake in the calling code: a nil
+// s, or an s that already serves. Routes s already has (the environment
+// registered on it twice) panic when s builds its handler.
+func (e *Environment) Register(s *server.Server) {
 	if s == nil {
-		return errors.New("environment: Register on a nil server")
+		panic("environment: Register on a nil server")
 	}
 	server.Handle(s, "POST "+protocol.PathSeedSession, e.seedSession)
 	server.Handle(s, "POST "+protocol.PathVerify, e.verify)
@@ -176,18 +196,17 @@ func (e *Environment) Register(s *server.Server) error {
 	for _, t := range e.tools {
 		t.register(s)
 	}
-	return nil
 }
 
 // Handler returns an http.Handler serving the environment alone, on a
-// server built with ServerOptions(name) and the default logger: for
+// server built with ServerOptions(e.Name(), "") and the default logger: for
 // tests (httptest.NewServer(env.Handler())) and for embedding. Its
 // telemetry is the process's at the time of the call.
 func (e *Environment) Handler() http.Handler {
-	opts := e.ServerOptions("")
+	opts := ServerOptions(e.name, "")
 	opts.Name = e.name
 	s := server.New(opts)
-	_ = e.Register(s)
+	e.Register(s)
 	return s.Handler()
 }
 

@@ -60,7 +60,7 @@ func exactEnv(calls *atomic.Int64, opts ...environment.Option) *environment.Envi
 			case "nan":
 				return environment.Score{Reward: math.NaN()}, nil
 			case "teapot":
-				return environment.Score{}, server.Errorf(http.StatusTeapot, "short and stout")
+				return environment.Score{}, environment.Errorf(http.StatusTeapot, "short and stout")
 			}
 			cmp, want := got, task.Expected
 			if task.Fold != nil && *task.Fold {
@@ -82,12 +82,10 @@ var quiet = slog.New(slog.DiscardHandler)
 // URL and a stop function.
 func start(t *testing.T, env *environment.Environment) (string, func()) {
 	t.Helper()
-	opts := env.ServerOptions("test")
+	opts := environment.ServerOptions(env.Name(), "test")
 	opts.Name, opts.Logger = env.Name(), quiet
 	s := server.New(opts)
-	if err := env.Register(s); err != nil {
-		t.Fatal(err)
-	}
+	env.Register(s)
 	return servertest.Start(t, s)
 }
 
@@ -386,6 +384,13 @@ func TestNewPanicsOnBadDefinitions(t *testing.T) {
 		"bad parameters": func() {
 			environment.New("x", verify, environment.Tool("t", "", noop, environment.Parameters(json.RawMessage(`[]`))))
 		},
+		"unknown reverify mode": func() { environment.ReverifyMode("sometimes") },
+		"Register on nil":       func() { environment.New("x", verify).Register(nil) },
+		"Register on a serving server": func() {
+			s := server.New(environment.ServerOptions("x", ""))
+			s.Handler()
+			environment.New("x", verify).Register(s)
+		},
 	} {
 		func() {
 			defer func() {
@@ -396,23 +401,14 @@ func TestNewPanicsOnBadDefinitions(t *testing.T) {
 			build()
 		}()
 	}
-	if err := environment.New("x", verify).Register(nil); err == nil {
-		t.Error("Register on a nil server succeeded")
-	}
 }
 
 func TestServerOptions(t *testing.T) {
-	var calls atomic.Int64
-	env := exactEnv(&calls)
-	got := env.ServerOptions("prod_1")
+	got := environment.ServerOptions("exact_match", "prod_1")
 	if got.SessionCookie != "exact_match___prod_1" || got.RolloutPrefix != server.PrefixResources || got.Type != contract.ServerTypeResources {
-		t.Errorf("ServerOptions(prod_1) = %+v", got)
+		t.Errorf("ServerOptions(exact_match, prod_1) = %+v", got)
 	}
-	if c := env.ServerOptions("").SessionCookie; c != "exact_match___exact_match" {
-		t.Errorf("ServerOptions(\"\") cookie %q", c)
-	}
-	if fn := environment.ServerOptions("exact_match", "prod_1"); fn.SessionCookie != got.SessionCookie ||
-		fn.RolloutPrefix != got.RolloutPrefix || fn.Type != got.Type {
-		t.Error("the method and the function disagree")
+	if c := environment.ServerOptions("exact_match", "").SessionCookie; c != "exact_match___exact_match" {
+		t.Errorf("ServerOptions(exact_match, \"\") cookie %q", c)
 	}
 }

@@ -3,6 +3,7 @@ package environment_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/gymlens/gymlens/environment"
-	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
 
@@ -44,7 +44,7 @@ func ExampleNew() {
 		Expected string `json:"expected_answer" gym:"required"`
 	}
 	env := environment.New("exact_match", environment.Verify(
-		func(_ context.Context, req *protocol.VerifyRequest, task Task) (environment.Score, error) {
+		func(_ context.Context, req *environment.VerifyRequest, task Task) (environment.Score, error) {
 			got := strings.TrimSpace(req.Response.OutputText())
 			reward := 0.0
 			if got == task.Expected {
@@ -80,7 +80,7 @@ func ExampleTool() {
 		return map[string]string{"forecast": "sunny in " + args.City}, nil
 	}
 	env := environment.New("weather",
-		environment.Verify(func(context.Context, *protocol.VerifyRequest, struct{}) (environment.Score, error) {
+		environment.Verify(func(context.Context, *environment.VerifyRequest, struct{}) (environment.Score, error) {
 			return environment.Score{Reward: 1}, nil
 		}),
 		environment.Tool("get_weather", "Get the weather of a city.", weather))
@@ -114,20 +114,20 @@ func ExampleSessions() {
 	)
 	var sessions environment.Sessions[State]
 	env := environment.New("tally",
-		environment.Verify(func(ctx context.Context, _ *protocol.VerifyRequest, task Task) (environment.Score, error) {
+		environment.Verify(func(ctx context.Context, _ *environment.VerifyRequest, task Task) (environment.Score, error) {
 			st, ok := sessions.Get(ctx)
 			if ok && st.Total == task.Want {
 				return environment.Score{Reward: 1}, nil
 			}
 			return environment.Score{Reward: 0}, nil
 		}),
-		environment.Seed(&sessions, func(_ context.Context, _ *protocol.SeedSessionRequest, seed Seed) (State, error) {
+		environment.Seed(&sessions, func(_ context.Context, _ *environment.SeedSessionRequest, seed Seed) (State, error) {
 			return State{Total: seed.Start}, nil
 		}),
 		environment.Tool("add", "Add n.", func(ctx context.Context, args Args) (map[string]bool, error) {
 			err := sessions.Update(ctx, func(st *State, existed bool) error {
 				if !existed {
-					return server.Errorf(http.StatusConflict, "not seeded")
+					return environment.Errorf(http.StatusConflict, "not seeded")
 				}
 				st.Total += args.N
 				return nil
@@ -157,15 +157,115 @@ func ExampleSessions() {
 	// 409 {"detail":"not seeded"}
 }
 
+// A verify or tool function answers with a status of its choosing by
+// returning an Errorf error; any other error is a 500.
+func ExampleErrorf() {
+	type Args struct {
+		Amount int `json:"amount" gym:"required"`
+	}
+	env := environment.New("bank",
+		environment.Verify(func(_ context.Context, req *environment.VerifyRequest, _ struct{}) (environment.Score, error) {
+			if req.Response.OutputText() == "" {
+				return environment.Score{}, environment.Errorf(http.StatusBadRequest, "the episode has no answer")
+			}
+			return environment.Score{Reward: 1}, nil
+		}),
+		environment.Tool("withdraw", "Take money out.", func(_ context.Context, a Args) (map[string]int, error) {
+			if a.Amount > 100 {
+				return nil, environment.Errorf(http.StatusConflict, "insufficient funds: %d asked, 100 held", a.Amount)
+			}
+			if a.Amount < 0 {
+				return nil, fmt.Errorf("a negative amount: %d", a.Amount)
+			}
+			return map[string]int{"balance": 100 - a.Amount}, nil
+		}))
+
+	srv := httptest.NewServer(env.Handler())
+	defer srv.Close()
+	fmt.Println(post(srv.Client(), srv.URL+"/withdraw", `{"amount":30}`))
+	fmt.Println(post(srv.Client(), srv.URL+"/withdraw", `{"amount":300}`))
+	fmt.Println(post(srv.Client(), srv.URL+"/withdraw", `{"amount":-1}`))
+	silent := strings.Replace(exampleVerify, `" Paris "`, `""`, 1)
+	fmt.Println(post(srv.Client(), srv.URL+"/verify", silent))
+	// The error is an *environment.Error to errors.As.
+	var e *environment.Error
+	fmt.Println(errors.As(fmt.Errorf("withdraw: %w", environment.Errorf(http.StatusConflict, "no")), &e), e.Status)
+	// Output:
+	// 200 {"balance":70}
+	// 409 {"detail":"insufficient funds: 300 asked, 100 held"}
+	// 500 "a negative amount: -1"
+	// 400 {"detail":"the episode has no answer"}
+	// true 409
+}
+
+// The benchmark's own metrics join the statistics /aggregate_metrics
+// answers: here pass@2, the share of tasks with a rewarded rollout.
+func ExampleComputeMetrics() {
+	env := environment.New("exact_match",
+		environment.Verify(func(context.Context, *environment.VerifyRequest, struct{}) (environment.Score, error) {
+			return environment.Score{Reward: 1}, nil
+		}),
+		environment.ComputeMetrics(func(tasks [][]environment.Fields) map[string]any {
+			passed := 0
+			for _, rollouts := range tasks {
+				for _, r := range rollouts {
+					var reward float64
+					if _, err := r.Decode("reward", &reward); err == nil && reward == 1 {
+						passed++
+						break
+					}
+				}
+			}
+			return map[string]any{"pass@2": float64(passed) / float64(len(tasks))}
+		}))
+
+	srv := httptest.NewServer(env.Handler())
+	defer srv.Close()
+	answer := post(srv.Client(), srv.URL+"/aggregate_metrics", `{"verify_responses":[
+		{"_ng_task_index":0,"_ng_rollout_index":0,"reward":0},
+		{"_ng_task_index":0,"_ng_rollout_index":1,"reward":1},
+		{"_ng_task_index":1,"_ng_rollout_index":0,"reward":0},
+		{"_ng_task_index":1,"_ng_rollout_index":1,"reward":0}]}`)
+	var m struct {
+		AgentMetrics map[string]any `json:"agent_metrics"`
+		KeyMetrics   map[string]any `json:"key_metrics"`
+	}
+	_ = json.Unmarshal([]byte(strings.TrimPrefix(answer, "200 ")), &m)
+	fmt.Println(answer[:3], m.AgentMetrics["pass@2"], m.AgentMetrics["mean/reward"], m.KeyMetrics)
+	// Output:
+	// 200 0.5 0.25 map[mean/reward:0.25]
+}
+
+// GET /reverify_mode says whether a result may be scored again from its
+// record.
+func ExampleReverifyMode() {
+	env := environment.New("exact_match",
+		environment.Verify(func(context.Context, *environment.VerifyRequest, struct{}) (environment.Score, error) {
+			return environment.Score{Reward: 1}, nil
+		}),
+		environment.ReverifyMode(environment.ReverifyStateless))
+	srv := httptest.NewServer(env.Handler())
+	defer srv.Close()
+	res, err := srv.Client().Get(srv.URL + "/reverify_mode")
+	if err != nil {
+		panic(err)
+	}
+	defer res.Body.Close()
+	mode, _ := io.ReadAll(res.Body)
+	fmt.Println(string(mode))
+	// Output:
+	// "stateless"
+}
+
 // The statistics /aggregate_metrics answers for a set of results.
 func ExampleAggregateMetrics() {
-	var results []protocol.Fields
+	var results []environment.Fields
 	for _, line := range []string{
 		`{"_ng_task_index":0,"_ng_rollout_index":0,"reward":1,"correct":true}`,
 		`{"_ng_task_index":0,"_ng_rollout_index":1,"reward":0,"correct":false}`,
 		`{"_ng_task_index":1,"_ng_rollout_index":0,"reward":1,"correct":true}`,
 	} {
-		var r protocol.Fields
+		var r environment.Fields
 		_ = json.Unmarshal([]byte(line), &r)
 		results = append(results, r)
 	}
@@ -191,15 +291,13 @@ func ExampleScore_With() {
 // does for the built-in environments.
 func ExampleEnvironment_Register() {
 	env := environment.New("exact_match", environment.Verify(
-		func(context.Context, *protocol.VerifyRequest, struct{}) (environment.Score, error) {
+		func(context.Context, *environment.VerifyRequest, struct{}) (environment.Score, error) {
 			return environment.Score{Reward: 1}, nil
 		}))
-	opts := env.ServerOptions("exact_match_1")
+	opts := environment.ServerOptions(env.Name(), "exact_match_1")
 	opts.Name = "exact_match_1"
 	s := server.New(opts)
-	if err := env.Register(s); err != nil {
-		panic(err)
-	}
+	env.Register(s)
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	// Rollout-prefixed paths route like their plain twins.
@@ -214,6 +312,18 @@ func ExampleEnvironment_Register() {
 	// exact_match___exact_match_1 "unknown"
 }
 
+// The options a server needs to carry an environment, known from its
+// name before the environment is built (gymlens serve builds the built-in
+// environments from their configuration only when it registers them).
+func ExampleServerOptions() {
+	opts := environment.ServerOptions("exact_match", "exact_match_1")
+	fmt.Println(opts.Type, opts.RolloutPrefix == server.PrefixResources, opts.SessionCookie)
+	fmt.Println(environment.ServerOptions("exact_match", "").SessionCookie)
+	// Output:
+	// resources_servers true exact_match___exact_match_1
+	// exact_match___exact_match
+}
+
 // A program that serves an environment until SIGINT or SIGTERM: flags
 // -addr and -name, telemetry from the NEMO_GYM_OTEL_* variables.
 func ExampleMain() {
@@ -221,7 +331,7 @@ func ExampleMain() {
 		Expected string `json:"expected_answer" gym:"required"`
 	}
 	environment.Main(environment.New("exact_match", environment.Verify(
-		func(_ context.Context, req *protocol.VerifyRequest, task Task) (environment.Score, error) {
+		func(_ context.Context, req *environment.VerifyRequest, task Task) (environment.Score, error) {
 			if strings.TrimSpace(req.Response.OutputText()) == task.Expected {
 				return environment.Score{Reward: 1}, nil
 			}
@@ -233,7 +343,7 @@ func ExampleMain() {
 // interrupt.
 func ExampleEnvironment_ListenAndServe() {
 	env := environment.New("exact_match", environment.Verify(
-		func(context.Context, *protocol.VerifyRequest, struct{}) (environment.Score, error) {
+		func(context.Context, *environment.VerifyRequest, struct{}) (environment.Score, error) {
 			return environment.Score{Reward: 1}, nil
 		}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -47,15 +47,13 @@ func (e *Environment) serve(ctx context.Context, addr, instance string, log *slo
 			log.Warn("telemetry flush", "err", err)
 		}
 	}()
-	opts := e.ServerOptions(instance)
+	opts := ServerOptions(e.name, instance)
 	opts.Name, opts.Addr, opts.Logger = instance, addr, log
 	if err := server.ApplyEnv(&opts, os.LookupEnv); err != nil {
 		return err
 	}
 	s := server.New(opts)
-	if err := e.Register(s); err != nil {
-		return err
-	}
+	e.Register(s)
 	bound, err := s.Listen()
 	if err != nil {
 		return err
@@ -191,12 +189,9 @@ func runLaunched(ctx context.Context, env *Environment, l *gymconfig.Launch, std
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if dryRun {
-		opts := env.ServerOptions(self.Name)
+		opts := ServerOptions(env.name, self.Name)
 		opts.Name, opts.Addr, opts.Logger = self.Name, l.Addr(), log
-		if err := env.Register(server.New(opts)); err != nil {
-			fmt.Fprintf(stderr, "%s: %s: %v\n", env.name, self.Name, err)
-			return 2
-		}
+		env.Register(server.New(opts))
 		log.Info("dry run: the configuration is valid; not listening", "environment", env.name, "instance", self.Name, "addr", l.Addr())
 		return 0
 	}

@@ -23,9 +23,9 @@ const (
 
 // ErrNoSession is returned by Sessions.Set and Sessions.Update for a
 // request that has no session id: the server was not built with the
-// session cookie (use Environment.ServerOptions), or ctx is not a
+// session cookie (use ServerOptions), or ctx is not a
 // request's.
-var ErrNoSession = errors.New("environment: the request has no session (build the server with Environment.ServerOptions)")
+var ErrNoSession = errors.New("environment: the request has no session (build the server with environment.ServerOptions)")
 
 // Sessions keeps one state of type S per session, the rollout a session
 // cookie names (server.SessionID): the seed function (Seed) creates it,

@@ -50,7 +50,7 @@ func tallyEnv(store *environment.Sessions[tally]) *environment.Environment {
 		environment.Tool("add", "Add n to the total.", func(ctx context.Context, args addArgs) (map[string]bool, error) {
 			err := store.Update(ctx, func(st *tally, existed bool) error {
 				if !existed {
-					return server.Errorf(http.StatusConflict, "no session: seed it first")
+					return environment.Errorf(http.StatusConflict, "no session: seed it first")
 				}
 				st.Total += args.N
 				st.Calls++

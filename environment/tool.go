@@ -37,7 +37,7 @@ var reservedNames = map[string]bool{
 // body, the call's arguments object, into A and answers with fn's result
 // encoded as JSON. Upstream's agent hands that body, whatever its status,
 // to the model as the tool's output, so an error fn returns reaches the
-// model too: a server.Errorf(status, ...) as {"detail": msg}, any other
+// model too: an *Error (see Errorf) as {"detail": msg}, any other
 // error as a JSON string with status 500.
 //
 // A is read like a task (see Verify): by exact member name, unknown

@@ -20,6 +20,21 @@ import (
 	"github.com/gymlens/gymlens/telemetry/metrics"
 )
 
+// VerifyRequest is the body of POST /verify that a verify function gets:
+// the dataset row (responses_create_params, the collector's indexes and
+// every task field, in Fields) and the model's whole episode in
+// Response; Response.OutputText() is the text of its answer. It is
+// protocol.VerifyRequest, named here so that a verify function's
+// signature needs no other package of this module.
+type VerifyRequest = protocol.VerifyRequest
+
+// Fields is a JSON object's members in their order, each kept as raw
+// JSON: the members a Score adds to the verify response, and each verify
+// response a ComputeMetrics hook reads (Get, Decode). It is
+// protocol.Fields, named here so that an environment needs no other
+// package of this module to name it.
+type Fields = protocol.Fields
+
 // Score is what a verify function concludes: the reward, and the members
 // the verify response carries besides the echoed request and the reward
 // (an extracted answer, a sub-score, ...), in order.
@@ -29,7 +44,7 @@ type Score struct {
 	// Fields are the response's own members. A member of the same name as
 	// a task field replaces its echoed value; responses_create_params,
 	// response and reward cannot be set this way.
-	Fields protocol.Fields
+	Fields Fields
 
 	err error // from With: a value that did not encode
 }
@@ -81,7 +96,7 @@ func (s Score) check() error {
 type Verifier struct {
 	// prepare decodes the task of req and returns the call that scores
 	// it, or the 422 the task deserves.
-	prepare func(req *protocol.VerifyRequest) (func(context.Context) (Score, error), error)
+	prepare func(req *VerifyRequest) (func(context.Context) (Score, error), error)
 }
 
 // Verify makes the Verifier of an environment from fn, which scores one
@@ -98,21 +113,21 @@ type Verifier struct {
 // method when *T has one, answers 422 with FastAPI's body, each problem
 // located under "body" (a *protocol.ValidationError from Validate keeps
 // its locations), and fn is not called. A T that is not a struct (a
-// map, protocol.Fields) is decoded from the whole object.
+// map, Fields) is decoded from the whole object.
 //
 // fn's Score makes the response: the request echoed, every member kept,
 // plus reward and the score's members. An error from fn fails the
-// verification: a server.Errorf(status, ...) answers that status with
+// verification: an *Error (see Errorf) answers its status with
 // {"detail": msg}, any other error 500 with the message as a JSON
 // string, as upstream answers an exception. fn runs inside the gym.verify
 // span (ctx carries it), so its own calls nest under it. Verify panics
 // when fn is nil.
-func Verify[T any](fn func(ctx context.Context, req *protocol.VerifyRequest, task T) (Score, error)) Verifier {
+func Verify[T any](fn func(ctx context.Context, req *VerifyRequest, task T) (Score, error)) Verifier {
 	if fn == nil {
 		panic("environment: Verify with a nil function")
 	}
 	decoderOf(reflect.TypeFor[T]()) // build the decoder now, not on the first request
-	return Verifier{prepare: func(req *protocol.VerifyRequest) (func(context.Context) (Score, error), error) {
+	return Verifier{prepare: func(req *VerifyRequest) (func(context.Context) (Score, error), error) {
 		task, err := decodeFields[T](req.Fields)
 		if err != nil {
 			return nil, protocol.DecodeError(err, "body")

@@ -27,12 +27,10 @@ const Instance = "test"
 // with stacks.
 func Serve(t testing.TB, env *environment.Environment) string {
 	t.Helper()
-	opts := env.ServerOptions(Instance)
+	opts := environment.ServerOptions(env.Name(), Instance)
 	opts.Name, opts.Logger = env.Name(), slog.New(slog.DiscardHandler)
 	s := server.New(opts)
-	if err := env.Register(s); err != nil {
-		t.Fatalf("envtest: register %s: %v", env.Name(), err)
-	}
+	env.Register(s)
 	addr, err := s.Listen()
 	if err != nil {
 		t.Fatalf("envtest: listen: %v", err)

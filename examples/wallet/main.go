@@ -8,8 +8,6 @@ import (
 	"net/http"
 
 	"github.com/gymlens/gymlens/environment"
-	"github.com/gymlens/gymlens/protocol"
-	"github.com/gymlens/gymlens/server"
 )
 
 // Wallet is one rollout's state.
@@ -47,9 +45,9 @@ func move(ctx context.Context, delta int) (Receipt, error) {
 	err := wallets.Update(ctx, func(w *Wallet, existed bool) error {
 		switch {
 		case !existed:
-			return server.Errorf(http.StatusConflict, "no wallet: the rollout was not seeded")
+			return environment.Errorf(http.StatusConflict, "no wallet: the rollout was not seeded")
 		case w.Balance+delta < 0:
-			return server.Errorf(http.StatusConflict, "insufficient funds")
+			return environment.Errorf(http.StatusConflict, "insufficient funds")
 		}
 		w.Balance += delta
 		w.Moves++
@@ -61,7 +59,7 @@ func move(ctx context.Context, delta int) (Receipt, error) {
 
 func newWallet() *environment.Environment {
 	return environment.New("wallet",
-		environment.Verify(func(ctx context.Context, _ *protocol.VerifyRequest, task Task) (environment.Score, error) {
+		environment.Verify(func(ctx context.Context, _ *environment.VerifyRequest, task Task) (environment.Score, error) {
 			w, ok := wallets.Get(ctx)
 			reward := 0.0
 			if ok && w.Balance == task.Expected {
@@ -69,18 +67,18 @@ func newWallet() *environment.Environment {
 			}
 			return environment.Score{Reward: reward}.With("final_balance", w.Balance).With("moves", w.Moves), nil
 		}),
-		environment.Seed(&wallets, func(_ context.Context, _ *protocol.SeedSessionRequest, o Opening) (Wallet, error) {
+		environment.Seed(&wallets, func(_ context.Context, _ *environment.SeedSessionRequest, o Opening) (Wallet, error) {
 			return Wallet{Balance: o.Balance}, nil
 		}),
 		environment.Tool("deposit", "Put money into the wallet.", func(ctx context.Context, a Amount) (Receipt, error) {
 			if a.Amount <= 0 {
-				return Receipt{}, server.Errorf(http.StatusBadRequest, "amount must be above 0")
+				return Receipt{}, environment.Errorf(http.StatusBadRequest, "amount must be above 0")
 			}
 			return move(ctx, a.Amount)
 		}),
 		environment.Tool("withdraw", "Take money out of the wallet.", func(ctx context.Context, a Amount) (Receipt, error) {
 			if a.Amount <= 0 {
-				return Receipt{}, server.Errorf(http.StatusBadRequest, "amount must be above 0")
+				return Receipt{}, environment.Errorf(http.StatusBadRequest, "amount must be above 0")
 			}
 			return move(ctx, -a.Amount)
 		}),

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/servers/agent"
@@ -74,12 +75,10 @@ func startRealFleet(t *testing.T, cfg agent.Config) *realFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := env.ServerOptions("arith")
+	ro := environment.ServerOptions(env.Name(), "arith")
 	ro.Name, ro.Type, ro.Logger, ro.Middleware = "arith", contract.ServerTypeResources, quiet, f.resourceSent.middleware
 	rs := server.New(ro)
-	if err := env.Register(rs); err != nil {
-		t.Fatal(err)
-	}
+	env.Register(rs)
 	resourcesURL, stop := servertest.Start(t, rs)
 	stops = append(stops, stop)
 

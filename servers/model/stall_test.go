@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
@@ -218,10 +219,8 @@ func TestStallThroughTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := server.New(mergeOptions(env.ServerOptions("counter"), contract.ServerTypeResources, counter.ServerName))
-	if err := env.Register(rs); err != nil {
-		t.Fatal(err)
-	}
+	rs := server.New(mergeOptions(environment.ServerOptions(env.Name(), "counter"), contract.ServerTypeResources, counter.ServerName))
+	env.Register(rs)
 	resourcesURL, _ := servertest.Start(t, rs)
 
 	as := server.New(mergeOptions(agent.ServerOptions("agent"), contract.ServerTypeAgent, agent.ServerName))

@@ -401,7 +401,8 @@ func environmentEntry[C interface{ Validate() error }](name string, defaults fun
 			if err != nil {
 				return err
 			}
-			return env.Register(s)
+			env.Register(s)
+			return nil
 		},
 		func(instance string) server.Options { return environment.ServerOptions(name, instance) })
 }

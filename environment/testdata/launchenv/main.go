@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/gymlens/gymlens/environment"
-	"github.com/gymlens/gymlens/protocol"
 )
 
 // task is what verify reads from the row.
@@ -20,7 +19,7 @@ type task struct {
 
 func main() {
 	environment.Main(environment.New("launchenv",
-		environment.Verify(func(_ context.Context, req *protocol.VerifyRequest, t task) (environment.Score, error) {
+		environment.Verify(func(_ context.Context, req *environment.VerifyRequest, t task) (environment.Score, error) {
 			if strings.TrimSpace(req.Response.OutputText()) == t.Expected {
 				return environment.Score{Reward: 1}, nil
 			}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/environment"
 	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
@@ -405,10 +406,8 @@ func TestConfigAndReverifyMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := server.New(env.ServerOptions("arith_1"))
-	if err := env.Register(s); err != nil {
-		t.Fatal(err)
-	}
+	s := server.New(environment.ServerOptions(env.Name(), "arith_1"))
+	env.Register(s)
 	base, _ := servertest.Start(t, s)
 	res, err := http.Get(base + "/reverify_mode")
 	if err != nil {
