@@ -3,6 +3,7 @@ package environment
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -28,8 +29,11 @@ const (
 	keyRolloutInfos     = "rollout_infos"
 	keyRolloutInfoID    = "rollout_id"
 	keyNumRepeats       = "num_repeats"
-	keySampleCount      = "sample_count"
-	keyMissingCount     = "missing_count"
+	// keyPerTaskMetrics is the member of the compute_metrics hook's result
+	// that goes into the group objects rather than agent_metrics.
+	keyPerTaskMetrics = "per_task_metrics"
+	keySampleCount    = "sample_count"
+	keyMissingCount   = "missing_count"
 	// keyPerf is the per-rollout performance record perf_summary is
 	// computed from.
 	keyPerf = "ng_perf"
@@ -104,13 +108,15 @@ var sampleRow = json.RawMessage(`{"agent_ref":{"name":"agent"}}`)
 // responses with the same pair, and a numeric member called agent_name;
 // here they count as described. An empty list gives empty metrics.
 func AggregateMetrics(responses []protocol.Fields) protocol.AggregateMetricsResponse {
-	return aggregate(responses, nil)
+	m, _ := aggregate(responses, nil) // only a hook's result can be refused
+	return m
 }
 
 // aggregate is AggregateMetrics with custom (nil for none) as the
 // benchmark's own compute_metrics hook: its metrics join agent_metrics
-// after the coverage ones, before num_repeats.
-func aggregate(responses []protocol.Fields, custom func(tasks [][]protocol.Fields) map[string]any) protocol.AggregateMetricsResponse {
+// after the coverage ones, before num_repeats, and its per_task_metrics
+// the group objects (see prepared.custom).
+func aggregate(responses []protocol.Fields, custom func(tasks [][]protocol.Fields) map[string]any) (protocol.AggregateMetricsResponse, error) {
 	return aggregatorOf(responses).metrics(custom)
 }
 
@@ -142,13 +148,17 @@ func (a *aggregator) add(r protocol.Fields) {
 
 // metrics computes the aggregate metrics of the responses added (see
 // aggregate).
-func (a *aggregator) metrics(custom func(tasks [][]protocol.Fields) map[string]any) protocol.AggregateMetricsResponse {
+func (a *aggregator) metrics(custom func(tasks [][]protocol.Fields) map[string]any) (protocol.AggregateMetricsResponse, error) {
 	p := a.prepare()
-	out := p.summary(p.custom(custom))
+	extra, err := p.custom(custom)
+	if err != nil {
+		return protocol.AggregateMetricsResponse{}, err
+	}
+	out := p.summary(extra)
 	p.eachGroup(0, len(p.bounds)-1, func(g []byte) {
 		out.GroupLevelMetrics = append(out.GroupLevelMetrics, json.RawMessage(bytes.Clone(g)))
 	})
-	return out
+	return out, nil
 }
 
 // prepared is an aggregator's responses made ready for the statistics:
@@ -163,6 +173,9 @@ type prepared struct {
 	// bounds holds the index in rows of each group's first row, then
 	// len(rows): group i is rows[bounds[i]:bounds[i+1]].
 	bounds []int
+	// perTask holds, by task index, the members the hook's
+	// per_task_metrics adds to (or replaces in) that task's group object.
+	perTask map[int]protocol.Fields
 }
 
 // prepare sorts the scored rows as upstream aligns them and finds the
@@ -200,13 +213,50 @@ func (a *aggregator) prepare() *prepared {
 }
 
 // custom runs the benchmark's own compute_metrics hook (nil for none)
-// over the scored responses grouped by task; nil without a hook or
-// anything scored.
-func (p *prepared) custom(hook func(tasks [][]protocol.Fields) map[string]any) map[string]any {
+// over the scored responses grouped by task and returns what joins
+// agent_metrics; nil without a hook or anything scored. As upstream
+// (reward_profile.py, compute_aggregate_metrics), a per_task_metrics
+// member of its result does not: it is a list of objects, each naming its
+// task by _ng_task_index, whose other members are set on that task's
+// group object (see perTask); an error says why one cannot be.
+func (p *prepared) custom(hook func(tasks [][]protocol.Fields) map[string]any) (map[string]any, error) {
 	if hook == nil || len(p.scored) == 0 {
-		return nil
+		return nil, nil
 	}
-	return hook(groupByTask(p.scored))
+	out := hook(groupByTask(p.scored))
+	list, ok := out[keyPerTaskMetrics]
+	if !ok {
+		return out, nil
+	}
+	out = maps.Clone(out)
+	delete(out, keyPerTaskMetrics)
+	raw, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("compute_metrics: %s: %w", keyPerTaskMetrics, err)
+	}
+	var entries []protocol.Fields
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, fmt.Errorf("compute_metrics: %s must be a list of objects: %w", keyPerTaskMetrics, err)
+	}
+	for _, e := range entries {
+		var task int
+		if ok, err := e.Decode(protocol.KeyTaskIndex, &task); !ok || err != nil {
+			return nil, fmt.Errorf("compute_metrics: every %s entry needs an integer %s", keyPerTaskMetrics, protocol.KeyTaskIndex)
+		}
+		if p.perTask == nil {
+			p.perTask = map[int]protocol.Fields{}
+		}
+		// A later entry for the same task replaces an earlier one whole,
+		// as upstream's dict of them by task index does.
+		var members protocol.Fields
+		for _, m := range e {
+			if m.Key != protocol.KeyTaskIndex {
+				members.SetRaw(m.Key, m.Value)
+			}
+		}
+		p.perTask[task] = members
+	}
+	return out, nil
 }
 
 // eachGroup hands emit the group_level_metrics objects of groups from to
@@ -218,8 +268,29 @@ func (p *prepared) eachGroup(from, to int, emit func(group []byte)) {
 		group := p.rows[p.bounds[i]:p.bounds[i+1]]
 		scratch = columnsInto(scratch[:0], p.columns, group)
 		buf = appendGroup(buf[:0], p.keys, scratch, group)
+		if extra, ok := p.perTask[group[0].task]; ok {
+			buf = withMembers(buf, extra)
+		}
 		emit(buf)
 	}
+}
+
+// withMembers returns the encoded object group with each of extra's
+// members set: in place where group has the name, else after its last
+// member, as a Python dict's update sets them.
+func withMembers(group []byte, extra protocol.Fields) []byte {
+	var f protocol.Fields
+	if err := f.UnmarshalJSON(group); err != nil {
+		return group // the group is this package's own encoding: not reached
+	}
+	for _, m := range extra {
+		f.SetRaw(m.Key, m.Value)
+	}
+	b, err := f.MarshalJSON()
+	if err != nil {
+		return group
+	}
+	return append(group[:0], b...)
 }
 
 // summary computes everything but group_level_metrics (left empty), with

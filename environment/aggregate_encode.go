@@ -116,7 +116,11 @@ func (a *aggregator) answer(custom func(tasks [][]protocol.Fields) map[string]an
 		Header: http.Header{aggstream.CompleteHeader: {aggstream.CompleteValue}},
 		Write: func(w io.Writer) error {
 			p := a.prepare()
-			return p.write(w, p.custom(custom))
+			extra, err := p.custom(custom)
+			if err != nil {
+				return err
+			}
+			return p.write(w, extra)
 		},
 	}
 }

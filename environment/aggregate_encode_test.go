@@ -80,7 +80,11 @@ func TestStreamedAnswerIsMarshalJSON(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &responses); err != nil {
 				t.Fatal(err)
 			}
-			want, err := aggregate(responses, custom).MarshalJSON()
+			m, err := aggregate(responses, custom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := m.MarshalJSON()
 			if err != nil {
 				t.Fatal(err)
 			}

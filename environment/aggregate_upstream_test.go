@@ -1,6 +1,7 @@
 package environment_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/environment"
+	"github.com/gymlens/gymlens/environment/envtest"
 	"github.com/gymlens/gymlens/internal/upstream"
 	"github.com/gymlens/gymlens/protocol"
 )
@@ -234,4 +236,97 @@ func jsonDiff(path string, want, have any) string {
 		}
 		return ""
 	}
+}
+
+// upstreamPerTask runs compute_aggregate_metrics with a compute_metrics
+// hook whose result carries per_task_metrics (one entry per task: a new
+// member, and num_rollouts replaced) besides an agent-level member.
+const upstreamPerTask = `
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from nemo_gym.reward_profile import compute_aggregate_metrics
+def hook(tasks):
+    per = []
+    for group in tasks:
+        per.append({"_ng_task_index": group[0].get("_ng_task_index", 0),
+                    "best_of_task": max(float(r["reward"]) for r in group), "num_rollouts": 99})
+    return {"tasks_seen": len(tasks), "per_task_metrics": per}
+for case in json.load(sys.stdin):
+    print(compute_aggregate_metrics(case, compute_metrics_fn=hook).model_dump_json())
+`
+
+// TestUpstreamPerTaskMetricsAgree: a ComputeMetrics hook's
+// per_task_metrics goes into the group objects (new members added,
+// existing ones replaced) and not into agent_metrics, as upstream's
+// compute_aggregate_metrics does, in the answer the server streams.
+func TestUpstreamPerTaskMetricsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 2026))
+	var cases [][]map[string]any
+	for range 20 {
+		var c []map[string]any
+		for task := range 1 + r.IntN(5) {
+			for rollout := range 1 + r.IntN(3) {
+				vr := map[string]any{"_ng_task_index": task, "_ng_rollout_index": rollout, "reward": math.Round(r.Float64()*100) / 100}
+				if r.IntN(6) == 0 {
+					vr["mask_sample"] = true
+				}
+				c = append(c, vr)
+			}
+		}
+		cases = append(cases, c)
+	}
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(upstream.Run(t, 3*time.Minute, upstreamPerTask, in))), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("upstream answered %d cases of %d", len(lines), len(cases))
+	}
+	hook := func(tasks [][]environment.Fields) map[string]any {
+		var per []map[string]any
+		for _, group := range tasks {
+			var task int
+			_, _ = group[0].Decode(protocol.KeyTaskIndex, &task)
+			best := math.Inf(-1)
+			for _, resp := range group {
+				var v float64
+				_, _ = resp.Decode(protocol.KeyReward, &v)
+				best = max(best, v)
+			}
+			per = append(per, map[string]any{protocol.KeyTaskIndex: task, "best_of_task": best, "num_rollouts": 99})
+		}
+		return map[string]any{"tasks_seen": len(tasks), "per_task_metrics": per}
+	}
+	env := environment.New("per_task", environment.Verify(func(context.Context, *environment.VerifyRequest, struct{}) (environment.Score, error) {
+		return environment.Score{}, nil
+	}), environment.ComputeMetrics(hook))
+	base := envtest.Serve(t, env)
+	s := envtest.NewSession(t, base)
+	withPerTask := 0
+	for i, c := range cases {
+		status, body := s.Post("/aggregate_metrics", map[string]any{"verify_responses": c})
+		if status != 200 {
+			t.Fatalf("case %d: %d %s", i, status, body)
+		}
+		var want, have any
+		if err := json.Unmarshal([]byte(lines[i]), &want); err != nil {
+			t.Fatalf("case %d: upstream: %v", i, err)
+		}
+		if err := json.Unmarshal(body, &have); err != nil {
+			t.Fatal(err)
+		}
+		if diff := jsonDiff("", want, have); diff != "" {
+			t.Errorf("case %d: %s\ninput: %v", i, diff, c)
+		}
+		if groups := want.(map[string]any)["group_level_metrics"].([]any); len(groups) > 0 {
+			if _, ok := groups[0].(map[string]any)["best_of_task"]; ok {
+				withPerTask++
+			}
+		}
+	}
+	if withPerTask == 0 {
+		t.Errorf("no case had per-task metrics in its groups")
+	}
+	t.Logf("%d cases, %d with per-task metrics merged", len(cases), withPerTask)
 }

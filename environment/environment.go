@@ -129,6 +129,14 @@ func ReverifyMode(mode string) Option {
 // (masked ones are left out) grouped by task (_ng_task_index, ascending;
 // a response without one counts as task 0), each group in the order the
 // responses came; it is not called when every response is masked.
+//
+// A per_task_metrics member of fn's result is not an agent metric: as
+// upstream, it is a list of objects, each naming its task by
+// _ng_task_index, whose other members are set on that task's
+// group_level_metrics object (replacing a member of the same name in
+// place, else added after the others, in key order for a Go map); a later
+// entry for a task replaces an earlier one. An entry without an integer
+// _ng_task_index makes the call fail (500).
 func ComputeMetrics(fn func(tasks [][]Fields) map[string]any) Option {
 	return func(e *Environment) { e.metrics = fn }
 }
