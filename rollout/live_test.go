@@ -134,20 +134,7 @@ func startTokenEpisodeAgent(t testing.TB, failTask, holdTask int, token string) 
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rep)
 	})
-	addr, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.URL = "http://" + addr.String()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("episode agent: %v", err)
-		}
-	})
+	a.URL, _ = servertest.Start(t, s)
 	return a
 }
 
