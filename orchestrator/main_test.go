@@ -30,14 +30,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(stubEnv); mode != "" {
 		os.Exit(runStub(mode))
 	}
-	bin, remove, err := testenv.BuildGym("gymlens-orchestrator-", "../cmd/gymlens")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gymBin = bin
-	code := m.Run()
-	remove()
+	code := testenv.RunWithGym(m, "gymlens-orchestrator-", "../cmd/gymlens", &gymBin)
 	// Fleets were started and stopped; none of their watchers may remain.
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
