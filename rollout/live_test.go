@@ -374,7 +374,7 @@ func TestCollectSpanIdentity(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, s := range exp.GetSpans() {
-		if s.SpanKind != trace.SpanKindClient || attrString(s.Attributes, contract.AttrRolloutID) == "" {
+		if s.SpanKind != trace.SpanKindClient || servertest.Attrs(s.Attributes)[contract.AttrRolloutID] == "" {
 			continue // not a /run call (/aggregate_metrics)
 		}
 		var repeat, attempt int64 = -1, -1
@@ -386,8 +386,8 @@ func TestCollectSpanIdentity(t *testing.T) {
 				attempt = kv.Value.AsInt64()
 			}
 		}
-		got[attrString(s.Attributes, contract.AttrRolloutID)] = fmt.Sprintf("task %s repeat %d attempt %d",
-			attrString(s.Attributes, contract.AttrTaskID), repeat, attempt)
+		got[servertest.Attrs(s.Attributes)[contract.AttrRolloutID]] = fmt.Sprintf("task %s repeat %d attempt %d",
+			servertest.Attrs(s.Attributes)[contract.AttrTaskID], repeat, attempt)
 	}
 	want := map[string]string{
 		"0-0": "task 0 repeat 0 attempt 0", "0-1": "task 0 repeat 1 attempt 0", "1-0": "task 1 repeat 0 attempt 0",

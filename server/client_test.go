@@ -21,15 +21,6 @@ import (
 	"github.com/gymlens/gymlens/telemetry"
 )
 
-// spanAttrs returns a span's attributes as emitted strings.
-func spanAttrs(s tracetest.SpanStub) map[string]string {
-	m := map[string]string{}
-	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
-	}
-	return m
-}
-
 // clientSpans returns the CLIENT spans exported so far.
 func clientSpans(t *testing.T, spans *tracetest.InMemoryExporter) []tracetest.SpanStub {
 	t.Helper()
@@ -103,7 +94,7 @@ func TestClientSpanAsUpstream(t *testing.T) {
 		if s.Name != "HTTP POST" {
 			t.Errorf("CLIENT span named %q, want HTTP POST", s.Name)
 		}
-		a := spanAttrs(s)
+		a := servertest.Attrs(s.Attributes)
 		byFull[a[contract.AttrURLFull]] = append(byFull[a[contract.AttrURLFull]], s)
 		for k, v := range a {
 			if strings.Contains(v, "s3cret") {
@@ -117,7 +108,7 @@ func TestClientSpanAsUpstream(t *testing.T) {
 			// The relay's own call to the peer carries the inbound id.
 			ss = nil
 			for _, s := range byFull[peerURL+"/verify"] {
-				if spanAttrs(s)[contract.AttrRolloutID] == c.wantID {
+				if servertest.Attrs(s.Attributes)[contract.AttrRolloutID] == c.wantID {
 					ss = append(ss, s)
 				}
 			}
@@ -128,7 +119,7 @@ func TestClientSpanAsUpstream(t *testing.T) {
 		}
 		found := false
 		for _, s := range ss {
-			a := spanAttrs(s)
+			a := servertest.Attrs(s.Attributes)
 			if a[contract.AttrRolloutID] != c.wantID {
 				continue
 			}
@@ -312,7 +303,7 @@ func TestClientFirstByteAndOpenSpan(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("CLIENT spans %d, want 2", len(got))
 	}
-	first := spanAttrs(got[0])
+	first := servertest.Attrs(got[0].Attributes)
 	if first["caller.added"] != "yes" || first[contract.AttrHTTPResponseStatus] != "200" || first[contract.AttrURLFull] != url+"/echo" {
 		t.Errorf("first CLIENT span's attributes %v; want the caller's attribute, the status and url.full", first)
 	}

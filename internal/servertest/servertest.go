@@ -14,6 +14,7 @@ import (
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Start binds s to its loopback address and serves it in a goroutine. It
@@ -198,4 +199,15 @@ func FreeAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// Attrs returns attributes (a span's or an event's) by key, each value
+// as its Emit string; an absent key reads as "". Tests use it to check a
+// recorded span without depending on the exporter's types.
+func Attrs(kvs []attribute.KeyValue) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value.Emit()
+	}
+	return m
 }
