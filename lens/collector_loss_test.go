@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/telfile"
@@ -33,12 +33,8 @@ import (
 // counts the trace export requests.
 func answering(t *testing.T, status int) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var traces atomic.Int64
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := servertest.ServeHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/traces" {
 			traces.Add(1)
 		}
@@ -46,17 +42,8 @@ func answering(t *testing.T, status int) (string, *atomic.Int64) {
 			w.Header().Set("Retry-After", "1")
 		}
 		http.Error(w, http.StatusText(status), status)
-	})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return "http://" + ln.Addr().String(), &traces
+	}))
+	return url, &traces
 }
 
 // endSpans ends n spans of the job group.

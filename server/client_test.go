@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -190,12 +189,7 @@ func counterPoints(t *testing.T, reader *sdkmetric.ManualReader, name, key strin
 // and a call whose time ran out in gym.http.timeout_total as internal.
 func TestClientRetryAndTimeoutMetrics(t *testing.T) {
 	_, reader, _ := enableTelemetry(t, "http_client")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + servertest.FreeAddr(t)
 	client := server.NewClient(server.ClientOptions{Retries: 2, Backoff: time.Millisecond})
 	t.Cleanup(client.CloseIdleConnections)
 	if err := client.PostJSON(context.Background(), dead+"/verify", echoReq{Name: "x"}, nil); err == nil {

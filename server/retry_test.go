@@ -182,15 +182,10 @@ func TestClientHonoursRetryAfter(t *testing.T) {
 // classes it). A refused /run is retried: it never reached the peer.
 func TestClientGivesUpOnADeadServer(t *testing.T) {
 	spans, reader, h := enableTelemetry(t, "http_client")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + servertest.FreeAddr(t)
 	client := server.NewClient(server.ClientOptions{Retries: 3, Backoff: time.Millisecond})
 	t.Cleanup(client.CloseIdleConnections)
-	err = client.PostJSON(context.Background(), dead+"/run", echoReq{Name: "x"}, nil)
+	err := client.PostJSON(context.Background(), dead+"/run", echoReq{Name: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "gave up after 4 attempts") {
 		t.Fatalf("call to a dead peer: %v; want it to say it gave up after 4 attempts", err)
 	}

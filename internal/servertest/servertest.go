@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
@@ -186,19 +188,36 @@ func CheckErrorBody(t testing.TB, status int, raw []byte) {
 }
 
 // FreeAddr returns a loopback address ("127.0.0.1:PORT") whose port was
-// free a moment ago: the listener that claimed it is closed again, so
-// connections to it are refused until something else binds it.
+// free a moment ago (testenv.FreePort): the listener that claimed it is
+// closed again, so connections to it are refused until something else
+// binds it.
 func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+}
+
+// ServeHandler serves h over plain HTTP on a loopback port and returns the
+// base URL ("http://127.0.0.1:PORT"). At cleanup the server is closed
+// (connections dropped, in-flight requests not awaited) and its Serve
+// goroutine awaited. Tests use it for peers that are not a server.Server:
+// an OTLP receiver, a collector answering errors, a Prometheus endpoint.
+func ServeHandler(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("listen: %v", err)
 	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return "http://" + ln.Addr().String()
 }
 
 // Attrs returns attributes (a span's or an event's) by key, each value
