@@ -41,14 +41,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cleanEnv removes every telemetry variable from this process for the rest
-// of the test. Start hands children os.Environ() plus Options.ExtraEnv, so
-// this is what keeps the machine's settings away from the children.
-func cleanEnv(t *testing.T) {
-	t.Helper()
-	testenv.ClearTelemetry(t)
-}
-
 // ctxFor returns a context that ends after d or with the test.
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	t.Helper()
