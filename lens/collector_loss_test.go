@@ -20,7 +20,6 @@ import (
 	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // Collector faults on loopback, each a real server: one that accepts
@@ -64,21 +63,7 @@ func endSpans(t *testing.T, n int, attrs ...attribute.KeyValue) {
 // error type ("" for success).
 func spanAccount(t *testing.T, path string) map[string]int64 {
 	t.Helper()
-	out := map[string]int64{}
-	err := telfile.ReadFile(path, func(r telfile.Record) error {
-		if m := r.Metric; m != nil && (m.Name == contract.SDKSpanProcessed || m.Name == contract.SDKSpanExported) {
-			for _, p := range m.Points {
-				v, _ := p.Value.Int64()
-				et, _ := p.Attributes[contract.AttrErrorType].(string)
-				out[m.Name+"/"+et] += v
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	return out
+	return accountOf(t, path, contract.SDKSpanProcessed, contract.SDKSpanExported)
 }
 
 func TestCollectorFaultsCountEveryLostSpan(t *testing.T) {
