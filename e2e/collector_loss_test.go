@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/report"
 )
@@ -26,23 +26,9 @@ import (
 // is closed when the test ends.
 func collAnswering(t *testing.T, status int) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return servertest.ServeHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(status), status)
-	})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return "http://" + ln.Addr().String()
+	}))
 }
 
 // collRun runs `gymlens run` exporting over OTLP to endpoint with protocol,

@@ -21,15 +21,7 @@ import (
 var gymBin string
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildGym("gymlens-e2e-", "../cmd/gymlens")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gymBin = bin
-	code := m.Run()
-	remove()
-	os.Exit(code)
+	os.Exit(testenv.RunWithGym(m, "gymlens-e2e-", "../cmd/gymlens", &gymBin))
 }
 
 // gymEnv is a clean environment for a child gym process: the machine's

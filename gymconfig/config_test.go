@@ -8,6 +8,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -89,7 +90,7 @@ func TestInstanceAccessors(t *testing.T) {
 		t.Errorf("command %v, %v", argv, err)
 	}
 	// oc.env gives strings; a port given that way still reads as a number.
-	c = mustResolve(t, "x:\n  resources_servers:\n    y: {host: '::1', port: '${oc.env:P}'}\n", envMap(map[string]string{"P": "9001"}))
+	c = mustResolve(t, "x:\n  resources_servers:\n    y: {host: '::1', port: '${oc.env:P}'}\n", testenv.Lookup(map[string]string{"P": "9001"}))
 	x, _ := c.Instance("x")
 	if x.Port() != 9001 || x.Addr() != "[::1]:9001" {
 		t.Errorf("port %d addr %s", x.Port(), x.Addr())
@@ -187,7 +188,7 @@ func TestDryRunAndHeadServer(t *testing.T) {
 		{"default_host: 10.0.0.2\nhead_server: {port: 12000}\n", false, "10.0.0.2", 12000},
 		{"head_server: {host: 0.0.0.0, port: 12001}\n", false, "0.0.0.0", 12001},
 	} {
-		c := mustResolve(t, tc.doc, envMap(map[string]string{"DRY_SET": "true"}))
+		c := mustResolve(t, tc.doc, testenv.Lookup(map[string]string{"DRY_SET": "true"}))
 		host, port := c.HeadServer()
 		if c.DryRun() != tc.dry || host != tc.host || port != tc.port {
 			t.Errorf("%q: dry %v head %s:%d", tc.doc, c.DryRun(), host, port)

@@ -35,7 +35,7 @@ func FuzzResolve(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	env := envMap(map[string]string{"X": "x", "PORT": "8080"})
+	env := testenv.Lookup(map[string]string{"X": "x", "PORT": "8080"})
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		if len(doc) > 64<<10 {
 			t.Skip("document too large")

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 )
 
 func TestLaunchFromEnv(t *testing.T) {
-	l, ok, err := gymconfig.LaunchFromEnv(envMap(map[string]string{
+	l, ok, err := gymconfig.LaunchFromEnv(testenv.Lookup(map[string]string{
 		gymconfig.EnvConfigDict: fleet,
 		gymconfig.EnvConfigPath: "simple_agent",
 	}))
@@ -33,7 +34,7 @@ func TestLaunchFromEnv(t *testing.T) {
 
 func TestLaunchFromEnvPeerNotDefined(t *testing.T) {
 	doc := strings.Replace(fleet, "name: policy_model}", "name: policy_modl}", 1)
-	l, _, err := gymconfig.LaunchFromEnv(envMap(map[string]string{gymconfig.EnvConfigDict: doc, gymconfig.EnvConfigPath: "simple_agent"}))
+	l, _, err := gymconfig.LaunchFromEnv(testenv.Lookup(map[string]string{gymconfig.EnvConfigDict: doc, gymconfig.EnvConfigPath: "simple_agent"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestLaunchFromEnvNotLaunched(t *testing.T) {
 		{gymconfig.EnvConfigPath: ""},
 		{gymconfig.EnvConfigDict: fleet},
 	} {
-		l, ok, err := gymconfig.LaunchFromEnv(envMap(env))
+		l, ok, err := gymconfig.LaunchFromEnv(testenv.Lookup(env))
 		if l != nil || ok || err != nil {
 			t.Errorf("%v: %v, %v, %v", env, l, ok, err)
 		}
@@ -76,7 +77,7 @@ func TestLaunchFromEnvErrors(t *testing.T) {
 			`NEMO_GYM_CONFIG_PATH: "policy_api_key" is a key of NEMO_GYM_CONFIG_DICT but not a server instance`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, ok, err := gymconfig.LaunchFromEnv(envMap(tc.env))
+			l, ok, err := gymconfig.LaunchFromEnv(testenv.Lookup(tc.env))
 			if l != nil || ok || errString(err) != tc.want {
 				t.Errorf("%v, %v, error\n  %v\nwant\n  %s", l, ok, err, tc.want)
 			}
@@ -86,7 +87,7 @@ func TestLaunchFromEnvErrors(t *testing.T) {
 
 func TestLaunchFromEnvResolvesWithTheSameLookup(t *testing.T) {
 	doc := "key: ${oc.env:MY_KEY}\nx:\n  resources_servers:\n    y: {host: 127.0.0.1, port: '${oc.env:MY_PORT,9000}', secret_key: '${key}'}\n"
-	l, ok, err := gymconfig.LaunchFromEnv(envMap(map[string]string{
+	l, ok, err := gymconfig.LaunchFromEnv(testenv.Lookup(map[string]string{
 		gymconfig.EnvConfigDict: doc, gymconfig.EnvConfigPath: "x", "MY_KEY": "k1",
 	}))
 	if err != nil || !ok {

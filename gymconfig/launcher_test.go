@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/internal/upstream"
 )
 
@@ -44,7 +45,7 @@ func TestLauncherDefaultsWritesUpstreamsKeys(t *testing.T) {
 func TestLauncherDefaultsKeepsWhatIsGiven(t *testing.T) {
 	wd := t.TempDir()
 	d := mustParse(t, launcherBase+"dry_run: true\nserver_spinup_timeout_seconds: 5\nresults_dir: out\ncache_dir: ${oc.env:CACHE}\nuv_lock_timeout_seconds: null\n")
-	env := envMap(map[string]string{"CACHE": "/var/c", "UV_LOCK_TIMEOUT": "77"})
+	env := testenv.Lookup(map[string]string{"CACHE": "/var/c", "UV_LOCK_TIMEOUT": "77"})
 	if err := d.LauncherDefaults(env, gymconfig.LauncherSettings{WorkingDir: wd}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 )
 
 // judgeBlock is another server whose key comes from a variable the
@@ -25,7 +26,7 @@ func launchAs(t *testing.T, doc, instance string, env map[string]string) (*gymco
 	for k, v := range env {
 		m[k] = v
 	}
-	l, ok, err := gymconfig.LaunchFromEnv(envMap(m))
+	l, ok, err := gymconfig.LaunchFromEnv(testenv.Lookup(m))
 	if err == nil && !ok {
 		t.Fatalf("%s: not launched", instance)
 	}

@@ -1,29 +1,19 @@
 package gymconfig_test
 
 import (
-	"maps"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// envMap is a lookup backed by m: a test sees exactly the variables it
-// names.
-func envMap(m map[string]string) func(string) (string, bool) {
-	m = maps.Clone(m)
-	return func(name string) (string, bool) {
-		v, ok := m[name]
-		return v, ok
-	}
-}
-
-var noEnv = envMap(nil)
+var noEnv = testenv.Lookup(nil)
 
 func mustParse(t *testing.T, doc string) *gymconfig.Dict {
 	t.Helper()

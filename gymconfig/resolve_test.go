@@ -5,10 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gymlens/gymlens/internal/testenv"
 )
 
 func TestResolveValues(t *testing.T) {
-	env := envMap(map[string]string{"HOME_X": "/home/x", "PORT_X": "8123", "EMPTY_X": ""})
+	env := testenv.Lookup(map[string]string{"HOME_X": "/home/x", "PORT_X": "8123", "EMPTY_X": ""})
 	for _, tc := range []struct {
 		name string
 		doc  string
@@ -69,7 +71,7 @@ func TestResolveValues(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
-	env := envMap(map[string]string{"SET_X": "1"})
+	env := testenv.Lookup(map[string]string{"SET_X": "1"})
 	for _, tc := range []struct {
 		name, doc, want string
 	}{

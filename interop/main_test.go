@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -12,13 +11,5 @@ import (
 var gymBin string
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildGym("gymlens-interop-", "../cmd/gymlens")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gymBin = bin
-	code := m.Run()
-	remove()
-	os.Exit(code)
+	os.Exit(testenv.RunWithGym(m, "gymlens-interop-", "../cmd/gymlens", &gymBin))
 }

@@ -3,7 +3,6 @@ package lens_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -115,11 +115,8 @@ func TestOwnAggregationServesTheSDKsSamples(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	recordSome(t, lens.OnMeter(mp.Meter(contract.MeterScope)))
-	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
-	ln := listenLoopback(t)
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	want := samples(t, scrape(t, "http://"+ln.Addr().String()+"/metrics"))
+	sdkURL := servertest.ServeHandler(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	want := samples(t, scrape(t, sdkURL+"/metrics"))
 
 	if !slices.Equal(got, want) {
 		t.Fatalf("own aggregation:\n%s\nSDK:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -160,13 +157,4 @@ func TestOwnAggregationFallsBack(t *testing.T) {
 			}
 		})
 	}
-}
-
-func listenLoopback(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -67,11 +68,9 @@ func setupGroups(b *testing.B, spec string) {
 	b.Helper()
 	lens.ResetForTesting()
 	b.Cleanup(lens.ResetForTesting)
-	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: func(k string) (string, bool) {
-		v, ok := map[string]string{"NEMO_GYM_OTEL_ENABLED": "1", "NEMO_GYM_OTEL_SPAN_GROUPS": spec,
-			"NEMO_GYM_OTEL_EXPORTER": "none", "NEMO_GYM_OTEL_METRICS_ENABLED": "0"}[k]
-		return v, ok
-	}})
+	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(map[string]string{
+		"NEMO_GYM_OTEL_ENABLED": "1", "NEMO_GYM_OTEL_SPAN_GROUPS": spec,
+		"NEMO_GYM_OTEL_EXPORTER": "none", "NEMO_GYM_OTEL_METRICS_ENABLED": "0"})})
 	if err != nil {
 		b.Fatal(err)
 	}

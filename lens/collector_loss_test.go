@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -18,9 +17,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
-	"github.com/gymlens/gymlens/lens/telfile"
 )
 
 // Collector faults on loopback, each a real server: one that accepts
@@ -33,12 +32,8 @@ import (
 // counts the trace export requests.
 func answering(t *testing.T, status int) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var traces atomic.Int64
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := servertest.ServeHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/traces" {
 			traces.Add(1)
 		}
@@ -46,17 +41,8 @@ func answering(t *testing.T, status int) (string, *atomic.Int64) {
 			w.Header().Set("Retry-After", "1")
 		}
 		http.Error(w, http.StatusText(status), status)
-	})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return "http://" + ln.Addr().String(), &traces
+	}))
+	return url, &traces
 }
 
 // endSpans ends n spans of the job group.
@@ -77,21 +63,7 @@ func endSpans(t *testing.T, n int, attrs ...attribute.KeyValue) {
 // error type ("" for success).
 func spanAccount(t *testing.T, path string) map[string]int64 {
 	t.Helper()
-	out := map[string]int64{}
-	err := telfile.ReadFile(path, func(r telfile.Record) error {
-		if m := r.Metric; m != nil && (m.Name == contract.SDKSpanProcessed || m.Name == contract.SDKSpanExported) {
-			for _, p := range m.Points {
-				v, _ := p.Value.Int64()
-				et, _ := p.Attributes[contract.AttrErrorType].(string)
-				out[m.Name+"/"+et] += v
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	return out
+	return accountOf(t, path, contract.SDKSpanProcessed, contract.SDKSpanExported)
 }
 
 func TestCollectorFaultsCountEveryLostSpan(t *testing.T) {

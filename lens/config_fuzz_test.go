@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -156,7 +157,7 @@ func FuzzLoadConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, spec string, groups bool) {
 		env := parseFuzzEnv(spec)
-		opts := lens.LoadOptions{Lookup: envMap(env)}
+		opts := lens.LoadOptions{Lookup: testenv.Lookup(env)}
 		if groups {
 			opts.Groups = lens.NewGroupSet()
 		}
@@ -279,7 +280,7 @@ func FuzzLoadConfig(f *testing.F) {
 				back[lens.PrimaryPrefix+s.Key] = src.Value
 			}
 		}
-		opts.Lookup = envMap(back)
+		opts.Lookup = testenv.Lookup(back)
 		round, err := lens.LoadConfig(opts)
 		if err != nil {
 			t.Fatalf("reloading the effective values %v: %v", back, err)

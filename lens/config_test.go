@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
 func TestLoadConfigDefaults(t *testing.T) {
-	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(nil)})
+	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(nil)})
 	if err != nil {
 		t.Fatalf("LoadConfig with an empty environment: %v", err)
 	}
@@ -110,7 +111,7 @@ func TestLoadConfigCustomPrefixes(t *testing.T) {
 	cfg, err := lens.LoadConfig(lens.LoadOptions{
 		Prefix:   "APP_",
 		Fallback: "OLD_",
-		Lookup: envMap(map[string]string{
+		Lookup: testenv.Lookup(map[string]string{
 			"APP_ENABLED":            "on",
 			"OLD_RUN_ID":             "r1",
 			"NEMO_GYM_OTEL_EXPORTER": "console", // default prefix is ignored now
@@ -151,7 +152,7 @@ func TestLoadConfigStandardVariablesIgnorePrefixes(t *testing.T) {
 
 func TestLoadConfigOverlayAndEnvPrecedence(t *testing.T) {
 	opts := lens.LoadOptions{
-		Lookup: envMap(map[string]string{"NEMO_GYM_OTEL_EXPORTER": "console"}),
+		Lookup: testenv.Lookup(map[string]string{"NEMO_GYM_OTEL_EXPORTER": "console"}),
 		Overlay: map[string]string{
 			lens.KeyExporter:   "prometheus",
 			lens.KeySpanGroups: "job,step",
@@ -187,7 +188,7 @@ func TestLoadConfigOverlayAndEnvPrecedence(t *testing.T) {
 	}
 
 	// Without OverlayOrigin the origin is "overlay <key>".
-	cfg, err = lens.LoadConfig(lens.LoadOptions{Lookup: envMap(nil), Overlay: map[string]string{lens.KeyRunID: "r"}})
+	cfg, err = lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(nil), Overlay: map[string]string{lens.KeyRunID: "r"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 			for k, v := range c.extra {
 				vars[k] = v
 			}
-			_, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(vars)})
+			_, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(vars)})
 			if err == nil {
 				t.Fatalf("%s=%q accepted", c.variable, c.value)
 			}
@@ -315,7 +316,7 @@ func TestLoadConfigRejectsBadValues(t *testing.T) {
 
 func TestLoadConfigOverlayErrorNamesOverlayOrigin(t *testing.T) {
 	_, err := lens.LoadConfig(lens.LoadOptions{
-		Lookup:        envMap(nil),
+		Lookup:        testenv.Lookup(nil),
 		Overlay:       map[string]string{lens.KeyEnabled: "perhaps"},
 		OverlayOrigin: func(key string) string { return "yaml telemetry." + strings.ToLower(key) },
 	})
@@ -327,7 +328,7 @@ func TestLoadConfigOverlayErrorNamesOverlayOrigin(t *testing.T) {
 
 func TestLoadConfigBadDefaultIsReported(t *testing.T) {
 	_, err := lens.LoadConfig(lens.LoadOptions{
-		Lookup:   envMap(nil),
+		Lookup:   testenv.Lookup(nil),
 		Defaults: map[string]string{lens.KeyExportSampleRate: "2"},
 	})
 	errs := configErrors(t, err)
@@ -346,7 +347,7 @@ func TestLoadConfigReportsEveryBadValue(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_PROTOCOL":      "http/xml",
 		"NEMO_LENS_EXPORTER":               "zipkin",
 	}
-	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(vars)})
+	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(vars)})
 	if err == nil {
 		t.Fatal("no error for six bad values")
 	}
@@ -430,16 +431,16 @@ func TestLoadConfigParsesValues(t *testing.T) {
 
 func TestLoadConfigValidatesSpanGroupsWhenGivenASet(t *testing.T) {
 	groups := lens.NewGroupSet()
-	if _, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "job, STEP"}), Groups: groups}); err != nil {
+	if _, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "job, STEP"}), Groups: groups}); err != nil {
 		t.Errorf("valid groups rejected: %v", err)
 	}
-	_, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "job,bogus"}), Groups: groups})
+	_, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "job,bogus"}), Groups: groups})
 	errs := configErrors(t, err)
 	if len(errs) != 1 || errs[0].Name != "NEMO_GYM_OTEL_SPAN_GROUPS" || errs[0].Value != "job,bogus" || !strings.Contains(errs[0].Reason, "bogus") {
 		t.Fatalf("got %v, want one error naming SPAN_GROUPS and bogus", err)
 	}
 	// Without a set nothing is checked.
-	if _, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "bogus"})}); err != nil {
+	if _, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": "bogus"})}); err != nil {
 		t.Errorf("SPAN_GROUPS validated without a group set: %v", err)
 	}
 }
@@ -480,7 +481,7 @@ func TestLoadConfigEmptySpanGroupsMeansDefault(t *testing.T) {
 		{"comma", map[string]string{"NEMO_GYM_OTEL_SPAN_GROUPS": ","}, nil, ",", "env NEMO_GYM_OTEL_SPAN_GROUPS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(c.env), Overlay: c.overlay, Groups: lens.NewGroupSet()})
+			cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(c.env), Overlay: c.overlay, Groups: lens.NewGroupSet()})
 			if err != nil {
 				t.Fatal(err)
 			}

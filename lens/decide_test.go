@@ -10,6 +10,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -46,7 +47,7 @@ func TestIntegerSettingsUseParseInt(t *testing.T) {
 
 func TestDecidePlacementFromEnvironmentOrCaller(t *testing.T) {
 	cfg := mustLoad(t, enabledVars(map[string]string{"NEMO_GYM_OTEL_EXPORT_STRATEGY": "single_rank"}))
-	env := envMap(map[string]string{"RANK": " 1", "WORLD_SIZE": "2 ", "LOCAL_RANK": "1"})
+	env := testenv.Lookup(map[string]string{"RANK": " 1", "WORLD_SIZE": "2 ", "LOCAL_RANK": "1"})
 	d, err := lens.Decide(cfg, lens.DecideOptions{Lookup: env, OwnSpanExporter: true})
 	if err != nil || !d.Export || d.Rank != 1 || d.WorldSize != 2 || d.LocalRank != 1 ||
 		d.RankOrigin != "env RANK" || d.WorldSizeOrigin != "env WORLD_SIZE" || d.LocalRankOrigin != "env LOCAL_RANK" {
@@ -60,7 +61,7 @@ func TestDecidePlacementFromEnvironmentOrCaller(t *testing.T) {
 	if want := "export strategy single_rank exports only from rank 3 (EXPORT_RANK=-1, the last rank); this is rank 0 of 4"; d.Reason != want {
 		t.Errorf("reason %q, want %q", d.Reason, want)
 	}
-	d, err = lens.Decide(cfg, lens.DecideOptions{Lookup: envMap(nil), OwnSpanExporter: true})
+	d, err = lens.Decide(cfg, lens.DecideOptions{Lookup: testenv.Lookup(nil), OwnSpanExporter: true})
 	if err != nil || !d.Export || d.WorldSize != 1 || d.RankOrigin != lens.OriginDefault {
 		t.Fatalf("nothing set: %+v, %v", d, err)
 	}
@@ -73,20 +74,20 @@ func TestDecideBadPlacementIsAConfigError(t *testing.T) {
 		"WORLD_SIZE": {"WORLD_SIZE": "1.5"},
 		"LOCAL_RANK": {"LOCAL_RANK": "first"},
 	} {
-		_, err := lens.Decide(cfg, lens.DecideOptions{Lookup: envMap(vars)})
+		_, err := lens.Decide(cfg, lens.DecideOptions{Lookup: testenv.Lookup(vars)})
 		var ce *lens.ConfigError
 		if !errors.As(err, &ce) || ce.Name != name {
 			t.Errorf("%s: error %v, want a ConfigError naming it", name, err)
 		}
 	}
 	for _, vars := range []map[string]string{{"WORLD_SIZE": "0"}, {"RANK": "2", "WORLD_SIZE": "2"}, {"RANK": "-1"}} {
-		if d, err := lens.Decide(cfg, lens.DecideOptions{Lookup: envMap(vars)}); err == nil || d.Export {
+		if d, err := lens.Decide(cfg, lens.DecideOptions{Lookup: testenv.Lookup(vars)}); err == nil || d.Export {
 			t.Errorf("%v: %+v, %v; want an error", vars, d, err)
 		}
 	}
 	// Disabled telemetry still reports the bad placement; Setup ignores it.
 	off := mustLoad(t, map[string]string{"NEMO_GYM_OTEL_ENABLED": "0"})
-	if _, err := lens.Decide(off, lens.DecideOptions{Lookup: envMap(map[string]string{"RANK": "x"})}); err == nil {
+	if _, err := lens.Decide(off, lens.DecideOptions{Lookup: testenv.Lookup(map[string]string{"RANK": "x"})}); err == nil {
 		t.Error("disabled: a bad RANK is not reported")
 	}
 	isolateTelemetry(t)
@@ -119,7 +120,7 @@ func TestDecideSignalsAreWhatSetupBuilds(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := mustLoad(t, enabledVars(c.vars))
-			d, err := lens.Decide(cfg, lens.DecideOptions{Lookup: envMap(nil), OwnSpanExporter: c.ownSpans, OwnMetricReader: c.ownMR})
+			d, err := lens.Decide(cfg, lens.DecideOptions{Lookup: testenv.Lookup(nil), OwnSpanExporter: c.ownSpans, OwnMetricReader: c.ownMR})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +149,7 @@ func TestDecideSignalsAreWhatSetupBuilds(t *testing.T) {
 
 func TestDecideFileWithoutPathFailsSetup(t *testing.T) {
 	cfg := mustLoad(t, enabledVars(map[string]string{"NEMO_GYM_OTEL_EXPORTER": "file"}))
-	d, err := lens.Decide(cfg, lens.DecideOptions{Lookup: envMap(nil)})
+	d, err := lens.Decide(cfg, lens.DecideOptions{Lookup: testenv.Lookup(nil)})
 	if err != nil || d.Export || d.SetupErr == nil || !strings.HasPrefix(d.Reason, "set-up would fail") {
 		t.Fatalf("%+v, %v", d, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -17,20 +18,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// envMap returns a LoadOptions.Lookup backed by m, so a test sees exactly the
-// variables it names and nothing from the real process environment.
-func envMap(m map[string]string) func(string) (string, bool) {
-	m = maps.Clone(m)
-	return func(name string) (string, bool) {
-		v, ok := m[name]
-		return v, ok
-	}
-}
-
 // mustLoad runs the real configuration path on a map-backed environment.
 func mustLoad(t *testing.T, vars map[string]string) lens.Config {
 	t.Helper()
-	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(vars)})
+	cfg, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(vars)})
 	if err != nil {
 		t.Fatalf("LoadConfig(%v): %v", vars, err)
 	}

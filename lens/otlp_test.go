@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -119,10 +120,6 @@ func startGRPCReceiver(t *testing.T) (*otlpReceiver, string) {
 // POST /v1/traces and /v1/metrics. It is closed when the test ends.
 func startHTTPReceiver(t *testing.T) (*otlpReceiver, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &otlpReceiver{}
 	// readBody records the headers and returns the decompressed body.
 	readBody := func(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
@@ -189,17 +186,7 @@ func startHTTPReceiver(t *testing.T) (*otlpReceiver, string) {
 		r.addMetrics(&msg)
 		respond(w, &colmetricpb.ExportMetricsServiceResponse{})
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return r, "http://" + ln.Addr().String()
+	return r, servertest.ServeHandler(t, mux)
 }
 
 // clearOTLPEnv hides OTLP and resource variables the surrounding environment
@@ -586,18 +573,11 @@ func waitExportGoroutinesGone(t *testing.T, since time.Time, limit time.Duration
 // the connection open. lens.Handle.Shutdown aborts that export when its
 // context ends, so nothing outlives it.
 func TestOTLPShutdownAbortsAbandonedExport(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
+	endpoint := "http://" + servertest.FreeAddr(t)
 	h := setupOTLP(t, endpoint, nil) // grpc, default OTEL_BSP_EXPORT_TIMEOUT
 	emit(t, h, 1)
 	start := time.Now()
-	err = shutdownWithin(t, h, 500*time.Millisecond)
+	err := shutdownWithin(t, h, 500*time.Millisecond)
 	t.Logf("Shutdown returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	waitExportGoroutinesGone(t, start, 3*time.Second)
 }

@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -102,22 +102,8 @@ func decodeOTLPJSON(body []byte, msg proto.Message, ids map[string][]string) err
 
 func startJSONReceiver(t *testing.T, metricsReply string) (*jsonReceiver, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &jsonReceiver{metricsReply: metricsReply}
-	srv := &http.Server{Handler: r.handler(), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return r, "http://" + ln.Addr().String()
+	return r, servertest.ServeHandler(t, r.handler())
 }
 
 // startJSONTLSReceiver is startJSONReceiver over HTTPS; it also returns a

@@ -3,7 +3,6 @@ package lens_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	otellog "go.opentelemetry.io/otel/log"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/lens/telfile"
@@ -32,15 +32,7 @@ import (
 // connection is refused.
 func refusing(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr
+	return "http://" + servertest.FreeAddr(t)
 }
 
 // accountOf sums the points of the named counters of a telemetry file,

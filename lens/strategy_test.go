@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -230,7 +231,7 @@ func TestUnknownStrategyErrorListsRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lens.UnregisterExportStrategy("listed_custom") })
-	_, err := lens.LoadConfig(lens.LoadOptions{Lookup: envMap(map[string]string{"NEMO_GYM_OTEL_EXPORT_STRATEGY": "round_robin"})})
+	_, err := lens.LoadConfig(lens.LoadOptions{Lookup: testenv.Lookup(map[string]string{"NEMO_GYM_OTEL_EXPORT_STRATEGY": "round_robin"})})
 	errs := configErrors(t, err)
 	if len(errs) != 1 {
 		t.Fatalf("got %v, want one error", err)

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/orchestrator"
 )
 
@@ -192,24 +193,14 @@ func TestTakenPortRejected(t *testing.T) {
 }
 
 func TestDuplicateFixedPortRejected(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close() // free again: only the duplicate makes the config bad
+	port := testenv.FreePort(t) // free: only the duplicate makes the config bad
 	doc := fmt.Sprintf("a:\n  resources_servers:\n    arithmetic: {port: %d}\nb:\n  resources_servers:\n    arithmetic: {host: 127.0.0.1, port: %d}\n", port, port)
-	_, err = orchestrator.ParseConfig([]byte(doc))
+	_, err := orchestrator.ParseConfig([]byte(doc))
 	wantErr(t, err, fmt.Sprintf(`b.resources_servers.arithmetic: port 127.0.0.1:%d is also given to "a"`, port))
 }
 
 func TestFreeFixedPortAccepted(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := testenv.FreePort(t)
 	cfg := mustParse(t, fmt.Sprintf("calc:\n  resources_servers:\n    arithmetic: {host: 127.0.0.1, port: %d}\nany:\n  resources_servers:\n    arithmetic: {}\n", port))
 	if s := cfg.Servers[0]; s.Host != "127.0.0.1" || s.Port != port {
 		t.Errorf("calc = %+v, want 127.0.0.1:%d", s, port)

@@ -49,7 +49,7 @@ func wantUnbound(t *testing.T, what, host string, port int) {
 // process, port or head server is left, and gym.servers.active is never
 // recorded.
 func TestDryRunBuiltins(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	reader := orchestratorTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
@@ -97,7 +97,7 @@ func TestDryRunBuiltins(t *testing.T) {
 // and every one runs although an earlier one failed; the error names the
 // failed server and quotes its stderr.
 func TestDryRunSerialAndFailureNamesServer(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
 	guardRunDir(t, runDir)
@@ -146,7 +146,7 @@ last:
 // A command: server that ignores dry_run and serves is killed as soon as
 // it answers, and reported with its stderr; its port is free again.
 func TestDryRunKillsAServerThatServes(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	exe, err := os.Executable()
@@ -174,7 +174,7 @@ func TestDryRunKillsAServerThatServes(t *testing.T) {
 // A server that neither exits nor listens is killed at HealthTimeout,
 // with what it started (its process group).
 func TestDryRunTimeoutKillsTheProcessGroup(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
 	guardRunDir(t, runDir)
@@ -203,7 +203,7 @@ wait
 // Start refuses a dry_run fleet and DryRun a real one, before anything
 // is created.
 func TestStartAndDryRunRefuseTheOtherMode(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dry := mustParse(t, "dry_run: true\n"+string(orchestrator.DefaultConfigYAML()))
 	if !dry.DryRun() || orchestrator.DefaultConfig().DryRun() {
 		t.Fatalf("Config.DryRun: %v for dry_run: true, %v for the default fleet", dry.DryRun(), orchestrator.DefaultConfig().DryRun())

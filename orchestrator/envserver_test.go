@@ -15,6 +15,7 @@ import (
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/internal/upstream"
 	"github.com/gymlens/gymlens/orchestrator"
 )
@@ -38,7 +39,7 @@ arith_simple_agent:
 // relay's info.
 func startRelayFleet(t *testing.T) (*orchestrator.Fleet, orchestrator.ServerInfo) {
 	t.Helper()
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	cfg, err := orchestrator.ParseConfig([]byte(relayFleet))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
 )
@@ -96,7 +97,7 @@ func fillDisk(t *testing.T, path string) int64 {
 // must be answered, the server must stay up, the loss must be counted and
 // logging must resume once there is room again.
 func TestFleetFullDiskKeepsServersAlive(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	mountTmpfs(t, runDir, "256k")
 	guardRunDir(t, runDir)
@@ -183,7 +184,7 @@ func sigstop(t *testing.T, pid int) {
 // the liveness probes within LivenessBudget + LivenessInterval +
 // LivenessTimeout, killed and reported on Exits.
 func TestFleetKillsAServerThatStopsAnswering(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	opts := orchestrator.Options{
@@ -300,7 +301,7 @@ func (e *activeExporter) values() []int64 {
 // however soon the next one follows: with a periodic export an hour apart,
 // a death and the stop after it read 3, 2, 1, 0 (they read 3, 0).
 func TestFleetExportsEveryActiveCount(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "none")
 	telemetry.ResetForTesting()

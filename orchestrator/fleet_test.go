@@ -24,6 +24,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens/telfile"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/protocol"
@@ -153,7 +154,7 @@ func noExitPending(t *testing.T, f *orchestrator.Fleet) {
 }
 
 func TestFleetStartHealthStop(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	f := startFleet(t, orchestrator.DefaultConfig(), orchestrator.Options{RunDir: runDir})
@@ -303,7 +304,7 @@ func wantActive(t *testing.T, r *sdkmetric.ManualReader, want int64) {
 }
 
 func TestFleetServerDeathLowersActive(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	reader := orchestratorTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
@@ -368,7 +369,7 @@ func TestFleetServerDeathLowersActive(t *testing.T) {
 }
 
 func TestFleetStartFailureReportsStderr(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
 	guardRunDir(t, runDir)
@@ -411,7 +412,7 @@ exit 3
 
 // A real server that fails takes the healthy ones down with it.
 func TestFleetStartFailureStopsHealthyServers(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	// A bad config never reaches a child (ParseConfig rejects it before
@@ -468,7 +469,7 @@ wait
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cleanEnv(t)
+			testenv.ClearTelemetry(t)
 			dir := t.TempDir()
 			runDir := filepath.Join(dir, "run")
 			guardRunDir(t, runDir)
@@ -514,7 +515,7 @@ wait
 }
 
 func TestFleetStartCancelled(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -536,7 +537,7 @@ func TestStartNeedsRunDir(t *testing.T) {
 // of them, and Stop says which. The servers are this test binary as a stub
 // (see runStub), run through command: blocks.
 func TestFleetStopKillsStubbornServers(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	exe, err := os.Executable()
@@ -578,7 +579,7 @@ func TestFleetStopKillsStubbornServers(t *testing.T) {
 // beat whatever the orchestrator's own environment holds; ExtraEnv beats
 // the inherited environment.
 func TestFleetChildEnvironment(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("GYMLENS_TEST_INHERITED", "from-parent")
 	t.Setenv("GYMLENS_TEST_OVERRIDE", "from-parent")
 	t.Setenv("NEMO_GYM_CONFIG_PATH", "not-me")
@@ -663,7 +664,7 @@ func readTelemetry(t *testing.T, path string) procFile {
 }
 
 func TestFleetTelemetryFilePerProcess(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	f := startFleet(t, orchestrator.DefaultConfig(), orchestrator.Options{
@@ -740,7 +741,7 @@ func must(raw json.RawMessage, _ bool) json.RawMessage { return raw }
 // it to join from its own host, and when it does not within JoinTimeout,
 // says so with the command that joins it, and stops what it started.
 func TestFleetRemoteServerThatNeverJoins(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	// 192.0.2.0/24 is TEST-NET-1: never an address of this host.

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/orchestrator"
 )
 
@@ -52,7 +53,7 @@ func stubFleet(t *testing.T, head string, names ...string) orchestrator.Config {
 }
 
 func TestHeadServer(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	before := time.Now()
@@ -163,7 +164,7 @@ func TestHeadServer(t *testing.T) {
 // Without head_server in the config, a taken default port is no reason to
 // fail: the head server takes a free one.
 func TestHeadServerFallsBackToAFreePort(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	defaultAddr := net.JoinHostPort(gymconfig.DefaultHost, strconv.Itoa(gymconfig.DefaultHeadPort))
@@ -180,7 +181,7 @@ func TestHeadServerFallsBackToAFreePort(t *testing.T) {
 }
 
 func TestHeadServerPortZero(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
 	f := startFleet(t, stubFleet(t, "head_server: {port: 0}\n", "solo"), orchestrator.Options{RunDir: runDir, ExtraEnv: []string{stubEnv + "=plain"}})
@@ -199,7 +200,7 @@ func TestHeadServerPortZero(t *testing.T) {
 // A head port the config gives that is taken by the time the fleet starts
 // stops Start before any server is spawned.
 func TestHeadServerGivenPortTakenSpawnsNothing(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/orchestrator"
 )
@@ -46,7 +47,7 @@ func headGet(t *testing.T, url, auth string) (int, string) {
 // character more is refused; the telemetry environment holds no secret
 // value, only the secret's name.
 func TestHeadTokenOnLoopback(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	const token = "planted-head-token-7f3a9c2e"
 	const header = "planted-otlp-header-b81d"
 	const password = "planted-endpoint-password-5e0c"
@@ -142,7 +143,7 @@ func TestHeadTokenOnLoopback(t *testing.T) {
 // fleet; a given one that cannot travel in a header is refused before
 // anything starts.
 func TestHeadTokenGeneratedAndChecked(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	var tokens []string
 	for range 2 {
 		runDir := t.TempDir()

@@ -16,7 +16,7 @@ import (
 // A server whose auto-assigned port was taken between the orchestrator's
 // probe and its own bind is started again on another port.
 func TestFleetRetriesATakenAssignedPort(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
 	guardRunDir(t, runDir)
@@ -49,7 +49,7 @@ exec `+gymBin+` "$@"
 
 // A fixed port is the user's: a server that cannot bind it is not moved.
 func TestFleetDoesNotMoveAFixedPort(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
 	guardRunDir(t, runDir)
@@ -87,7 +87,7 @@ func buildWallet(t *testing.T, dir string) string {
 // the config file's directory, counts in gym.servers.active like the
 // built-ins, and is listed by the head server.
 func TestFleetExternalServer(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	reader := orchestratorTelemetry(t)
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
@@ -196,7 +196,7 @@ func TestFleetStopAcceptsAServerEndedByItsSignal(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not on PATH")
 	}
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	for _, tc := range []struct {
 		mode, want string
 	}{{"", ""}, {"exit-signum", ""}, {"exit-128", ""}, {"exit3", `server "sig" stopped with exit status 3`}} {

@@ -127,7 +127,7 @@ func serverByName(t *testing.T, f *orchestrator.Fleet, name string) orchestrator
 // block) is declared dead and reported. Probe interval and timeout are the
 // defaults too.
 func TestFleetLivenessBudgetOutlastsABlockedEventLoop(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	const block = 30 * time.Second
 	cfg := blockingFleet(t, block, "", map[string]string{"strict": "liveness_timeout_seconds: 1"}, "patient", "strict")
 	runDir := t.TempDir()
@@ -196,7 +196,7 @@ func TestFleetLivenessBudgetOutlastsABlockedEventLoop(t *testing.T) {
 // longer budget of its own, stopped alike, is not reported within the
 // shorter one: the block's value takes precedence over the top level.
 func TestFleetLivenessBudgetGlobalAndPerServer(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	cfg := blockingFleet(t, 0, "liveness_timeout_seconds: 1\n", map[string]string{"lenient": "liveness_timeout_seconds: 600"}, "stopped", "lenient")
 	runDir := t.TempDir()
 	guardRunDir(t, runDir)
@@ -326,7 +326,7 @@ func TestParseConfigRejectsBadLivenessBudgets(t *testing.T) {
 // (upstream's environment servers would refuse it, extra="forbid").
 func TestUpstreamPythonServerWithLivenessSettings(t *testing.T) {
 	python := upstream.Python(t)
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	sm := upstreamServerDir(t, python, "resources_servers", "string_match")
 	dir := t.TempDir()
 	doc := fmt.Sprintf(`liveness_timeout_seconds: 90

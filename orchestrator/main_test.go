@@ -30,14 +30,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(stubEnv); mode != "" {
 		os.Exit(runStub(mode))
 	}
-	bin, remove, err := testenv.BuildGym("gymlens-orchestrator-", "../cmd/gymlens")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gymBin = bin
-	code := m.Run()
-	remove()
+	code := testenv.RunWithGym(m, "gymlens-orchestrator-", "../cmd/gymlens", &gymBin)
 	// Fleets were started and stopped; none of their watchers may remain.
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -46,14 +39,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// cleanEnv removes every telemetry variable from this process for the rest
-// of the test. Start hands children os.Environ() plus Options.ExtraEnv, so
-// this is what keeps the machine's settings away from the children.
-func cleanEnv(t *testing.T) {
-	t.Helper()
-	testenv.ClearTelemetry(t)
 }
 
 // ctxFor returns a context that ends after d or with the test.

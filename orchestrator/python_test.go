@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/internal/upstream"
 	"github.com/gymlens/gymlens/orchestrator"
 )
@@ -50,7 +51,7 @@ func answerVerify(text string) map[string]any {
 // upstream's parser writes, which they read at start-up (dry_run).
 func TestUpstreamPythonServersInAGymlensFleet(t *testing.T) {
 	python := upstream.Python(t)
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	sm := upstreamServerDir(t, python, "resources_servers", "string_match")
 	mcqa := upstreamServerDir(t, python, "resources_servers", "mcqa")
 	dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/live"
 	"github.com/gymlens/gymlens/orchestrator"
 )
@@ -18,7 +19,7 @@ import (
 // status API (`gymlens rollouts collect --head`), relayed with the head
 // token; the live page is served to anyone, its data only with the token.
 func TestHeadStatus(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	const token = "status-head-token-0c4e2b9a"
 	f := startFleet(t, stubFleet(t, "", "a"), orchestrator.Options{HeadToken: token, ExtraEnv: []string{stubEnv + "=plain"}})
 	head := f.HeadURL()

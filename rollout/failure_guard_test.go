@@ -152,7 +152,7 @@ func TestCollectTimedOutRolloutKeepsItsIDs(t *testing.T) {
 	clientTrace := map[string]trace.TraceID{} // rollout id -> its CLIENT span's trace
 	for _, s := range exp.GetSpans() {
 		if s.SpanKind == trace.SpanKindClient {
-			if id := attrString(s.Attributes, contract.AttrRolloutID); id != "" {
+			if id := servertest.Attrs(s.Attributes)[contract.AttrRolloutID]; id != "" {
 				clientTrace[id] = s.SpanContext.TraceID()
 			}
 		}

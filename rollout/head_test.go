@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gymlens/gymlens/gymconfig"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/rollout"
 )
 
@@ -192,15 +192,7 @@ agent_c:
 }
 
 func TestHeadFleetErrors(t *testing.T) {
-	closed := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return "http://" + addr
-	}()
+	closed := "http://" + servertest.FreeAddr(t)
 	noPort := strings.Replace(headFleet, "      port: 17655\n", "", 1)
 	for name, c := range map[string]struct {
 		status int

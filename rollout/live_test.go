@@ -134,20 +134,7 @@ func startTokenEpisodeAgent(t testing.TB, failTask, holdTask int, token string) 
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rep)
 	})
-	addr, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.URL = "http://" + addr.String()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("episode agent: %v", err)
-		}
-	})
+	a.URL, _ = servertest.Start(t, s)
 	return a
 }
 
@@ -387,7 +374,7 @@ func TestCollectSpanIdentity(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, s := range exp.GetSpans() {
-		if s.SpanKind != trace.SpanKindClient || attrString(s.Attributes, contract.AttrRolloutID) == "" {
+		if s.SpanKind != trace.SpanKindClient || servertest.Attrs(s.Attributes)[contract.AttrRolloutID] == "" {
 			continue // not a /run call (/aggregate_metrics)
 		}
 		var repeat, attempt int64 = -1, -1
@@ -399,8 +386,8 @@ func TestCollectSpanIdentity(t *testing.T) {
 				attempt = kv.Value.AsInt64()
 			}
 		}
-		got[attrString(s.Attributes, contract.AttrRolloutID)] = fmt.Sprintf("task %s repeat %d attempt %d",
-			attrString(s.Attributes, contract.AttrTaskID), repeat, attempt)
+		got[servertest.Attrs(s.Attributes)[contract.AttrRolloutID]] = fmt.Sprintf("task %s repeat %d attempt %d",
+			servertest.Attrs(s.Attributes)[contract.AttrTaskID], repeat, attempt)
 	}
 	want := map[string]string{
 		"0-0": "task 0 repeat 0 attempt 0", "0-1": "task 0 repeat 1 attempt 0", "1-0": "task 1 repeat 0 attempt 0",

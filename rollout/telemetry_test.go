@@ -11,6 +11,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/dataset"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/rollout"
@@ -79,7 +80,7 @@ func TestCollectJobSpan(t *testing.T) {
 		if s.Name != contract.ClientSpanName("POST") {
 			t.Errorf("client span named %q, want %q", s.Name, contract.ClientSpanName("POST"))
 		}
-		if strings.HasSuffix(attrString(s.Attributes, contract.AttrURLFull), protocol.PathAggregateMetrics) {
+		if strings.HasSuffix(servertest.Attrs(s.Attributes)[contract.AttrURLFull], protocol.PathAggregateMetrics) {
 			aggregates++
 			if s.Parent.SpanID() != job.SpanContext.SpanID() || len(s.Links) != 0 {
 				t.Errorf("aggregate call: parent %s, links %v; want the job's child", s.Parent.SpanID(), s.Links)
@@ -125,16 +126,6 @@ func TestCollectJobSpan(t *testing.T) {
 		}
 		seen[m.TraceID] = true
 	}
-}
-
-// attrString returns the string value of key among attrs, or "".
-func attrString(attrs []attribute.KeyValue, key string) string {
-	for _, kv := range attrs {
-		if string(kv.Key) == key {
-			return kv.Value.AsString()
-		}
-	}
-	return ""
 }
 
 func hasAttr(attrs []attribute.KeyValue, want attribute.KeyValue) bool {

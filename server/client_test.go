@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,15 +19,6 @@ import (
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
 )
-
-// spanAttrs returns a span's attributes as emitted strings.
-func spanAttrs(s tracetest.SpanStub) map[string]string {
-	m := map[string]string{}
-	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
-	}
-	return m
-}
 
 // clientSpans returns the CLIENT spans exported so far.
 func clientSpans(t *testing.T, spans *tracetest.InMemoryExporter) []tracetest.SpanStub {
@@ -103,7 +93,7 @@ func TestClientSpanAsUpstream(t *testing.T) {
 		if s.Name != "HTTP POST" {
 			t.Errorf("CLIENT span named %q, want HTTP POST", s.Name)
 		}
-		a := spanAttrs(s)
+		a := servertest.Attrs(s.Attributes)
 		byFull[a[contract.AttrURLFull]] = append(byFull[a[contract.AttrURLFull]], s)
 		for k, v := range a {
 			if strings.Contains(v, "s3cret") {
@@ -117,7 +107,7 @@ func TestClientSpanAsUpstream(t *testing.T) {
 			// The relay's own call to the peer carries the inbound id.
 			ss = nil
 			for _, s := range byFull[peerURL+"/verify"] {
-				if spanAttrs(s)[contract.AttrRolloutID] == c.wantID {
+				if servertest.Attrs(s.Attributes)[contract.AttrRolloutID] == c.wantID {
 					ss = append(ss, s)
 				}
 			}
@@ -128,7 +118,7 @@ func TestClientSpanAsUpstream(t *testing.T) {
 		}
 		found := false
 		for _, s := range ss {
-			a := spanAttrs(s)
+			a := servertest.Attrs(s.Attributes)
 			if a[contract.AttrRolloutID] != c.wantID {
 				continue
 			}
@@ -199,12 +189,7 @@ func counterPoints(t *testing.T, reader *sdkmetric.ManualReader, name, key strin
 // and a call whose time ran out in gym.http.timeout_total as internal.
 func TestClientRetryAndTimeoutMetrics(t *testing.T) {
 	_, reader, _ := enableTelemetry(t, "http_client")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + servertest.FreeAddr(t)
 	client := server.NewClient(server.ClientOptions{Retries: 2, Backoff: time.Millisecond})
 	t.Cleanup(client.CloseIdleConnections)
 	if err := client.PostJSON(context.Background(), dead+"/verify", echoReq{Name: "x"}, nil); err == nil {
@@ -312,7 +297,7 @@ func TestClientFirstByteAndOpenSpan(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("CLIENT spans %d, want 2", len(got))
 	}
-	first := spanAttrs(got[0])
+	first := servertest.Attrs(got[0].Attributes)
 	if first["caller.added"] != "yes" || first[contract.AttrHTTPResponseStatus] != "200" || first[contract.AttrURLFull] != url+"/echo" {
 		t.Errorf("first CLIENT span's attributes %v; want the caller's attribute, the status and url.full", first)
 	}

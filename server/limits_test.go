@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -401,7 +402,7 @@ func TestApplyEnv(t *testing.T) {
 		server.EnvPrefix + "MAX_CONCURRENT_REQUESTS": "12",
 		server.EnvPrefix + "MAX_BODY_BYTES":          " ",
 	}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	lookup := testenv.Lookup(env)
 	var o server.Options
 	if err := server.ApplyEnv(&o, lookup); err != nil {
 		t.Fatal(err)

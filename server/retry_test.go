@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/server"
 )
 
@@ -54,11 +55,7 @@ func retryEvents(t *testing.T, spans *tracetest.InMemoryExporter) []map[string]s
 		if e.Name != contract.EventRetry {
 			continue
 		}
-		m := map[string]string{}
-		for _, kv := range e.Attributes {
-			m[string(kv.Key)] = kv.Value.Emit()
-		}
-		out = append(out, m)
+		out = append(out, servertest.Attrs(e.Attributes))
 	}
 	return out
 }
@@ -108,7 +105,7 @@ func TestClientRetriesDroppedConnections(t *testing.T) {
 			t.Errorf("retry event %d: %v", i, e)
 		}
 	}
-	if a := spanAttrs(clientSpans(t, spans)[0]); a[contract.AttrHTTPRequestResendCount] != "2" || a[contract.AttrHTTPResponseStatus] != "200" {
+	if a := servertest.Attrs(clientSpans(t, spans)[0].Attributes); a[contract.AttrHTTPRequestResendCount] != "2" || a[contract.AttrHTTPResponseStatus] != "200" {
 		t.Errorf("CLIENT span attributes %v, want resend count 2 and status 200", a)
 	}
 }
@@ -185,15 +182,10 @@ func TestClientHonoursRetryAfter(t *testing.T) {
 // classes it). A refused /run is retried: it never reached the peer.
 func TestClientGivesUpOnADeadServer(t *testing.T) {
 	spans, reader, h := enableTelemetry(t, "http_client")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + servertest.FreeAddr(t)
 	client := server.NewClient(server.ClientOptions{Retries: 3, Backoff: time.Millisecond})
 	t.Cleanup(client.CloseIdleConnections)
-	err = client.PostJSON(context.Background(), dead+"/run", echoReq{Name: "x"}, nil)
+	err := client.PostJSON(context.Background(), dead+"/run", echoReq{Name: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "gave up after 4 attempts") {
 		t.Fatalf("call to a dead peer: %v; want it to say it gave up after 4 attempts", err)
 	}

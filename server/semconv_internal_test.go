@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gymlens/gymlens/contract"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 )
 
@@ -77,7 +78,7 @@ func TestConventionsOfConfig(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := lens.LoadConfig(lens.LoadOptions{
-				Lookup:  func(k string) (string, bool) { v, ok := c.env[k]; return v, ok },
+				Lookup:  testenv.Lookup(c.env),
 				Overlay: c.overlay,
 			})
 			if err != nil {

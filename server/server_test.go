@@ -363,15 +363,10 @@ func TestIngressAndEgressTelemetry(t *testing.T) {
 func TestClientRetriesConnectionErrorsOnlyInOneSpan(t *testing.T) {
 	spans, _, h := enableTelemetry(t, "http_client")
 	// A port that refuses: bind, note the address, close.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + servertest.FreeAddr(t)
 	client := server.NewClient(server.ClientOptions{Retries: 2, Backoff: time.Millisecond})
 	t.Cleanup(client.CloseIdleConnections)
-	err = client.PostJSON(context.Background(), dead+"/verify?token=hush", echoReq{Name: "x"}, nil)
+	err := client.PostJSON(context.Background(), dead+"/verify?token=hush", echoReq{Name: "x"}, nil)
 	if err == nil {
 		t.Fatal("call to a closed port succeeded")
 	}

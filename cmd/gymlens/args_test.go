@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/server"
 )
 
@@ -15,7 +16,7 @@ import (
 // nothing, with a hint when the argument names a file that --config
 // would read.
 func TestExtraArgumentsAreUsageErrors(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	fleet := filepath.Join(dir, "fleet.yaml")
@@ -49,7 +50,7 @@ func TestExtraArgumentsAreUsageErrors(t *testing.T) {
 // same key in the file is, before anything is created: a negative value
 // is not taken for "unset".
 func TestModelFlagsOutOfRangeExit2(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runs := filepath.Join(t.TempDir(), "runs")
 	for _, c := range []struct {
 		args []string
@@ -138,7 +139,7 @@ func FuzzParseArgs(f *testing.F) {
 // by the commands that start a fleet, with exit 2 and nothing created,
 // instead of by each child once the run directory exists.
 func TestFleetCommandsRefuseBadServerLimits(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv(server.EnvPrefix+"IDLE_TIMEOUT", "soon")
 	runs := filepath.Join(t.TempDir(), "runs")
 	for _, args := range [][]string{

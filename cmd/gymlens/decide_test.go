@@ -15,6 +15,7 @@ import (
 
 	"github.com/gymlens/gymlens/contract"
 	"github.com/gymlens/gymlens/internal/runconfig"
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/orchestrator"
 	"github.com/gymlens/gymlens/telemetry"
@@ -107,7 +108,7 @@ func TestCheckAgreesWithInit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cleanEnv(t)
+			testenv.ClearTelemetry(t)
 			t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 			for k, v := range c.env {
 				t.Setenv(k, v)
@@ -143,7 +144,7 @@ func TestCheckAgreesWithInit(t *testing.T) {
 // The rank the check shows for RANK=" 1" is the one Init puts in the
 // resource.
 func TestCheckRankWithSpacesIsInitsRank(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("RANK", " 1")
 	t.Setenv("WORLD_SIZE", "2")
@@ -176,7 +177,7 @@ func TestCheckFleetAgreesWithGymRun(t *testing.T) {
 		{"block without enabled", nil, builtinFleetWith("telemetry:\n  span_groups: all\n")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cleanEnv(t)
+			testenv.ClearTelemetry(t)
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}

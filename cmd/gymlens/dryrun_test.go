@@ -128,7 +128,7 @@ func wantPortsFree(t *testing.T, ports map[string]int) {
 // a final line, exit 0; the children said their config is valid, and no
 // process or port is left.
 func TestEnvStartDryRunPasses(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	doc, ports := dryFleet(t)
@@ -167,7 +167,7 @@ func TestEnvStartDryRunPasses(t *testing.T) {
 // A command: server that exits 1 under dry run: exit 1, the server and
 // its stderr on stderr, the others still run and pass.
 func TestEnvStartDryRunFailureExits1(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	script := filepath.Join(dir, "wallet")
@@ -214,7 +214,7 @@ arithmetic:
 // A config error stays a usage error under dry_run: exit 2 before any run
 // directory or process exists.
 func TestEnvStartDryRunConfigErrorExits2(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	cfg := filepath.Join(dir, "fleet.yaml")
@@ -235,7 +235,7 @@ func TestEnvStartDryRunConfigErrorExits2(t *testing.T) {
 // `gymlens run` on a dry_run fleet checks it the same way, collects nothing
 // and says so.
 func TestRunDryRunCollectsNothing(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	doc, ports := dryFleet(t)

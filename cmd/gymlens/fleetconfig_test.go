@@ -6,13 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gymlens/gymlens/internal/testenv"
 )
 
 // Every broken fleet config makes `gymlens run` and `gymlens env start` exit 2
 // with one exact message, before anything is created: no run directory,
 // no process.
 func TestBrokenFleetConfigs(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +147,7 @@ func TestBrokenFleetConfigs(t *testing.T) {
 // A flag that sets a key of the built-in policy's block is checked like
 // the file: a bad value exits 2 before anything is created.
 func TestRunModelFlagsCheckedLikeTheConfig(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runs := filepath.Join(t.TempDir(), "runs")
 	code, out, errOut := runGym(t, "run", "--correct-probability", "7", "--runs-dir", runs, "--quiet")
 	want := "gymlens run: policy_model.responses_api_models.policy_model: model: correct_probability must be in [0, 1], got 7\n"
@@ -158,7 +160,7 @@ func TestRunModelFlagsCheckedLikeTheConfig(t *testing.T) {
 }
 
 func TestMissingFleetConfigFile(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "nope.yaml")
 	code, _, errOut := runGym(t, "env", "start", "--config", path, "--runs-dir", filepath.Join(dir, "runs"))

@@ -31,15 +31,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
 		os.Exit(m.Run())
 	}
-	bin, remove, err := testenv.BuildGym("gym-launch-test-", ".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	gymBin = bin
-	code := m.Run()
-	remove()
-	os.Exit(code)
+	os.Exit(testenv.RunWithGym(m, "gym-launch-test-", ".", &gymBin))
 }
 
 // launchTimeout bounds every wait of a launch test: a server getting

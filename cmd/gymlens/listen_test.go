@@ -63,7 +63,7 @@ func listeners(t *testing.T, pid int) []net.IP {
 // (PROMETHEUS_ADDR=:0): nothing listens on every interface unless
 // 0.0.0.0 is written out.
 func TestEmptyHostListensOnLoopbackOnly(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	cmd := exec.Command(gymBin, "serve", "resources_servers", "--name", "r", "--addr", ":0")
 	cmd.Env = append(os.Environ(), "NEMO_GYM_OTEL_ENABLED=1", "NEMO_GYM_OTEL_EXPORTER=prometheus", "NEMO_GYM_OTEL_PROMETHEUS_ADDR=:0")
 	p := testenv.Start(t, cmd, launchTimeout)

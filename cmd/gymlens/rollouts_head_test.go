@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/internal/testenv"
 )
 
@@ -50,12 +50,7 @@ func writeTasks(t *testing.T, rows ...string) string {
 
 func TestCollectHeadUsageErrors(t *testing.T) {
 	testenv.ClearTelemetry(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := "http://" + servertest.FreeAddr(t)
 	fleet := headJSON(fleetDict(1, 2, 3, ""))
 	tasks := writeTasks(t, `{"responses_create_params": {"input": "y"}, "agent_ref": {"name": "math_simple_agent"}}`,
 		`{"responses_create_params": {"input": "x"}, "agent_ref": {"type": "responses_api_agents", "name": "math_simpel_agent"}}`)

@@ -28,8 +28,9 @@ import (
 )
 
 // gymWith runs the gymlens binary with args and extra environment (on top of
-// the test's, whose telemetry variables cleanEnv cleared) to its end, in
-// its own process group, killed by its PID if it outlives launchTimeout.
+// the test's, whose telemetry variables testenv.ClearTelemetry cleared) to
+// its end, in its own process group, killed by its PID if it outlives
+// launchTimeout.
 func gymWith(t *testing.T, env []string, args ...string) dryRunResult {
 	t.Helper()
 	cmd := exec.Command(gymBin, args...)
@@ -75,7 +76,7 @@ func rolloutKeys(t *testing.T, path string) (lines int, keys map[[2]int]bool) {
 // the other exits 2 before starting anything, saying how to resume, and
 // the run directory holds one run's rollouts, each once.
 func TestSameRunIDTwiceAtOnceRunsOnce(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runs := filepath.Join(t.TempDir(), "runs")
 	const n = 60
 	env := []string{"SLURM_JOB_ID=4242"}
@@ -118,7 +119,7 @@ func TestSameRunIDTwiceAtOnceRunsOnce(t *testing.T) {
 // rollouts that are missing: the run ends with each of its rollouts
 // exactly once.
 func TestRerunRefusedAndResumeCompletesTheRun(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	runs := filepath.Join(t.TempDir(), "runs")
 	const n = 40
 	env := []string{lensRunIDVar + "=resume-me"}
@@ -250,7 +251,7 @@ func wantPrivate(t *testing.T, dir string) {
 // each URL with the credentials replaced, and every file and directory is
 // private to the user.
 func TestRunDirectoryHoldsNoCredentials(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	fleet := filepath.Join(dir, "fleet.yaml")

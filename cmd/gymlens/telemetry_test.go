@@ -13,13 +13,6 @@ import (
 	"github.com/gymlens/gymlens/lens"
 )
 
-// cleanEnv unsets every variable the check reads, so the tests do not
-// depend on the environment they run in.
-func cleanEnv(t *testing.T) {
-	t.Helper()
-	testenv.ClearTelemetry(t)
-}
-
 func writeYAML(t *testing.T, doc string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gym.yaml")
@@ -67,7 +60,7 @@ func origin(t *testing.T, rep checkReport, key string) (value, from string) {
 }
 
 func TestCheckDefaults(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	code, out, errOut := runGym(t, "telemetry", "check")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -97,7 +90,7 @@ func TestCheckDefaults(t *testing.T) {
 }
 
 func TestCheckEnabledExports(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "yes")
 	code, out, _ := runGym(t, "telemetry", "check")
 	if code != 0 || !strings.Contains(out, "verdict:         would export\n") {
@@ -109,7 +102,7 @@ func TestCheckEnabledExports(t *testing.T) {
 }
 
 func TestCheckEnvOverridesYAML(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	path := writeYAML(t, `
 telemetry:
   enabled: false
@@ -151,7 +144,7 @@ telemetry:
 }
 
 func TestCheckYAMLDisables(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	path := writeYAML(t, "telemetry:\n  enabled: off\n")
 	rep := checkJSON(t, "--config", path)
 	if rep.Export || rep.Reason != "telemetry is disabled by yaml telemetry.enabled=off" {
@@ -160,7 +153,7 @@ func TestCheckYAMLDisables(t *testing.T) {
 }
 
 func TestCheckFallbackPrefix(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_LENS_ENABLED", "true")
 	rep := checkJSON(t)
 	if v, from := origin(t, rep, lens.KeyEnabled); v != "true" || from != "env NEMO_LENS_ENABLED" {
@@ -181,7 +174,7 @@ func TestCheckFallbackPrefix(t *testing.T) {
 }
 
 func TestCheckBadBoolean(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_METRICS_ENABLED", "maybe")
 	code, out, errOut := runGym(t, "telemetry", "check")
 	if code != 2 {
@@ -196,7 +189,7 @@ func TestCheckBadBoolean(t *testing.T) {
 }
 
 func TestCheckErrorsOnePerLine(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "perhaps")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon")
 	code, _, errOut := runGym(t, "telemetry", "check")
@@ -211,7 +204,7 @@ func TestCheckErrorsOnePerLine(t *testing.T) {
 }
 
 func TestCheckUnknownSpanGroup(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", "rollout,bogus")
 	code, _, errOut := runGym(t, "telemetry", "check")
 	if code != 2 {
@@ -225,7 +218,7 @@ func TestCheckUnknownSpanGroup(t *testing.T) {
 }
 
 func TestCheckBadYAMLFile(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	for name, doc := range map[string]string{
 		"syntax":      "telemetry: [unclosed\n",
 		"bad value":   "telemetry:\n  export_sample_rate: 2\n",
@@ -244,7 +237,7 @@ func TestCheckBadYAMLFile(t *testing.T) {
 }
 
 func TestCheckYAMLWithoutBlock(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	path := writeYAML(t, "arithmetic:\n  resources_servers:\n    arithmetic: {}\n")
 	code, out, _ := runGym(t, "telemetry", "check", "--config", path)
 	if code != 0 || !strings.Contains(out, "(no telemetry: block)") {
@@ -253,7 +246,7 @@ func TestCheckYAMLWithoutBlock(t *testing.T) {
 }
 
 func TestCheckSingleRank(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_EXPORT_STRATEGY", "single_rank")
 	code, out, errOut := runGym(t, "telemetry", "check", "--rank", "0", "--world-size", "4")
@@ -276,7 +269,7 @@ func TestCheckSingleRank(t *testing.T) {
 }
 
 func TestCheckFirstRankPerNode(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_EXPORT_STRATEGY", "first_rank_per_node")
 	t.Setenv("LOCAL_RANK", "2")
@@ -287,7 +280,7 @@ func TestCheckFirstRankPerNode(t *testing.T) {
 }
 
 func TestCheckExporterNone(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_LENS_EXPORTER", "none")
 	rep := checkJSON(t)
@@ -297,7 +290,7 @@ func TestCheckExporterNone(t *testing.T) {
 }
 
 func TestCheckNoSignals(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_TRACES_ENABLED", "0")
 	t.Setenv("NEMO_GYM_OTEL_METRICS_ENABLED", "0")
@@ -308,7 +301,7 @@ func TestCheckNoSignals(t *testing.T) {
 }
 
 func TestCheckServiceName(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("OTEL_SERVICE_NAME", "fleet")
 	rep := checkJSON(t, "--server-name", "arithmetic", "--server-type", "resources_servers")
 	if rep.ServiceName != "fleet/arithmetic" || rep.ServerType != "resources_servers" {
@@ -321,7 +314,7 @@ func TestCheckServiceName(t *testing.T) {
 }
 
 func TestCheckSpanGroupsNone(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	// An empty value counts as unset, so a spec naming no group is ",".
 	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", ",")
 	code, out, _ := runGym(t, "telemetry", "check")
@@ -334,7 +327,7 @@ func TestCheckSpanGroupsNone(t *testing.T) {
 }
 
 func TestCheckJSON(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "on")
 	code, out, _ := runGym(t, "telemetry", "check", "--json")
 	if code != 0 {
@@ -362,7 +355,7 @@ func TestCheckJSON(t *testing.T) {
 }
 
 func TestCheckBadFlags(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	for _, args := range [][]string{
 		{"--bogus"},
 		{"--rank", "x"},
@@ -379,7 +372,7 @@ func TestCheckBadFlags(t *testing.T) {
 }
 
 func TestCheckFileExporterWithoutPath(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("NEMO_GYM_OTEL_EXPORTER", "file")
 	code, out, _ := runGym(t, "telemetry", "check")
@@ -395,7 +388,7 @@ func TestCheckFileExporterWithoutPath(t *testing.T) {
 // The check shows each signal's OTLP protocol (its own variable over the
 // general one) and the resource a server with these flags would report.
 func TestCheckProtocolsAndResource(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	t.Setenv("NEMO_GYM_OTEL_ENABLED", "1")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
 	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "grpc")
@@ -442,7 +435,7 @@ func TestCheckProtocolsAndResource(t *testing.T) {
 // from OTEL_TRACES_SAMPLER and its argument, the default when unset, and
 // what the SDK does with a value it rejects.
 func TestCheckShowsSampler(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	if rep := checkJSON(t); rep.Sampler.Name != "parentbased_always_on" || rep.Sampler.FromEnv {
 		t.Errorf("default sampler %+v", rep.Sampler)
 	}
@@ -470,7 +463,7 @@ func TestCheckShowsSampler(t *testing.T) {
 // lens by default, the SDK (and why) when the configuration asks for what
 // lens's aggregation does not do.
 func TestCheckShowsAggregation(t *testing.T) {
-	cleanEnv(t)
+	testenv.ClearTelemetry(t)
 	code, out, errOut := runGym(t, "telemetry", "check")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

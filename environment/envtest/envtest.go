@@ -2,7 +2,6 @@ package envtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gymlens/gymlens/environment"
+	"github.com/gymlens/gymlens/internal/servertest"
 	"github.com/gymlens/gymlens/protocol"
 	"github.com/gymlens/gymlens/server"
 )
@@ -23,28 +23,17 @@ const Instance = "test"
 // Serve runs env on a server built with its ServerOptions(Instance) on
 // 127.0.0.1 and a free port, and returns the base URL
 // ("http://127.0.0.1:PORT"). The server drains and stops when the test
-// ends. Its log is discarded: injected panics would fill the test log
-// with stacks.
+// ends, through the same rig that serves the built-in servers in this
+// module's own tests. Its log is discarded: injected panics would fill
+// the test log with stacks.
 func Serve(t testing.TB, env *environment.Environment) string {
 	t.Helper()
 	opts := environment.ServerOptions(env.Name(), Instance)
 	opts.Name, opts.Logger = env.Name(), slog.New(slog.DiscardHandler)
 	s := server.New(opts)
 	env.Register(s)
-	addr, err := s.Listen()
-	if err != nil {
-		t.Fatalf("envtest: listen: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("envtest: serve: %v", err)
-		}
-	})
-	return "http://" + addr.String()
+	base, _ := servertest.Start(t, s)
+	return base
 }
 
 // Row returns a dataset row whose prompt is one user message saying

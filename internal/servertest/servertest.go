@@ -7,13 +7,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/lens"
 	"github.com/gymlens/gymlens/server"
 	"github.com/gymlens/gymlens/telemetry"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Start binds s to its loopback address and serves it in a goroutine. It
@@ -185,17 +188,45 @@ func CheckErrorBody(t testing.TB, status int, raw []byte) {
 }
 
 // FreeAddr returns a loopback address ("127.0.0.1:PORT") whose port was
-// free a moment ago: the listener that claimed it is closed again, so
-// connections to it are refused until something else binds it.
+// free a moment ago (testenv.FreePort): the listener that claimed it is
+// closed again, so connections to it are refused until something else
+// binds it.
 func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+}
+
+// ServeHandler serves h over plain HTTP on a loopback port and returns the
+// base URL ("http://127.0.0.1:PORT"). At cleanup the server is closed
+// (connections dropped, in-flight requests not awaited) and its Serve
+// goroutine awaited. Tests use it for peers that are not a server.Server:
+// an OTLP receiver, a collector answering errors, a Prometheus endpoint.
+func ServeHandler(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("listen: %v", err)
 	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// Attrs returns attributes (a span's or an event's) by key, each value
+// as its Emit string; an absent key reads as "". Tests use it to check a
+// recorded span without depending on the exporter's types.
+func Attrs(kvs []attribute.KeyValue) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value.Emit()
 	}
-	return addr
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // BuildGym builds the gymlens command with the race detector into a new
@@ -26,4 +27,20 @@ func BuildGym(prefix, pkgDir string) (bin string, remove func(), err error) {
 		return "", nil, fmt.Errorf("build gym: %w", err)
 	}
 	return bin, remove, nil
+}
+
+// RunWithGym is the body of a TestMain whose tests start the gymlens
+// command: it builds the command once with BuildGym (prefix and pkgDir as
+// there), stores the binary's path in *bin, runs the tests and removes the
+// binary again. It returns the exit code for os.Exit; a failed build is
+// reported on standard error and returns 1 without running any test.
+func RunWithGym(m *testing.M, prefix, pkgDir string, bin *string) int {
+	path, remove, err := BuildGym(prefix, pkgDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer remove()
+	*bin = path
+	return m.Run()
 }

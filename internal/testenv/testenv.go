@@ -2,6 +2,7 @@
 package testenv
 
 import (
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -42,4 +43,16 @@ func ClearTelemetry(t testing.TB) {
 		}
 	}
 	Unset(t, names...)
+}
+
+// Lookup returns an environment lookup (the os.LookupEnv shape that
+// configuration loaders take) backed by a copy of m, so a test sees exactly
+// the variables it names and nothing from the process environment. A nil
+// m has no variables.
+func Lookup(m map[string]string) func(string) (string, bool) {
+	m = maps.Clone(m)
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
 }

@@ -162,7 +162,7 @@ func TestRolloutIDAcrossRealServers(t *testing.T) {
 		{contract.SpanVerify, "weather_agent"},
 	} {
 		s := one(t, spans, c.name, trace.SpanKindUnspecified)
-		if v, _ := attrValue(s, contract.AttrServerName); v == "" {
+		if v := servertest.Attrs(s.Attributes)[contract.AttrServerName]; v == "" {
 			t.Errorf("%s has no %s", c.name, contract.AttrServerName)
 		} else if c.name == contract.SpanModelResponses && v != c.server {
 			t.Errorf("%s %s = %q, want the model server's instance name %q", c.name, contract.AttrServerName, v, c.server)
@@ -175,11 +175,11 @@ func TestRolloutIDAcrossRealServers(t *testing.T) {
 			t.Errorf("span %q is in another trace", s.Name)
 		}
 		kinds[s.SpanKind]++
-		if v, _ := attrValue(s, contract.AttrRolloutID); v != id {
+		if v := servertest.Attrs(s.Attributes)[contract.AttrRolloutID]; v != id {
 			t.Errorf("span %q (%v) has rollout id %q, want %s", s.Name, s.SpanKind, v, id)
 		}
 		if s.SpanKind == trace.SpanKindClient {
-			if full, _ := attrValue(s, contract.AttrURLFull); !strings.Contains(full, "/ng-rollout/"+id+"/") {
+			if full := servertest.Attrs(s.Attributes)[contract.AttrURLFull]; !strings.Contains(full, "/ng-rollout/"+id+"/") {
 				t.Errorf("CLIENT span url.full %q lacks the rollout prefix", full)
 			}
 		}
@@ -192,11 +192,11 @@ func TestRolloutIDAcrossRealServers(t *testing.T) {
 	modelSpan := one(t, spans, contract.SpanModelResponses, trace.SpanKindUnspecified)
 	var modelClient tracetest.SpanStub
 	for _, s := range find(spans, contract.ClientSpanName(http.MethodPost), trace.SpanKindClient) {
-		if full, _ := attrValue(s, contract.AttrURLFull); strings.HasSuffix(full, "/v1/responses") {
+		if full := servertest.Attrs(s.Attributes)[contract.AttrURLFull]; strings.HasSuffix(full, "/v1/responses") {
 			modelClient = s
 		}
 	}
-	respID, _ := attrValue(modelSpan, contract.AttrGenAIResponseID)
+	respID := servertest.Attrs(modelSpan.Attributes)[contract.AttrGenAIResponseID]
 	if respID == "" {
 		t.Errorf("gym.model.responses has no %s", contract.AttrGenAIResponseID)
 	}
@@ -211,12 +211,12 @@ func TestRolloutIDAcrossRealServers(t *testing.T) {
 			contract.AttrGenAIResponseID:    respID,
 			contract.AttrGenAIFinishReasons: `["stop"]`,
 		} {
-			if v, _ := attrValue(c.span, key); v != want {
+			if v := servertest.Attrs(c.span.Attributes)[key]; v != want {
 				t.Errorf("%s %v: %s = %q, want %q", c.span.Name, c.span.SpanKind, key, v, want)
 			}
 		}
 		for _, key := range []string{contract.AttrGenAIInputTokens, contract.AttrGenAIOutputTokens} {
-			if v, _ := attrValue(c.span, key); v == "" || v == "0" {
+			if v := servertest.Attrs(c.span.Attributes)[key]; v == "" || v == "0" {
 				t.Errorf("%s %v: %s = %q, want the answer's count", c.span.Name, c.span.SpanKind, key, v)
 			}
 		}

@@ -72,15 +72,6 @@ func one(t *testing.T, spans tracetest.SpanStubs, name string, kind trace.SpanKi
 	return got[0]
 }
 
-func attrValue(s tracetest.SpanStub, key string) (string, bool) {
-	for _, kv := range s.Attributes {
-		if string(kv.Key) == key {
-			return kv.Value.Emit(), true
-		}
-	}
-	return "", false
-}
-
 var traceResponse = regexp.MustCompile(`^00-([0-9a-f]{32})-([0-9a-f]{16})-01$`)
 
 // TestRolloutIsOneTrace: the spans of a rollout nest as the package doc
@@ -114,15 +105,15 @@ func TestRolloutIsOneTrace(t *testing.T) {
 		t.Errorf("gym.agent.responses is not a child of gym.rollout")
 	}
 	for _, s := range []tracetest.SpanStub{rollout, episode} {
-		if v, _ := attrValue(s, contract.AttrRolloutID); v != "3-1" {
+		if v := servertest.Attrs(s.Attributes)[contract.AttrRolloutID]; v != "3-1" {
 			t.Errorf("%s %s = %q, want 3-1", s.Name, contract.AttrRolloutID, v)
 		}
-		if v, _ := attrValue(s, contract.AttrServerName); v != "weather_agent" {
+		if v := servertest.Attrs(s.Attributes)[contract.AttrServerName]; v != "weather_agent" {
 			t.Errorf("%s %s = %q, want the process's server name", s.Name, contract.AttrServerName, v)
 		}
 	}
 	for key, want := range map[string]string{contract.AttrGenAIRequestModel: "policy-7b", contract.AttrGenAIInputTokens: "30", contract.AttrGenAIOutputTokens: "12"} {
-		if v, _ := attrValue(episode, key); v != want {
+		if v := servertest.Attrs(episode.Attributes)[key]; v != want {
 			t.Errorf("gym.agent.responses %s = %q, want %q", key, v, want)
 		}
 	}
@@ -132,7 +123,7 @@ func TestRolloutIsOneTrace(t *testing.T) {
 	// the rollout's prefix, and the parent of its SERVER span.
 	clientsByPath := map[string][]tracetest.SpanStub{}
 	for _, s := range find(spans, contract.ClientSpanName(http.MethodPost), trace.SpanKindClient) {
-		full, _ := attrValue(s, contract.AttrURLFull)
+		full := servertest.Attrs(s.Attributes)[contract.AttrURLFull]
 		_, path, _ := strings.Cut(strings.TrimPrefix(full, "http://"), "/")
 		clientsByPath["/"+path] = append(clientsByPath["/"+path], s)
 	}
@@ -166,7 +157,7 @@ func TestRolloutIsOneTrace(t *testing.T) {
 	}
 	// Every span of the rollout, in the three servers, names it.
 	for _, s := range spans {
-		if v, _ := attrValue(s, contract.AttrRolloutID); v != "3-1" {
+		if v := servertest.Attrs(s.Attributes)[contract.AttrRolloutID]; v != "3-1" {
 			t.Errorf("span %q (%v) has rollout id %q, want 3-1", s.Name, s.SpanKind, v)
 		}
 	}
@@ -256,7 +247,7 @@ func TestRowWithoutRolloutID(t *testing.T) {
 	f.run(t, minimalRow)
 	spans := spansOf(t, f, h, exp)
 	for _, name := range []string{contract.SpanRollout, contract.SpanAgentResponses} {
-		if v, ok := attrValue(one(t, spans, name, trace.SpanKindUnspecified), contract.AttrRolloutID); ok {
+		if v, ok := servertest.Attrs(one(t, spans, name, trace.SpanKindUnspecified).Attributes)[contract.AttrRolloutID]; ok {
 			t.Errorf("%s carries rollout id %q for a row without one", name, v)
 		}
 	}

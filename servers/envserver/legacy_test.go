@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -223,12 +222,7 @@ func TestRunPassesAgentErrorsOn(t *testing.T) {
 }
 
 func TestRunWithTheAgentDownIs500(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + servertest.FreeAddr(t)
 	relay := startRelay(t, dead)
 	status, got := servertest.Post(t, plainClient(t), relay+"/run", []byte(`{}`))
 	var msg string

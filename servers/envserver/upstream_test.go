@@ -16,19 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gymlens/gymlens/internal/testenv"
 	"github.com/gymlens/gymlens/internal/upstream"
 )
-
-// freePort returns a loopback port free right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // startUpstreamRelay runs upstream's own legacy_agent relay, under the
 // launch contract, in front of agentURL, and returns its base URL. Ray is
@@ -41,7 +31,7 @@ func startUpstreamRelay(t *testing.T, agentURL string) string {
 		"import nemo_gym, os; print(os.path.dirname(os.path.dirname(nemo_gym.__file__)))", nil)))
 	dir := filepath.Join(root, "environment_servers", "legacy_agent")
 	_, agentPort, _ := net.SplitHostPort(strings.TrimPrefix(agentURL, "http://"))
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	dict := fmt.Sprintf(`head_server: {host: 127.0.0.1, port: %d}
 dry_run: false
 agent:
@@ -54,7 +44,7 @@ relay:
       host: 127.0.0.1
       port: %d
       agent_server: {type: responses_api_agents, name: agent}
-`, freePort(t), agentPort, port)
+`, testenv.FreePort(t), agentPort, port)
 	const program = `import sys
 sys.path.insert(0, sys.argv[1])
 sys.argv = sys.argv[:1]

@@ -318,7 +318,7 @@ func TestPrefixRoute(t *testing.T) {
 		if s.Name != contract.SpanModelResponses {
 			continue
 		}
-		a := attrMap(s)
+		a := servertest.Attrs(s.Attributes)
 		if a[contract.AttrServerName] != "policy_a" || a[contract.AttrModelMode] != contract.ModeBuiltin || a[contract.AttrGenAIRequestModel] != model.DefaultModel ||
 			a[contract.AttrGenAIResponseModel] != model.DefaultModel || a[contract.AttrGenAIInputTokens] != "5" || a[contract.AttrGenAIOutputTokens] != "4" {
 			t.Errorf("span attributes %v", a)
@@ -486,7 +486,7 @@ func TestChatSpanGenAI(t *testing.T) {
 	}
 	var chat, serverSpans int
 	for _, s := range exp.GetSpans() {
-		a := attrMap(s)
+		a := servertest.Attrs(s.Attributes)
 		switch {
 		case s.Name == contract.SpanModelChatCompletions:
 			chat++

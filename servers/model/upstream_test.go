@@ -444,7 +444,7 @@ func TestUpstreamSecretsStayOut(t *testing.T) {
 			} else {
 				chatSpans++
 			}
-			attrs := attrMap(s)
+			attrs := servertest.Attrs(s.Attributes)
 			if attrs[contract.AttrModelMode] != contract.ModeUpstream || attrs[contract.AttrGenAIRequestModel] != "gpt-test" || attrs[contract.AttrServerName] != model.ServerName ||
 				attrs[contract.AttrGenAIProviderName] != contract.GenAIProviderOpenAI || attrs[contract.AttrGenAIOperationName] != contract.GenAIOperationChat {
 				t.Errorf("model span attributes %v", attrs)
@@ -460,11 +460,11 @@ func TestUpstreamSecretsStayOut(t *testing.T) {
 				t.Errorf("usage attributes %v, want 21 and 6", attrs)
 			}
 		case contract.ClientSpanName(http.MethodPost):
-			if s.SpanKind != trace.SpanKindClient || strings.HasSuffix(attrMap(s)[contract.AttrURLFull], "/v1/responses") {
+			if s.SpanKind != trace.SpanKindClient || strings.HasSuffix(servertest.Attrs(s.Attributes)[contract.AttrURLFull], "/v1/responses") {
 				continue // the test's own calls to the model server
 			}
 			clientSpans++
-			if u := attrMap(s)["url.full"]; !strings.HasSuffix(u, "/v1/chat/completions") {
+			if u := servertest.Attrs(s.Attributes)["url.full"]; !strings.HasSuffix(u, "/v1/chat/completions") {
 				t.Errorf("client span url.full %q", u)
 			}
 		}
@@ -504,12 +504,4 @@ func TestUpstreamTimeoutAndUnreachable(t *testing.T) {
 	if _, err := ask(context.Background(), t, c, responsesURL(base), text("hi")); server.StatusOf(err) != http.StatusTooManyRequests {
 		t.Errorf("rate-limited upstream: %v, want 429", err)
 	}
-}
-
-func attrMap(s tracetest.SpanStub) map[string]string {
-	m := map[string]string{}
-	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
-	}
-	return m
 }
