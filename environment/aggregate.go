@@ -240,13 +240,8 @@ func (p *prepared) custom(hook func(tasks [][]protocol.Fields) map[string]any) (
 	}
 	for _, e := range entries {
 		var task int
-		ok, err := e.Decode(protocol.KeyTaskIndex, &task)
-		if !ok {
-			// Upstream's lookup of the key raises: a 500.
-			return nil, fmt.Errorf("compute_metrics: a %s entry has no %s", keyPerTaskMetrics, protocol.KeyTaskIndex)
-		}
-		if err != nil {
-			continue // not an integer: no group's index equals it, as upstream finds none
+		if ok, err := e.Decode(protocol.KeyTaskIndex, &task); !ok || err != nil {
+			return nil, fmt.Errorf("compute_metrics: every %s entry needs an integer %s", keyPerTaskMetrics, protocol.KeyTaskIndex)
 		}
 		if p.perTask == nil {
 			p.perTask = map[int]protocol.Fields{}
@@ -424,12 +419,14 @@ func profile(r protocol.Fields) *profiled {
 			continue
 		}
 		if v, _, ok := numeric(m.Value); ok {
+			if _, seen := p.values[m.Key]; seen {
+				p.repeated = true
+			}
 			p.columns = append(p.columns, m.Key)
 			p.vals = append(p.vals, v)
 			p.values[m.Key] = v
 		}
 	}
-	p.repeated = len(p.values) != len(p.columns) // a name came twice
 
 	var info protocol.Fields
 	id := make([]byte, 0, 24)

@@ -135,9 +135,8 @@ func ReverifyMode(mode string) Option {
 // _ng_task_index, whose other members are set on that task's
 // group_level_metrics object (replacing a member of the same name in
 // place, else added after the others, in key order for a Go map); a later
-// entry for a task replaces an earlier one. An entry without
-// _ng_task_index makes the call fail (500); one whose index is not an
-// integer matches no task.
+// entry for a task replaces an earlier one. An entry without an integer
+// _ng_task_index makes the call fail (500).
 func ComputeMetrics(fn func(tasks [][]Fields) map[string]any) Option {
 	return func(e *Environment) { e.metrics = fn }
 }

@@ -3,8 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-
-	"github.com/gymlens/gymlens/internal/jsonskim"
 )
 
 // CheckVerifyResponse checks a verify answer without decoding it, for a
@@ -25,22 +23,22 @@ import (
 // relative to the answer.
 func CheckVerifyResponse(b []byte) error {
 	var v validator
-	i := jsonskim.SkipSpace(b, 0)
+	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		v.add(ErrModelType, "Input should be a valid dictionary or object to extract fields from", json.RawMessage(bytes.TrimSpace(b)))
 		return v.err()
 	}
 	var reward, params, response []byte
-	i = jsonskim.SkipSpace(b, i+1)
+	i = skipSpace(b, i+1)
 	for i < len(b) && b[i] != '}' {
 		if b[i] == ',' {
-			i = jsonskim.SkipSpace(b, i+1)
+			i = skipSpace(b, i+1)
 		}
-		end := jsonskim.End(b, i)
+		end := valueEnd(b, i)
 		key := b[i:end]
-		i = jsonskim.SkipSpace(b, end)
-		i = jsonskim.SkipSpace(b, i+1) // past ':'
-		end = jsonskim.End(b, i)
+		i = skipSpace(b, end)
+		i = skipSpace(b, i+1) // past ':'
+		end = valueEnd(b, i)
 		switch {
 		case keyIs(key, KeyReward):
 			reward = b[i:end]
@@ -49,7 +47,7 @@ func CheckVerifyResponse(b []byte) error {
 		case keyIs(key, KeyResponse):
 			response = b[i:end]
 		}
-		i = jsonskim.SkipSpace(b, end)
+		i = skipSpace(b, end)
 	}
 	checkObjectMember(&v, params, KeyParams)
 	checkObjectMember(&v, response, KeyResponse)

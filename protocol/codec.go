@@ -140,27 +140,27 @@ func checkValid(b []byte) error {
 // member of the JSON object b, which must be valid JSON. A value that is
 // not an object gives the type error encoding/json would give for typ.
 func scanObject(b []byte, typ reflect.Type, fn func(key string, raw []byte) error) error {
-	i := jsonskim.SkipSpace(b, 0)
+	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return &json.UnmarshalTypeError{Value: rawKind(b), Type: typ}
 	}
-	i = jsonskim.SkipSpace(b, i+1)
+	i = skipSpace(b, i+1)
 	for i < len(b) && b[i] != '}' {
 		if b[i] == ',' {
-			i = jsonskim.SkipSpace(b, i+1)
+			i = skipSpace(b, i+1)
 		}
-		end := jsonskim.End(b, i)
+		end := valueEnd(b, i)
 		key, err := decodeString(b[i:end])
 		if err != nil {
 			return err
 		}
-		i = jsonskim.SkipSpace(b, end)
-		i = jsonskim.SkipSpace(b, i+1) // past ':'
-		end = jsonskim.End(b, i)
+		i = skipSpace(b, end)
+		i = skipSpace(b, i+1) // past ':'
+		end = valueEnd(b, i)
 		if err := fn(key, b[i:end]); err != nil {
 			return err
 		}
-		i = jsonskim.SkipSpace(b, end)
+		i = skipSpace(b, end)
 	}
 	return nil
 }
@@ -168,22 +168,36 @@ func scanObject(b []byte, typ reflect.Type, fn func(key string, raw []byte) erro
 // scanArray calls fn with the index and raw value of each element of the
 // JSON array b, which must be valid JSON.
 func scanArray(b []byte, fn func(i int, raw []byte) error) error {
-	i := jsonskim.SkipSpace(b, 0)
+	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return &json.UnmarshalTypeError{Value: rawKind(b), Type: typeList}
 	}
-	i = jsonskim.SkipSpace(b, i+1)
+	i = skipSpace(b, i+1)
 	for n := 0; i < len(b) && b[i] != ']'; n++ {
 		if b[i] == ',' {
-			i = jsonskim.SkipSpace(b, i+1)
+			i = skipSpace(b, i+1)
 		}
-		end := jsonskim.End(b, i)
+		end := valueEnd(b, i)
 		if err := fn(n, b[i:end]); err != nil {
 			return err
 		}
-		i = jsonskim.SkipSpace(b, end)
+		i = skipSpace(b, end)
 	}
 	return nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value that starts at b[i] (b is
+// valid JSON: jsonskim.ValueEnd's outline is the value's).
+func valueEnd(b []byte, i int) int {
+	end, _ := jsonskim.ValueEnd(b, i)
+	return end
 }
 
 // decodeString decodes the JSON string raw (valid JSON) as

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/gymlens/gymlens/internal/jsonskim"
 )
 
 // shapeKind is what a shape accepts.
@@ -264,16 +262,16 @@ func (s *shape) literalHas(raw []byte) bool {
 // scanMembers calls fn with the raw key (a JSON string) and the raw
 // value of each member of the object b (valid JSON), decoding nothing.
 func scanMembers(b []byte, fn func(key, value []byte)) {
-	i := jsonskim.SkipSpace(b, 0) + 1 // past '{'
-	for i = jsonskim.SkipSpace(b, i); i < len(b) && b[i] != '}'; i = jsonskim.SkipSpace(b, i) {
+	i := skipSpace(b, 0) + 1 // past '{'
+	for i = skipSpace(b, i); i < len(b) && b[i] != '}'; i = skipSpace(b, i) {
 		if b[i] == ',' {
-			i = jsonskim.SkipSpace(b, i+1)
+			i = skipSpace(b, i+1)
 		}
-		end := jsonskim.End(b, i)
+		end := valueEnd(b, i)
 		key := b[i:end]
-		i = jsonskim.SkipSpace(b, end)
-		i = jsonskim.SkipSpace(b, i+1) // past ':'
-		end = jsonskim.End(b, i)
+		i = skipSpace(b, end)
+		i = skipSpace(b, i+1) // past ':'
+		end = valueEnd(b, i)
 		fn(key, b[i:end])
 		i = end
 	}

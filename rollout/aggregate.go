@@ -190,7 +190,7 @@ func (p *pendingMetrics) open(ctx context.Context, client *server.Client, url st
 	go func() {
 		defer close(p.done)
 		p.err = client.PostStream(ctx, url, &streamBody{p: p}, server.AnswerReader(func(h http.Header, body io.Reader) error {
-			if aggstream.Marked(h) {
+			if h.Get(aggstream.CompleteHeader) == aggstream.CompleteValue {
 				var err error
 				p.marked, err = readMarked(body)
 				return err

@@ -45,10 +45,6 @@ const (
 	CompleteValue  = "1"
 )
 
-// Marked reports whether an answer's header marks it complete
-// (CompleteHeader).
-func Marked(h http.Header) bool { return h.Get(CompleteHeader) == CompleteValue }
-
 // Batch is how many bytes of a streamed body are sent at least at a time
 // (but the last): every write is a chunk of its own on the wire and a
 // wake-up of each server on the way, which, result by result, cost more
@@ -376,7 +372,7 @@ func Forward(ctx context.Context, client *server.Client, url string, body io.Rea
 			go func() {
 				var raw server.RawJSON
 				err := client.PostStream(ctx, url, pr, server.AnswerReader(func(h http.Header, answer io.Reader) error {
-					if !Marked(h) {
+					if h.Get(CompleteHeader) != CompleteValue {
 						var buf bytes.Buffer
 						_, err := buf.ReadFrom(answer)
 						raw = buf.Bytes()

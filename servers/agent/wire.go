@@ -32,22 +32,22 @@ type member struct {
 // JSON object (leading and trailing white space allowed), and returns the
 // index of its closing brace.
 func members(obj []byte) (ms []member, closing int) {
-	i := jsonskim.SkipSpace(obj, 0) + 1 // past '{'
+	i := skipSpace(obj, 0) + 1 // past '{'
 	for {
-		i = jsonskim.SkipSpace(obj, i)
+		i = skipSpace(obj, i)
 		switch {
 		case i >= len(obj):
 			return ms, len(obj)
 		case obj[i] == '}':
 			return ms, i
 		case obj[i] == ',':
-			i = jsonskim.SkipSpace(obj, i+1)
+			i = skipSpace(obj, i+1)
 		}
 		start := i
-		keyEnd := jsonskim.End(obj, i)
-		i = jsonskim.SkipSpace(obj, keyEnd)
-		i = jsonskim.SkipSpace(obj, i+1) // past ':'
-		end := jsonskim.End(obj, i)
+		keyEnd := valueEnd(obj, i)
+		i = skipSpace(obj, keyEnd)
+		i = skipSpace(obj, i+1) // past ':'
+		end := valueEnd(obj, i)
 		ms = append(ms, member{key: obj[start:keyEnd], start: start, end: end})
 		i = end
 	}
@@ -60,6 +60,22 @@ func (m member) is(key string) bool {
 	}
 	var s string
 	return json.Unmarshal(m.key, &s) == nil && s == key
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value that starts at b[i] (b is
+// valid JSON: jsonskim.ValueEnd's outline is the value's).
+func valueEnd(b []byte, i int) int {
+	end, _ := jsonskim.ValueEnd(b, i)
+	return end
 }
 
 // rebuild writes obj (whose members and closing brace members found)
